@@ -1,0 +1,96 @@
+"""Status conditions and the Kueue vocabulary of condition types and reasons.
+
+Used by the core to explain decisions and by adapters to write statuses. Names and spellings are
+Kueue's, so tools written for Kueue read Berth's statuses unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from berth.api import base
+
+
+class ConditionStatus(enum.StrEnum):
+    """A condition's status."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Condition(base.Model):
+    """A Kubernetes status condition."""
+
+    type: str
+    status: ConditionStatus
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class WorkloadCondition(enum.StrEnum):
+    """Workload condition types."""
+
+    QUOTA_RESERVED = "QuotaReserved"
+    ADMITTED = "Admitted"
+    PODS_READY = "PodsReady"
+    EVICTED = "Evicted"
+    PREEMPTED = "Preempted"
+    REQUEUED = "Requeued"
+    FINISHED = "Finished"
+    DEACTIVATION_TARGET = "DeactivationTarget"
+
+
+class PendingReason(enum.StrEnum):
+    """Why a workload is not admitted (``QuotaReserved=False`` reasons)."""
+
+    NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+    WAITING_FOR_QUOTA = "WaitingForQuota"
+    EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+    WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
+    MISCONFIGURED = "Misconfigured"
+    SUSPENDED = "Suspended"
+    PENDING_EVALUATION = "PendingEvaluation"
+    WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+    INADMISSIBLE = "Inadmissible"
+    ON_HOLD = "OnHold"
+
+
+class EvictionReason(enum.StrEnum):
+    """Why an admitted workload was evicted (``Evicted=True`` reasons)."""
+
+    PREEMPTED = "Preempted"
+    PODS_READY_TIMEOUT = "PodsReadyTimeout"
+    CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+    LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    DEACTIVATED = "Deactivated"
+    ADMISSION_CHECK = "AdmissionCheck"
+    NODE_FAILURES = "NodeFailures"
+
+
+class PreemptionReason(enum.StrEnum):
+    """Why a workload was chosen as a preemption victim (``Preempted=True`` reasons)."""
+
+    IN_CLUSTER_QUEUE = "InClusterQueue"
+    IN_COHORT_RECLAMATION = "InCohortReclamation"
+    IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+    IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+
+
+class FinishReason(enum.StrEnum):
+    """How a workload finished."""
+
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+class QueueActiveReason(enum.StrEnum):
+    """Reasons of the ``Active`` condition of ClusterQueues and LocalQueues."""
+
+    READY = "Ready"
+    STOPPED = "Stopped"
+    FLAVOR_NOT_FOUND = "FlavorNotFound"
+    TERMINATING = "Terminating"
+    CLUSTER_QUEUE_IS_INACTIVE = "ClusterQueueIsInactive"

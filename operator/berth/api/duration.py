@@ -1,0 +1,63 @@
+"""Go-style durations (``90s``, ``5m``, ``1h30m``, ``250ms``) as float seconds, and back.
+
+Used by the Configuration (timeouts) and the simulator's annotations. A plain number is seconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
+_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class DurationError(ValueError):
+    """A value that is not a duration."""
+
+
+def parse(value: object) -> float:
+    """Parse a Go-style duration or a number of seconds into seconds (>= 0)."""
+    if isinstance(value, bool):
+        raise DurationError(f"{value!r} is not a duration; write e.g. 90s, 5m or 1h30m")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise DurationError(f"{value!r} is negative; durations must be >= 0")
+        return float(value)
+    if not isinstance(value, str):
+        raise DurationError(f"{value!r} is not a duration; write e.g. 90s, 5m or 1h30m")
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        if seconds < 0:
+            raise DurationError(f"{value!r} is negative; durations must be >= 0")
+        return seconds
+    pos, total = 0, 0.0
+    for match in _PART.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match[1]) * _UNIT[match[2]]
+        pos = match.end()
+    if pos != len(text) or not text:
+        raise DurationError(f"{value!r} is not a duration; write e.g. 90s, 5m or 1h30m")
+    return total
+
+
+def format(seconds: float) -> str:  # noqa: A001 - used as duration.format, like quantity.format
+    """Print seconds as a Go-style duration (``1h30m0s`` becomes ``1h30m``)."""
+    millis = round(seconds * 1000)
+    if millis == 0:
+        return "0s"
+    hours, rest = divmod(millis, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    secs, ms = divmod(rest, 1000)
+    out = ""
+    if hours:
+        out += f"{hours}h"
+    if minutes:
+        out += f"{minutes}m"
+    if secs or ms:
+        out += f"{secs}.{ms:03d}".rstrip("0").rstrip(".") + "s"
+    return out

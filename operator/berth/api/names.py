@@ -1,0 +1,37 @@
+"""Typed identifiers for the objects Berth schedules, and the workload key.
+
+Used across every layer so that a ClusterQueue name cannot be passed where a flavor name is
+expected. ``WorkloadKey`` identifies a namespaced object as ``namespace/name``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NewType
+
+ClusterQueueName = NewType("ClusterQueueName", str)
+CohortName = NewType("CohortName", str)
+FlavorName = NewType("FlavorName", str)
+ResourceName = NewType("ResourceName", str)
+LocalQueueName = NewType("LocalQueueName", str)
+PriorityClassName = NewType("PriorityClassName", str)
+PodSetName = NewType("PodSetName", str)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, order=True)
+class WorkloadKey:
+    """The namespace and name of a namespaced object; prints as ``namespace/name``."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> WorkloadKey:
+        """Parse ``namespace/name``; a bare name lands in the ``default`` namespace."""
+        namespace, sep, name = text.partition("/")
+        if not sep:
+            return cls("default", namespace)
+        return cls(namespace, name)

@@ -1,0 +1,34 @@
+"""Priority classes: Berth's WorkloadPriorityClass and Kubernetes' PriorityClass.
+
+Read when a job becomes a workload: its priority is resolved from these once, at creation.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pydantic
+
+from berth.api import base
+
+
+class WorkloadPriorityClass(base.Object):
+    """A WorkloadPriorityClass (cluster-scoped; short name ``wpc``)."""
+
+    KIND: ClassVar[str] = "WorkloadPriorityClass"
+
+    value: int = pydantic.Field(ge=-(2**31), le=2**31 - 1)
+    description: str | None = pydantic.Field(default=None, max_length=2048)
+
+
+class PriorityClass(base.Object):
+    """A ``scheduling.k8s.io/v1`` PriorityClass, for pods that name one."""
+
+    KIND: ClassVar[str] = "PriorityClass"
+
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    api_version: str = "scheduling.k8s.io/v1"
+    value: int = pydantic.Field(ge=-(2**31), le=2**31 - 1)
+    global_default: bool = False
+    description: str | None = None

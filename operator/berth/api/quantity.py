@@ -1,0 +1,134 @@
+"""Kubernetes quantities as integers in canonical units, and back.
+
+``cpu`` is counted in milli-CPU; memory-like resources (``memory``, ``ephemeral-storage``,
+``storage``, ``hugepages-*``) in bytes; every other resource (``nvidia.com/gpu``, ``pods``) as a
+count. Fractions are rounded up, as Kubernetes does when it reads a quantity's value. Printing
+gives the Kubernetes canonical form (``"4"``, ``"500m"``, ``"16Gi"``) and parses back to the same
+integer. Called by the API models when they load YAML and by every output that prints usage.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import re
+
+from berth.api import names
+
+_QUANTITY = re.compile(r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?P<suffix>[a-zA-Z]*|[eE][+-]?[0-9]+)$")
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": decimal.Decimal("1e-9"),
+    "u": decimal.Decimal("1e-6"),
+    "m": decimal.Decimal("1e-3"),
+    "": decimal.Decimal(1),
+    "k": decimal.Decimal("1e3"),
+    "M": decimal.Decimal("1e6"),
+    "G": decimal.Decimal("1e9"),
+    "T": decimal.Decimal("1e12"),
+    "P": decimal.Decimal("1e15"),
+    "E": decimal.Decimal("1e18"),
+}
+_PRINT_BINARY = [("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]
+_PRINT_DECIMAL = [("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
+
+CPU = names.ResourceName("cpu")
+PODS = names.ResourceName("pods")
+
+
+class QuantityError(ValueError):
+    """A value that is not a Kubernetes quantity, or not one this field accepts."""
+
+
+def is_milli(resource: str) -> bool:
+    """Tell whether a resource is counted in thousandths (only ``cpu``)."""
+    return resource == CPU
+
+
+def is_bytes(resource: str) -> bool:
+    """Tell whether a resource is counted in bytes."""
+    return resource in {"memory", "ephemeral-storage", "storage"} or resource.startswith("hugepages-")
+
+
+def parse_decimal(value: object) -> decimal.Decimal:
+    """Parse a quantity (string, int or float from YAML) into an exact decimal value."""
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity; write a number such as 4, 500m or 16Gi")
+    if isinstance(value, int):
+        return decimal.Decimal(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"{value!r} is not a finite quantity")
+        return decimal.Decimal(repr(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is not a quantity; write a number such as 4, 500m or 16Gi")
+    match = _QUANTITY.match(value.strip())
+    if match is None:
+        raise QuantityError(f"{value!r} is not a quantity; write a number such as 4, 500m or 16Gi")
+    number = decimal.Decimal(match["num"])
+    suffix = match["suffix"]
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    if suffix[:1] in {"e", "E"}:
+        return number.scaleb(int(suffix[1:]))
+    raise QuantityError(
+        f"{value!r} has an unknown suffix {suffix!r}; use one of m, k, M, G, T, Ki, Mi, Gi, Ti"
+    )
+
+
+def parse(resource: str, value: object) -> int:
+    """Parse a non-negative quantity of ``resource`` into canonical integer units, rounding up."""
+    amount = parse_decimal(value)
+    if amount < 0:
+        raise QuantityError(f"{value!r} is negative; quantities of {resource} must be >= 0")
+    if is_milli(resource):
+        amount *= 1000
+    return int(amount.to_integral_value(rounding=decimal.ROUND_CEILING))
+
+
+def _format_plain(count: int, *, binary: bool) -> str:
+    if count == 0:
+        return "0"
+    if binary:
+        for suffix, size in _PRINT_BINARY:
+            if count % size == 0:
+                return f"{count // size}{suffix}"
+    for suffix, size in _PRINT_DECIMAL:
+        if count % size == 0:
+            return f"{count // size}{suffix}"
+    return str(count)
+
+
+def format(resource: str, amount: int) -> str:  # noqa: A001 - the module is used as quantity.format
+    """Print canonical units of ``resource`` in Kubernetes canonical form."""
+    if amount < 0:
+        return "-" + format(resource, -amount)
+    if is_milli(resource):
+        if amount % 1000 != 0:
+            return f"{amount}m"
+        return _format_plain(amount // 1000, binary=False)
+    return _format_plain(amount, binary=is_bytes(resource))
+
+
+def parse_list(values: object) -> dict[names.ResourceName, int]:
+    """Parse a ResourceList mapping (``{cpu: 4, memory: 16Gi}``) into canonical units."""
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise QuantityError("expected a mapping of resource names to quantities")
+    out: dict[names.ResourceName, int] = {}
+    for key, raw in values.items():
+        resource = str(key)
+        try:
+            out[names.ResourceName(resource)] = parse(resource, raw)
+        except QuantityError as err:
+            raise QuantityError(f"{resource}: {err}") from err
+    return out
+
+
+def format_list(values: dict[names.ResourceName, int]) -> dict[str, str]:
+    """Print a ResourceList in canonical form, keys sorted."""
+    return {str(k): format(k, v) for k, v in sorted(values.items())}

@@ -1,0 +1,44 @@
+"""The ``berth`` command line: the root group and the table of its subcommands.
+
+Subcommands live in their own modules and are imported only when invoked, so ``berth --help``
+stays fast and a command's heavy dependencies load only for that command.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+import berth
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module, one-line help shown by ``berth --help``)
+}
+"""Every subcommand: its module (which defines ``command``) and its summary."""
+
+
+class _LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when it is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module = importlib.import_module(COMMANDS[cmd_name][0])
+        command: click.Command = module.command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=_LazyGroup)
+@click.version_option(berth.__version__, prog_name="berth")
+def main() -> None:
+    """Berth: admission control and queueing for GPU batch work on Kubernetes."""
