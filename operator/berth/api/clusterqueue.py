@@ -52,7 +52,7 @@ class FlavorFungibility(base.Model):
 
 
 class PreemptionPolicy(enum.StrEnum):
-    """Which workloads may be preempted (values of ``withinClusterQueue``, ``reclaimWithinCohort``)."""
+    """Which workloads may be preempted (``withinClusterQueue``, ``reclaimWithinCohort``, ...)."""
 
     NEVER = "Never"
     LOWER_PRIORITY = "LowerPriority"
@@ -78,9 +78,7 @@ class ClusterQueuePreemption(base.Model):
 class ClusterQueueSpec(base.Model):
     """The spec of a ClusterQueue, with Kueue v1beta2 names and defaults."""
 
-    resource_groups: list[quota.ResourceGroup] = pydantic.Field(
-        default_factory=list, max_length=16
-    )
+    resource_groups: list[quota.ResourceGroup] = pydantic.Field(default_factory=list, max_length=16)
     cohort_name: names.CohortName | None = None
     queueing_strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
     namespace_selector: selector.LabelSelector | None = None

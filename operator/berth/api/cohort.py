@@ -16,9 +16,7 @@ class CohortSpec(base.Model):
     """The spec of a Cohort."""
 
     parent_name: names.CohortName | None = None
-    resource_groups: list[quota.ResourceGroup] = pydantic.Field(
-        default_factory=list, max_length=16
-    )
+    resource_groups: list[quota.ResourceGroup] = pydantic.Field(default_factory=list, max_length=16)
     fair_sharing: quota.FairSharing | None = None
 
 

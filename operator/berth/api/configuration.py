@@ -107,9 +107,7 @@ class Configuration(base.Object):
     namespace: str = "berth-system"
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: selector.LabelSelector | None = None
-    wait_for_pods_ready: WaitForPodsReady | None = pydantic.Field(
-        default_factory=WaitForPodsReady
-    )
+    wait_for_pods_ready: WaitForPodsReady | None = pydantic.Field(default_factory=WaitForPodsReady)
     fair_sharing: FairSharingConfig | None = None
     resources: ResourcesConfig = pydantic.Field(default_factory=ResourcesConfig)
     integrations: Integrations = pydantic.Field(default_factory=Integrations)

@@ -5,6 +5,7 @@ Used by the Configuration (timeouts) and the simulator's annotations. A plain nu
 
 from __future__ import annotations
 
+import math
 import re
 
 _PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
@@ -15,25 +16,25 @@ class DurationError(ValueError):
     """A value that is not a duration."""
 
 
-def parse(value: object) -> float:
-    """Parse a Go-style duration or a number of seconds into seconds (>= 0)."""
-    if isinstance(value, bool):
-        raise DurationError(f"{value!r} is not a duration; write e.g. 90s, 5m or 1h30m")
-    if isinstance(value, int | float):
-        if value < 0:
-            raise DurationError(f"{value!r} is negative; durations must be >= 0")
-        return float(value)
-    if not isinstance(value, str):
-        raise DurationError(f"{value!r} is not a duration; write e.g. 90s, 5m or 1h30m")
+_HINT = "write e.g. 90s, 5m or 1h30m"
+
+
+def _check_seconds(value: object, seconds: float) -> float:
+    if not math.isfinite(seconds):
+        raise DurationError(f"{value!r} is not a finite duration; {_HINT}")
+    if seconds < 0:
+        raise DurationError(f"{value!r} is negative; durations must be >= 0")
+    return seconds
+
+
+def _parse_text(value: str) -> float:
     text = value.strip()
     try:
         seconds = float(text)
     except ValueError:
         pass
     else:
-        if seconds < 0:
-            raise DurationError(f"{value!r} is negative; durations must be >= 0")
-        return seconds
+        return _check_seconds(value, seconds)
     pos, total = 0, 0.0
     for match in _PART.finditer(text):
         if match.start() != pos:
@@ -41,8 +42,19 @@ def parse(value: object) -> float:
         total += float(match[1]) * _UNIT[match[2]]
         pos = match.end()
     if pos != len(text) or not text:
-        raise DurationError(f"{value!r} is not a duration; write e.g. 90s, 5m or 1h30m")
+        raise DurationError(f"{value!r} is not a duration; {_HINT}")
     return total
+
+
+def parse(value: object) -> float:
+    """Parse a Go-style duration or a number of seconds into seconds (>= 0)."""
+    if isinstance(value, bool):
+        raise DurationError(f"{value!r} is not a duration; {_HINT}")
+    if isinstance(value, int | float):
+        return _check_seconds(value, float(value))
+    if not isinstance(value, str):
+        raise DurationError(f"{value!r} is not a duration; {_HINT}")
+    return _parse_text(value)
 
 
 def format(seconds: float) -> str:  # noqa: A001 - used as duration.format, like quantity.format

@@ -8,7 +8,7 @@ scenario loader, the webhooks and the CRD generator.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 
@@ -25,6 +25,9 @@ from berth.api import (
     workload,
 )
 
+if TYPE_CHECKING:
+    import pydantic_core
+
 BERTH_KINDS: dict[str, type[base.Object]] = {
     "ResourceFlavor": resourceflavor.ResourceFlavor,
     "ClusterQueue": clusterqueue.ClusterQueue,
@@ -36,7 +39,14 @@ BERTH_KINDS: dict[str, type[base.Object]] = {
 }
 """Kinds of ``berth.dev/v1beta1``, by kind name."""
 
-CRD_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Workload")
+CRD_KINDS = (
+    "ResourceFlavor",
+    "ClusterQueue",
+    "Cohort",
+    "LocalQueue",
+    "WorkloadPriorityClass",
+    "Workload",
+)
 """Kinds served by the API server as custom resources (Configuration is a file, not a CRD)."""
 
 
@@ -53,21 +63,26 @@ def format_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _message(err: Any) -> str:
+def _message(err: pydantic_core.ErrorDetails) -> str:
     kind = err["type"]
     if kind == "missing":
         return "required field is missing; add it"
     if kind == "extra_forbidden":
-        return "unknown field; remove it or check its spelling (Berth uses Kueue v1beta2 field names)"
+        return (
+            "unknown field; remove it or check its spelling (Berth uses Kueue v1beta2 field names)"
+        )
     if kind == "value_error":
-        return str(err["ctx"]["error"]) if "ctx" in err else str(err["msg"])
+        ctx = err.get("ctx")
+        return str(ctx["error"]) if ctx and "error" in ctx else str(err["msg"])
     msg = str(err["msg"])
     if "input" in err and not isinstance(err["input"], dict | list):
         msg += f" (got {err['input']!r})"
     return msg
 
 
-def errors_from_pydantic(exc: pydantic.ValidationError, prefix: str = "") -> list[errors.FieldError]:
+def errors_from_pydantic(
+    exc: pydantic.ValidationError, prefix: str = ""
+) -> list[errors.FieldError]:
     """Convert a pydantic ValidationError into FieldErrors with YAML paths."""
     out = []
     for err in exc.errors():
@@ -108,8 +123,9 @@ def try_load(doc: dict[str, Any]) -> tuple[base.Object | None, list[errors.Field
         known = ", ".join(sorted(BERTH_KINDS))
         return None, [
             errors.FieldError(
-                "kind", f"{api_version} {kind} is not a Berth kind; expected {base.API_VERSION} "
-                f"with one of: {known}"
+                "kind",
+                f"{api_version} {kind} is not a Berth kind; expected {base.API_VERSION} "
+                f"with one of: {known}",
             )
         ]
     try:

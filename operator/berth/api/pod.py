@@ -64,7 +64,7 @@ class Toleration(base.Model):
         """Tell whether this toleration tolerates ``taint`` (Kubernetes' ToleratesTaint)."""
         if self.effect is not None and self.effect != taint.effect:
             return False
-        if self.key is not None and self.key != "" and self.key != taint.key:
+        if self.key not in {None, "", taint.key}:
             return False
         if self.operator == TolerationOperator.EXISTS:
             return True

@@ -15,7 +15,9 @@ import re
 
 from berth.api import names
 
-_QUANTITY = re.compile(r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?P<suffix>[a-zA-Z]*|[eE][+-]?[0-9]+)$")
+_QUANTITY = re.compile(
+    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?P<suffix>[a-zA-Z]*|[eE][+-]?[0-9]+)$"
+)
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -30,8 +32,22 @@ _DECIMAL = {
     "P": decimal.Decimal("1e15"),
     "E": decimal.Decimal("1e18"),
 }
-_PRINT_BINARY = [("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]
-_PRINT_DECIMAL = [("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
+_PRINT_BINARY = [
+    ("Ei", 2**60),
+    ("Pi", 2**50),
+    ("Ti", 2**40),
+    ("Gi", 2**30),
+    ("Mi", 2**20),
+    ("Ki", 2**10),
+]
+_PRINT_DECIMAL = [
+    ("E", 10**18),
+    ("P", 10**15),
+    ("T", 10**12),
+    ("G", 10**9),
+    ("M", 10**6),
+    ("k", 10**3),
+]
 
 CPU = names.ResourceName("cpu")
 PODS = names.ResourceName("pods")
@@ -48,7 +64,9 @@ def is_milli(resource: str) -> bool:
 
 def is_bytes(resource: str) -> bool:
     """Tell whether a resource is counted in bytes."""
-    return resource in {"memory", "ephemeral-storage", "storage"} or resource.startswith("hugepages-")
+    return resource in {"memory", "ephemeral-storage", "storage"} or resource.startswith(
+        "hugepages-"
+    )
 
 
 def parse_decimal(value: object) -> decimal.Decimal:

@@ -103,7 +103,9 @@ def validate_resource_groups(
             )
     if flavor_count > _MAX_FLAVORS:
         out.append(
-            errors.FieldError(path, f"{flavor_count} flavors listed; at most {_MAX_FLAVORS} allowed")
+            errors.FieldError(
+                path, f"{flavor_count} flavors listed; at most {_MAX_FLAVORS} allowed"
+            )
         )
     return out
 

@@ -17,7 +17,7 @@ DEFAULT_POD_SET = names.PodSetName("main")
 
 
 class PodSet(base.Model):
-    """A group of identical pods: ``count`` of them, at least ``minCount`` with partial admission."""
+    """A group of identical pods: ``count`` of them; at least ``minCount`` if partially admitted."""
 
     name: names.PodSetName = DEFAULT_POD_SET
     count: int = pydantic.Field(default=1, ge=0)
@@ -91,8 +91,8 @@ class WorkloadStatus(base.Model):
 
     def is_true(self, kind: str) -> bool:
         """Tell whether the condition of this type is present and True."""
-        cond = self.condition(kind)
-        return cond is not None and cond.status == cond.ConditionStatus.TRUE
+        found = self.condition(kind)
+        return found is not None and found.status == cond.ConditionStatus.TRUE
 
 
 class Workload(base.Object):
