@@ -14,6 +14,22 @@ import berth
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help shown by ``berth --help``)
+    "manifests": (
+        "berth.entry.manifests_cmd",
+        "Write the CRD manifests generated from the API models.",
+    ),
+    "import": (
+        "berth.entry.import_cmd",
+        "Convert Kueue YAML (v1beta1 or v1beta2) into Berth YAML.",
+    ),
+    "dev": (
+        "berth.entry.dev_cmd",
+        "Start, stop or print the environment of a local control plane with fake GPU nodes.",
+    ),
+    "simulate": (
+        "berth.entry.simulate_cmd",
+        "Replay queues and jobs through the scheduler in virtual time, offline.",
+    ),
 }
 """Every subcommand: its module (which defines ``command``) and its summary."""
 

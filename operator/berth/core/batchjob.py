@@ -1,0 +1,127 @@
+"""The pure half of the ``batch/v1`` Job integration: a Job becomes a Workload.
+
+One pod set ``main`` whose count is ``parallelism`` (bounded by ``completions``), ``minCount`` from
+the ``berth.dev/job-min-parallelism`` annotation (partial admission), the pod template as is, the
+queue from the ``berth.dev/queue-name`` label and the priority class from ``berth.dev/priority-class``.
+The Workload is named ``job-<job name>-<5 hex chars>`` like Kueue's. Used by the simulator and
+by the operator's job handlers, so both build identical Workloads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from berth.api import base, errors, kinds, workload
+
+QUEUE_LABEL = "berth.dev/queue-name"
+PRIORITY_LABEL = "berth.dev/priority-class"
+MIN_PARALLELISM = "berth.dev/job-min-parallelism"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+KUEUE_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+_MAX_NAME = 253
+_HASH = 5
+
+
+def workload_name(job_name: str, job_uid: str) -> str:
+    """The Workload name for a Job: ``job-<name>-<hash>``, at most 253 characters."""
+    digest = hashlib.sha1(  # noqa: S324 - a name suffix, not a security hash
+        f"Job\nbatch\n{job_name}\n{job_uid}".encode()
+    ).hexdigest()
+    prefix = f"job-{job_name}"[: _MAX_NAME - 1 - _HASH]
+    return f"{prefix}-{digest[:_HASH]}"
+
+
+def _label(meta: dict[str, Any], key: str, fallback: str | None, honor_kueue: bool) -> str | None:
+    labels = meta.get("labels") or {}
+    value = labels.get(key)
+    if value is None and honor_kueue and fallback is not None:
+        value = labels.get(fallback)
+    return None if value is None else str(value)
+
+
+def queue_name(job: dict[str, Any], *, honor_kueue: bool = False) -> str | None:
+    """The LocalQueue a Job names, if any."""
+    return _label(job.get("metadata") or {}, QUEUE_LABEL, KUEUE_QUEUE_LABEL, honor_kueue)
+
+
+def priority_class(job: dict[str, Any], *, honor_kueue: bool = False) -> str | None:
+    """The WorkloadPriorityClass a Job names, if any."""
+    return _label(job.get("metadata") or {}, PRIORITY_LABEL, KUEUE_PRIORITY_LABEL, honor_kueue)
+
+
+def pod_count(job: dict[str, Any]) -> int:
+    """Pods the Job runs at once: ``parallelism`` (default 1), bounded by ``completions``."""
+    spec = job.get("spec") or {}
+    parallelism = spec.get("parallelism")
+    count = 1 if parallelism is None else int(parallelism)
+    completions = spec.get("completions")
+    if completions is not None:
+        count = min(count, int(completions))
+    return count
+
+
+def to_workload(
+    job: dict[str, Any], *, uid: str, honor_kueue: bool = False
+) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+    """Build the Workload of a Job, or return the field errors that prevent it."""
+    meta = job.get("metadata") or {}
+    spec = job.get("spec") or {}
+    name = str(meta.get("name") or "")
+    namespace = str(meta.get("namespace") or "default")
+    problems: list[errors.FieldError] = []
+    for field in ("parallelism", "completions"):
+        value = spec.get(field)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            problems.append(errors.FieldError(f"spec.{field}", "must be a non-negative integer"))
+    if "template" not in spec:
+        problems.append(errors.FieldError("spec.template", "required; give the Job a pod template"))
+    if problems:
+        return None, problems
+    count = pod_count(job)
+    annotations = meta.get("annotations") or {}
+    raw_min = annotations.get(MIN_PARALLELISM)
+    if raw_min is None and honor_kueue:
+        raw_min = annotations.get(KUEUE_MIN_PARALLELISM)
+    min_count: int | None = None
+    if raw_min is not None:
+        try:
+            min_count = int(str(raw_min))
+        except ValueError:
+            min_count = -1
+        if not 0 < min_count < count:
+            path = f"metadata.annotations[{MIN_PARALLELISM}]"
+            return None, [
+                errors.FieldError(
+                    path, f"must be an integer greater than 0 and less than parallelism ({count})"
+                )
+            ]
+    pod_set: dict[str, Any] = {"name": "main", "count": count, "template": spec["template"]}
+    if min_count is not None:
+        pod_set["minCount"] = min_count
+    doc: dict[str, Any] = {
+        "apiVersion": base.API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": workload_name(name, uid),
+            "namespace": namespace,
+            "labels": {"berth.dev/job-uid": uid},
+        },
+        "spec": {"podSets": [pod_set], "queueName": queue_name(job, honor_kueue=honor_kueue)},
+    }
+    obj, problems = kinds.try_load(doc)
+    if obj is None or problems:
+        return None, [
+            errors.FieldError(_template_path(p.path), p.message) for p in problems
+        ]
+    assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
+    return obj, []
+
+
+def _template_path(path: str) -> str:
+    # Report errors in the Job's own terms: the pod set's template is the Job's spec.template.
+    prefix = "spec.podSets[0].template"
+    if path.startswith(prefix):
+        return "spec.template" + path[len(prefix) :]
+    return path

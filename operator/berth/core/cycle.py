@@ -1,0 +1,396 @@
+"""One scheduling cycle: nominate every queue head, order them, and decide each in turn.
+
+``schedule`` mirrors Kueue's ``Scheduler.schedule`` (``pkg/scheduler/scheduler.go``):
+
+1. **Nominate** each head: reject it when its ClusterQueue is missing or inactive or its
+   namespace does not match the queue's ``namespaceSelector``; otherwise assign flavors and,
+   if it needs preemption, find targets (falling back to partial admission when allowed).
+2. **Order** the entries (``ordering.entry_key``; with fair sharing, a tournament instead).
+3. **Process** entries in that order against the same snapshot, so later entries see earlier
+   decisions: admit what fits, issue preemptions (never picking a victim another entry of this
+   cycle already picked), reserve capacity a preemptor without targets waits for, and explain
+   every entry left pending with a Kueue reason and a message.
+
+The snapshot is returned unchanged (all tentative usage is rolled back); the caller applies the
+decisions. Pure and deterministic: ``now`` and the cycle number are inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable
+
+from berth.api import clusterqueue, conditions, names
+from berth.core import (
+    flavors,
+    ordering,
+    partial,
+    preemption,
+    resources,
+    snapshot,
+    workload,
+)
+
+
+class RequeueReason(enum.StrEnum):
+    """Why a head goes back to its queue; the queue decides where (active or inadmissible)."""
+
+    GENERIC = "Generic"
+    NO_FIT = "NoFit"
+    PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+    FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+    PENDING_PREEMPTION = "PendingPreemption"
+    NAMESPACE_MISMATCH = "NamespaceMismatch"
+    WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScanProgress:
+    """Where the flavor scan of a head stopped, so the next attempt can resume after it."""
+
+    tried: tuple[dict[names.ResourceName, int], ...]
+    cycle: int
+    generation: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Head:
+    """A pending workload popped from its ClusterQueue for this cycle."""
+
+    info: workload.WorkloadInfo
+    cluster_queue: names.ClusterQueueName
+    progress: ScanProgress | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Admit:
+    """Admit ``info`` with ``admission``."""
+
+    info: workload.WorkloadInfo
+    admission: workload.Admission
+    at: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Preempt:
+    """Evict ``victim`` to make room for ``preemptor``."""
+
+    victim: snapshot.AdmittedWorkload
+    preemptor: workload.WorkloadInfo
+    reason: conditions.PreemptionReason
+    message: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Pending:
+    """Leave ``info`` pending, with a reason a person can act on."""
+
+    info: workload.WorkloadInfo
+    cluster_queue: names.ClusterQueueName
+    reason: str
+    message: str
+    requeue: RequeueReason
+    progress: ScanProgress | None = None
+
+
+@dataclasses.dataclass(slots=True)
+class CycleResult:
+    """Every decision of one cycle, in the order it was taken."""
+
+    admitted: list[Admit] = dataclasses.field(default_factory=list)
+    preempted: list[Preempt] = dataclasses.field(default_factory=list)
+    pending: list[Pending] = dataclasses.field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """Tell whether the cycle admitted or preempted anything."""
+        return bool(self.admitted or self.preempted)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Policy:
+    """Operator-wide settings the core obeys (from the Configuration)."""
+
+    fair_sharing: bool = False
+    fair_sharing_strategies: tuple[str, ...] = ()
+    block_admission: bool = False
+
+
+@dataclasses.dataclass(slots=True)
+class Entry:
+    """A nominated head with its flavor assignment and preemption targets."""
+
+    head: Head
+    cq: snapshot.ClusterQueueInfo
+    assignment: flavors.Assignment
+    targets: list[preemption.Target]
+
+    @property
+    def info(self) -> workload.WorkloadInfo:
+        """The workload."""
+        return self.head.info
+
+
+_PENDING = conditions.PendingReason
+
+
+def _progress(entry: Entry, cycle: int, generation: int) -> ScanProgress:
+    return ScanProgress(tuple(entry.assignment.last_tried), cycle, generation)
+
+
+def schedule(
+    snap: snapshot.Snapshot,
+    heads: list[Head],
+    now: float,
+    policy: Policy,
+    *,
+    cycle: int = 0,
+    generation: Callable[[names.ClusterQueueName], int] = lambda _cq: 0,
+    all_pods_ready: bool = True,
+) -> CycleResult:
+    """Decide what to do with each head; the snapshot is left exactly as it was."""
+    result = CycleResult()
+    with snap.what_if():
+        entries: list[Entry] = []
+        for head in heads:
+            entry = _nominate(snap, head, policy, result, cycle, generation)
+            if entry is not None:
+                entries.append(entry)
+        ordered = sorted(entries, key=lambda e: ordering.entry_key(e.assignment.borrowing, e.info))
+        preempted: dict[names.WorkloadKey, snapshot.AdmittedWorkload] = {}
+        blocked = policy.block_admission and not all_pods_ready
+        for entry in ordered:
+            _process(snap, entry, policy, result, preempted, now, cycle, generation, blocked)
+    return result
+
+
+def _nominate(
+    snap: snapshot.Snapshot,
+    head: Head,
+    policy: Policy,
+    result: CycleResult,
+    cycle: int,
+    generation: Callable[[names.ClusterQueueName], int],
+) -> Entry | None:
+    info = head.info
+    cq = snap.cluster_queues.get(head.cluster_queue)
+    if cq is None or head.cluster_queue not in snap.cq_nodes:
+        result.pending.append(
+            Pending(info, head.cluster_queue, _PENDING.MISCONFIGURED,
+                    f"ClusterQueue {head.cluster_queue} not found", RequeueReason.GENERIC)
+        )
+        return None
+    if not cq.active:
+        result.pending.append(
+            Pending(info, cq.name, _PENDING.SUSPENDED, f"ClusterQueue {cq.name} is inactive",
+                    RequeueReason.GENERIC)
+        )
+        return None
+    labels = snap.namespace_labels(info.key.namespace)
+    if labels is None:
+        result.pending.append(
+            Pending(info, cq.name, _PENDING.MISCONFIGURED,
+                    f'workload namespace "{info.key.namespace}" does not exist',
+                    RequeueReason.GENERIC)
+        )
+        return None
+    if cq.namespace_selector is None or not cq.namespace_selector.matches(labels):
+        result.pending.append(
+            Pending(info, cq.name, _PENDING.MISCONFIGURED,
+                    "workload namespace doesn't match ClusterQueue selector",
+                    RequeueReason.NAMESPACE_MISMATCH)
+        )
+        return None
+    start = None
+    progress = head.progress
+    if progress is not None and (
+        cycle - progress.cycle <= 1 or progress.generation == generation(cq.name)
+    ):
+        start = list(progress.tried)
+    assignment, targets = get_assignment(snap, cq, info, policy, start=start)
+    return Entry(head, cq, assignment, targets)
+
+
+def get_assignment(
+    snap: snapshot.Snapshot,
+    cq: snapshot.ClusterQueueInfo,
+    info: workload.WorkloadInfo,
+    policy: Policy,
+    *,
+    start: list[dict[names.ResourceName, int]] | None = None,
+) -> tuple[flavors.Assignment, list[preemption.Target]]:
+    """Assign flavors and find preemption targets, falling back to partial admission."""
+    finder = _target_finder(snap, cq, info, policy)
+    assigner = flavors.FlavorAssigner(
+        snap, cq, info, finder.oracle, fair_sharing=policy.fair_sharing, start=start
+    )
+    full = assigner.assign()
+    mode = full.mode
+    if mode == flavors.Mode.FIT:
+        return full, []
+    if mode == flavors.Mode.PREEMPT:
+        targets = finder.targets(full.frs_needing_preemption(), full.usage)
+        if targets:
+            return full, targets
+    if info.can_be_partially_admitted():
+
+        def attempt(counts: tuple[int, ...]) -> tuple[flavors.Assignment, list[preemption.Target]] | None:
+            reduced = assigner.assign(counts)
+            if reduced.mode == flavors.Mode.FIT:
+                return reduced, []
+            if reduced.mode == flavors.Mode.PREEMPT:
+                found = finder.targets(reduced.frs_needing_preemption(), reduced.usage)
+                if found:
+                    return reduced, found
+            return None
+
+        best = partial.search(info.pod_sets, attempt)
+        if best is not None:
+            return best
+    return full, []
+
+
+class _TargetFinder:
+    """The two questions flavor assignment and the cycle ask about preemption."""
+
+    def __init__(self, classical: preemption.Preemptor) -> None:
+        self.classical = classical
+
+    def oracle(self, fr: resources.FlavorResource, amount: int) -> tuple[flavors.PreemptionMode, int]:
+        targets = self.targets({fr}, {fr: amount})
+        return self.classical.mode_after(fr, amount, targets)
+
+    def targets(
+        self, frs: set[resources.FlavorResource], usage: resources.FlavorResourceAmounts
+    ) -> list[preemption.Target]:
+        return self.classical.targets(frs, usage)
+
+
+def _target_finder(
+    snap: snapshot.Snapshot,
+    cq: snapshot.ClusterQueueInfo,
+    info: workload.WorkloadInfo,
+    policy: Policy,
+) -> _TargetFinder:
+    del policy  # fair-sharing preemption plugs in here
+    return _TargetFinder(preemption.Preemptor(snap, cq, info))
+
+
+def _fits_without(
+    snap: snapshot.Snapshot,
+    entry: Entry,
+    victims: dict[names.WorkloadKey, snapshot.AdmittedWorkload],
+) -> bool:
+    """Tell whether the entry fits once ``victims`` are gone (a what-if, rolled back)."""
+    node = snap.node(entry.cq.name)
+    with snap.what_if():
+        for victim in victims.values():
+            snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+        return all(amount <= node.available(fr) for fr, amount in entry.assignment.usage.items())
+
+
+def _reserve_for_preemptor(snap: snapshot.Snapshot, entry: Entry) -> None:
+    """Hold the capacity a preemptor without targets waits for, so others cannot borrow it."""
+    cq = entry.cq
+    if cq.preemption.reclaim_within_cohort == clusterqueue.PreemptionPolicy.ANY:
+        # It can always reclaim what others borrow from it; holding quota would only waste it.
+        return
+    node = snap.node(cq.name)
+    reserve: resources.FlavorResourceAmounts = {}
+    for fr, amount in entry.assignment.usage.items():
+        used = node.usage.get(fr, 0)
+        nominal = node.nominal(fr)
+        if entry.assignment.borrowing > 0:
+            limit = node.quotas[fr].borrowing_limit if fr in node.quotas else None
+            held = amount if limit is None else min(amount, nominal + limit - used)
+        else:
+            held = min(amount, nominal - used)
+        reserve[fr] = max(0, held)
+    snap.add_usage(cq.name, reserve)
+
+
+def _process(
+    snap: snapshot.Snapshot,
+    entry: Entry,
+    policy: Policy,
+    result: CycleResult,
+    preempted: dict[names.WorkloadKey, snapshot.AdmittedWorkload],
+    now: float,
+    cycle: int,
+    generation: Callable[[names.ClusterQueueName], int],
+    blocked: bool,
+) -> None:
+    info, cq = entry.info, entry.cq
+    gen = generation(cq.name)
+
+    def pend(reason: str, message: str, requeue: RequeueReason, *, keep_progress: bool) -> None:
+        progress = _progress(entry, cycle, gen) if keep_progress else None
+        result.pending.append(Pending(info, cq.name, reason, message, requeue, progress))
+
+    deferred = False
+    overlap = any(t.victim.info.key in preempted for t in entry.targets)
+    if overlap:
+        # Another entry of this cycle already claimed some of these victims: recompute as if
+        # every victim chosen so far were gone, and wait for them if that is enough.
+        with snap.what_if():
+            for victim in preempted.values():
+                snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+            entry.assignment, entry.targets = get_assignment(snap, cq, info, policy)
+        deferred = entry.assignment.mode == flavors.Mode.FIT
+    mode = entry.assignment.mode
+    message = entry.assignment.message()
+    if mode == flavors.Mode.NO_FIT:
+        pend(entry.assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA, message,
+             RequeueReason.NO_FIT, keep_progress=True)
+        return
+    if mode == flavors.Mode.PREEMPT and not entry.targets:
+        pend(_PENDING.WAITING_FOR_QUOTA, message, RequeueReason.PREEMPTION_NO_CANDIDATES,
+             keep_progress=True)
+        _reserve_for_preemptor(snap, entry)
+        return
+    if deferred:
+        pend(_PENDING.WAITING_FOR_PREEMPTED_WORKLOADS,
+             "Workload has overlapping preemption targets with another workload, but will fit "
+             "after these preemptions complete", RequeueReason.PENDING_PREEMPTION,
+             keep_progress=False)
+        snap.add_usage(cq.name, entry.assignment.usage)
+        return
+    if any(t.victim.info.key in preempted for t in entry.targets):
+        pend(_PENDING.WAITING_FOR_QUOTA,
+             "Workload has overlapping preemption targets with another workload",
+             RequeueReason.FAILED_AFTER_NOMINATION, keep_progress=True)
+        return
+    victims = dict(preempted)
+    victims.update({t.victim.info.key: t.victim for t in entry.targets})
+    if not _fits_without(snap, entry, victims):
+        pend(_PENDING.WAITING_FOR_QUOTA, "Workload no longer fits after processing another workload",
+             RequeueReason.FAILED_AFTER_NOMINATION, keep_progress=True)
+        return
+    for target in entry.targets:
+        preempted[target.victim.info.key] = target.victim
+    snap.add_usage(cq.name, entry.assignment.usage)
+    if mode == flavors.Mode.PREEMPT:
+        preemptor_path = preemption.queue_path(snap, cq.name)
+        for target in entry.targets:
+            result.preempted.append(
+                Preempt(
+                    victim=target.victim,
+                    preemptor=info,
+                    reason=target.reason,
+                    message=preemption.preemption_message(
+                        info, target.reason, preemptor_path,
+                        preemption.queue_path(snap, target.victim.cluster_queue),
+                    ),
+                )
+            )
+        pend(_PENDING.WAITING_FOR_PREEMPTED_WORKLOADS,
+             f"{message}. Pending the preemption of {len(entry.targets)} workload(s)",
+             RequeueReason.PENDING_PREEMPTION, keep_progress=False)
+        return
+    if blocked:
+        pend(_PENDING.WAITING_FOR_PODS_READY,
+             "waiting for all admitted workloads to be in PodsReady condition",
+             RequeueReason.WAITING_FOR_PODS_READY, keep_progress=False)
+        return
+    result.admitted.append(Admit(info, entry.assignment.to_admission(cq.name), now))

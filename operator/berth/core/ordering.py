@@ -1,0 +1,56 @@
+"""Every ordering the scheduler uses, each as numbered criteria ending in a tie-breaker.
+
+Called by ``berth.state.queues`` (order inside a ClusterQueue), ``berth.core.cycle`` (order of
+entries across ClusterQueues) and ``berth.core.preemption`` (order of preemption candidates).
+"""
+
+from __future__ import annotations
+
+from berth.core import snapshot, workload
+
+
+def queue_key(
+    info: workload.WorkloadInfo, *, sticky: bool = False
+) -> tuple[bool, int, float, str]:
+    """Order of pending workloads inside one ClusterQueue.
+
+    1. The sticky preemptor first (BestEffortFIFO: a workload that issued preemptions keeps the
+       head until it is admitted, found inadmissible or deleted).
+    2. Higher priority first.
+    3. Earlier queue-order time first (creation, or eviction time after a pods-ready timeout).
+    4. Tie-breaker: uid.
+    """
+    return (not sticky, -info.priority, info.order_time, info.uid)
+
+
+def entry_key(
+    borrowing: int, info: workload.WorkloadInfo
+) -> tuple[int, int, float]:
+    """Order of nominated heads across ClusterQueues within one cycle (classical mode).
+
+    1. Lower borrowing level first: entries within nominal quota before borrowing ones.
+    2. Higher priority first.
+    3. Earlier queue-order time first.
+    Ties keep the order of the heads (ClusterQueue name), as a stable sort does.
+    """
+    return (borrowing, -info.priority, info.order_time)
+
+
+def candidate_key(
+    candidate: snapshot.AdmittedWorkload, preemptor_cq: str
+) -> tuple[bool, bool, int, float, str]:
+    """Order of preemption candidates (the first is preempted first).
+
+    1. Workloads already evicted first (their quota is on its way back anyway).
+    2. Workloads of other ClusterQueues before those of the preemptor's own queue.
+    3. Lower priority first.
+    4. Most recently admitted (quota reserved) first.
+    5. Tie-breaker: uid.
+    """
+    return (
+        not candidate.evicted,
+        candidate.cluster_queue == preemptor_cq,
+        candidate.info.priority,
+        -candidate.reserved_at,
+        candidate.info.uid,
+    )

@@ -1,0 +1,162 @@
+"""The world as one scheduling cycle sees it: queues, cohorts, flavors, admitted workloads.
+
+``Snapshot`` holds the quota tree (``berth.core.quota``), each ClusterQueue's settings
+(``ClusterQueueInfo``), the flavors, the namespaces' labels and every admitted workload per
+ClusterQueue. It is mutable: ``berth.state`` keeps one up to date from events and commits each
+change; the cycle makes tentative changes inside ``what_if()``, which rolls them back exactly.
+Built by ``berth.state.cache``; read and tentatively changed by the cycle and preemption.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+
+from berth.api import clusterqueue, names, pod, selector
+from berth.core import quota, resources, workload
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ResourceGroupInfo:
+    """Resources whose flavor is chosen together, and the flavors to try in order."""
+
+    covered: tuple[names.ResourceName, ...]
+    flavors: tuple[names.FlavorName, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FlavorInfo:
+    """What pods must accept to run on a flavor, and what it injects into them."""
+
+    name: names.FlavorName
+    node_labels: dict[str, str]
+    node_taints: tuple[pod.Taint, ...]
+    tolerations: tuple[pod.Toleration, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClusterQueueInfo:
+    """A ClusterQueue's settings, as the core reads them."""
+
+    name: names.ClusterQueueName
+    cohort: names.CohortName | None
+    groups: tuple[ResourceGroupInfo, ...]
+    group_by_resource: dict[names.ResourceName, ResourceGroupInfo]
+    strategy: clusterqueue.QueueingStrategy
+    namespace_selector: selector.LabelSelector | None
+    fungibility: clusterqueue.FlavorFungibility
+    preemption: clusterqueue.ClusterQueuePreemption
+    stop_policy: clusterqueue.StopPolicy
+    fair_weight: int
+    """Fair-sharing weight in thousandths (1000 = weight 1)."""
+    inactive_reason: str | None = None
+    """Why the queue cannot admit (``FlavorNotFound``, ``Stopped``, a cohort cycle); None if active."""
+    inactive_message: str = ""
+
+    @property
+    def active(self) -> bool:
+        """Tell whether the queue may admit workloads."""
+        return self.inactive_reason is None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AdmittedWorkload:
+    """A workload counted against a ClusterQueue's quota."""
+
+    info: workload.WorkloadInfo
+    admission: workload.Admission
+    reserved_at: float
+    evicted: bool = False
+
+    @property
+    def cluster_queue(self) -> names.ClusterQueueName:
+        """The ClusterQueue whose quota it uses."""
+        return self.admission.cluster_queue
+
+
+class Snapshot:
+    """Quota tree, queue settings and admitted workloads, with exact rollback of what-ifs."""
+
+    def __init__(self) -> None:
+        self.journal = quota.Journal()
+        self.cluster_queues: dict[names.ClusterQueueName, ClusterQueueInfo] = {}
+        self.cq_nodes: dict[names.ClusterQueueName, quota.QuotaNode] = {}
+        self.cohort_nodes: dict[names.CohortName, quota.QuotaNode] = {}
+        self.cohort_weights: dict[names.CohortName, int] = {}
+        self.flavors: dict[names.FlavorName, FlavorInfo] = {}
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.admitted: dict[names.ClusterQueueName, dict[names.WorkloadKey, AdmittedWorkload]] = {}
+
+    # Usage ------------------------------------------------------------------------------------
+
+    def add_usage(self, cq: names.ClusterQueueName, usage: resources.FlavorResourceAmounts) -> None:
+        """Count ``usage`` against ``cq`` (and, beyond its local quota, its cohorts)."""
+        node = self.cq_nodes.get(cq)
+        if node is None:
+            return
+        for fr, amount in usage.items():
+            if amount:
+                node.add_usage(fr, amount)
+
+    def remove_usage(
+        self, cq: names.ClusterQueueName, usage: resources.FlavorResourceAmounts
+    ) -> None:
+        """Stop counting ``usage`` against ``cq``."""
+        node = self.cq_nodes.get(cq)
+        if node is None:
+            return
+        for fr, amount in usage.items():
+            if amount:
+                node.remove_usage(fr, amount)
+
+    def add_workload(self, adm: AdmittedWorkload) -> None:
+        """Record an admitted workload and count its usage (a committed change)."""
+        self.admitted.setdefault(adm.cluster_queue, {})[adm.info.key] = adm
+        self.add_usage(adm.cluster_queue, adm.admission.usage)
+
+    def remove_workload(self, key: names.WorkloadKey, cq: names.ClusterQueueName) -> None:
+        """Forget an admitted workload and release its usage (a committed change)."""
+        adm = self.admitted.get(cq, {}).pop(key, None)
+        if adm is not None:
+            self.remove_usage(cq, adm.admission.usage)
+
+    def replace_workload(self, adm: AdmittedWorkload) -> None:
+        """Replace the record of an admitted workload without changing its usage."""
+        self.admitted.setdefault(adm.cluster_queue, {})[adm.info.key] = adm
+
+    def find_admitted(self, key: names.WorkloadKey) -> AdmittedWorkload | None:
+        """Return the admitted workload with this key, in whichever queue it is."""
+        for workloads in self.admitted.values():
+            adm = workloads.get(key)
+            if adm is not None:
+                return adm
+        return None
+
+    @contextlib.contextmanager
+    def what_if(self) -> Iterator[None]:
+        """Run a block whose usage changes are all undone when it ends."""
+        mark = self.journal.checkpoint()
+        try:
+            yield
+        finally:
+            self.journal.rollback(mark)
+
+    def commit(self) -> None:
+        """Make every usage change so far permanent (drops the undo log)."""
+        self.journal.commit()
+
+    # Questions --------------------------------------------------------------------------------
+
+    def node(self, cq: names.ClusterQueueName) -> quota.QuotaNode:
+        """Return the quota node of a ClusterQueue."""
+        return self.cq_nodes[cq]
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        """Return a namespace's labels, or None if it does not exist."""
+        return self.namespaces.get(namespace)
+
+    def usage_of(self, cq: names.ClusterQueueName) -> resources.FlavorResourceAmounts:
+        """Return a ClusterQueue's current usage per flavor-resource."""
+        node = self.cq_nodes.get(cq)
+        return {} if node is None else dict(node.usage)

@@ -1,0 +1,204 @@
+"""Scenario input: multi-document YAML files read into timed, validated documents.
+
+Each document keeps where it came from (file and 0-based index) so that every error names the
+document, the field path and the problem. ``sim.berth.dev/*`` annotations are parsed here:
+``at`` (when the document is applied), ``delete-at``, ``duration`` and ``ready-after``.
+Kueue documents (``kueue.x-k8s.io``) are converted on load. Called by ``berth.sim.engine``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from berth.api import base, duration, errors, kinds
+
+AT = "sim.berth.dev/at"
+DELETE_AT = "sim.berth.dev/delete-at"
+DURATION = "sim.berth.dev/duration"
+READY_AFTER = "sim.berth.dev/ready-after"
+
+NAMESPACE = ("v1", "Namespace")
+JOB = ("batch/v1", "Job")
+PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Location:
+    """Where a document came from."""
+
+    file: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.file}: document {self.index}"
+
+
+class ScenarioError(ValueError):
+    """Invalid scenario input: every problem, each with its document and field path."""
+
+    def __init__(self, problems: list[tuple[Location | None, errors.FieldError]]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(_describe(loc, err) for loc, err in problems))
+
+
+def _describe(loc: Location | None, err: errors.FieldError) -> str:
+    where = "" if loc is None else f"{loc}: "
+    return f"{where}{err}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Document:
+    """One scenario document with its timing annotations parsed."""
+
+    location: Location
+    raw: dict[str, Any]
+    obj: base.Object | None
+    """The Berth model for Berth kinds (and PriorityClass); None for Namespaces and Jobs."""
+    at: float
+    delete_at: float | None
+    duration: float | None
+    ready_after: float | None
+    """Seconds after admission when pods are ready; None means never."""
+
+    @property
+    def kind(self) -> tuple[str, str]:
+        """(apiVersion, kind)."""
+        return (str(self.raw.get("apiVersion")), str(self.raw.get("kind")))
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return str((self.raw.get("metadata") or {}).get("name") or "")
+
+    @property
+    def namespace(self) -> str:
+        """``metadata.namespace`` (``default`` when unset)."""
+        return str((self.raw.get("metadata") or {}).get("namespace") or "default")
+
+
+def _annotation_time(
+    annotations: dict[str, Any], key: str, *, allow_never: bool = False
+) -> tuple[float | None, errors.FieldError | None]:
+    value = annotations.get(key)
+    if value is None:
+        return None, None
+    if allow_never and value == "never":
+        return math.inf, None
+    try:
+        return duration.parse(value), None
+    except duration.DurationError as err:
+        hint = " or never" if allow_never else ""
+        return None, errors.FieldError(
+            f"metadata.annotations[{key}]", f"{err}{hint}"
+        )
+
+
+def read_streams(sources: list[tuple[str, IO[str]]]) -> list[Document]:
+    """Read every document of every source, in order; raise ScenarioError listing all problems."""
+    problems: list[tuple[Location | None, errors.FieldError]] = []
+    docs: list[Document] = []
+    configurations = 0
+    for file, stream in sources:
+        try:
+            raw_docs = list(yaml.safe_load_all(stream))
+        except yaml.YAMLError as err:
+            problems.append((Location(file, 0), errors.FieldError("", f"not valid YAML: {err}")))
+            continue
+        for index, raw in enumerate(raw_docs):
+            if raw is None:
+                continue
+            loc = Location(file, index)
+            doc, doc_problems = _read_document(loc, raw)
+            problems.extend((loc, p) for p in doc_problems)
+            if doc is not None:
+                if doc.kind == (base.API_VERSION, "Configuration"):
+                    configurations += 1
+                    if configurations > 1:
+                        problems.append(
+                            (loc, errors.FieldError("kind", "at most one Configuration is allowed"))
+                        )
+                docs.append(doc)
+    if problems:
+        raise ScenarioError(problems)
+    return docs
+
+
+def read_files(paths: list[str], stdin: IO[str]) -> list[Document]:
+    """Read scenario files (``-`` is standard input)."""
+    sources: list[tuple[str, IO[str]]] = []
+    opened = []
+    try:
+        for path in paths:
+            if path == "-":
+                sources.append(("<stdin>", stdin))
+                continue
+            try:
+                handle = Path(path).open(encoding="utf-8")  # noqa: SIM115 - closed below
+            except OSError as err:
+                raise ScenarioError(
+                    [(None, errors.FieldError("", f"cannot read {path}: {err.strerror}"))]
+                ) from err
+            opened.append(handle)
+            sources.append((path, handle))
+        return read_streams(sources)
+    finally:
+        for handle in opened:
+            handle.close()
+
+
+def _read_document(
+    loc: Location, raw: object
+) -> tuple[Document | None, list[errors.FieldError]]:
+    if not isinstance(raw, dict):
+        return None, [errors.FieldError("", "a document must be a mapping with apiVersion and kind")]
+    warnings: list[str] = []
+    api_version = raw.get("apiVersion")
+    if isinstance(api_version, str) and api_version.startswith("kueue.x-k8s.io/"):
+        from berth.api import kueue_convert  # noqa: PLC0415 - TEMP until the module lands
+
+        raw, warnings = kueue_convert.convert(raw)
+    del warnings  # conversion notes matter for `berth import`, not for a simulation
+    metadata = raw.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        return None, [errors.FieldError("metadata", "must be a mapping")]
+    annotations = (metadata or {}).get("annotations") or {}
+    problems: list[errors.FieldError] = []
+    at, err = _annotation_time(annotations, AT)
+    problems += [err] if err else []
+    delete_at, err = _annotation_time(annotations, DELETE_AT)
+    problems += [err] if err else []
+    run_for, err = _annotation_time(annotations, DURATION)
+    problems += [err] if err else []
+    ready_after, err = _annotation_time(annotations, READY_AFTER, allow_never=True)
+    problems += [err] if err else []
+    kind = (str(raw.get("apiVersion")), str(raw.get("kind")))
+    obj: base.Object | None = None
+    if kind in (NAMESPACE, JOB):
+        if not (metadata or {}).get("name"):
+            problems.append(errors.FieldError("metadata.name", "required; give the object a name"))
+        if kind == JOB:
+            spec = raw.get("spec")
+            if not isinstance(spec, dict):
+                problems.append(errors.FieldError("spec", "required; a Job needs a spec with a template"))
+    else:
+        obj, load_problems = kinds.try_load(raw)
+        problems += load_problems
+    if problems:
+        return None, problems
+    return (
+        Document(
+            location=loc,
+            raw=raw,
+            obj=obj,
+            at=at or 0.0,
+            delete_at=delete_at,
+            duration=run_for,
+            ready_after=0.0 if ready_after is None else (None if math.isinf(ready_after) else ready_after),
+        ),
+        [],
+    )

@@ -1,0 +1,278 @@
+"""The scheduler cache: queue, cohort and flavor objects, namespaces, and admitted workloads.
+
+Fed by events (``upsert_*``/``delete_*``), it keeps one ``core.snapshot.Snapshot`` current: the
+quota tree is rebuilt when queues, cohorts or flavors change, and admitted usage is added or
+removed as workloads are assumed, forgotten, evicted or finished. ``assume`` records an admission
+before it is written anywhere, so a failed write can be undone with ``forget``. Used by the
+operator's scheduler loop and the simulator alike; no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from berth.api import clusterqueue, cohort, localqueue, names, quota as api_quota, resourceflavor
+from berth.api import conditions
+from berth.core import quota, resources, snapshot, workload
+
+_ACTIVE = conditions.QueueActiveReason
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueBlocker:
+    """Why a workload cannot be considered at all, before any quota is looked at."""
+
+    reason: str
+    message: str
+
+
+def _quota_table(
+    groups: list[api_quota.ResourceGroup],
+) -> dict[resources.FlavorResource, quota.Quota]:
+    out: dict[resources.FlavorResource, quota.Quota] = {}
+    for (flavor, res), q in api_quota.quota_table(groups).items():
+        out[resources.FlavorResource(names.FlavorName(flavor), names.ResourceName(res))] = (
+            quota.Quota(q.nominal_quota, q.borrowing_limit, q.lending_limit)
+        )
+    return out
+
+
+class Cache:
+    """Objects and admitted workloads, with a live snapshot for the core."""
+
+    def __init__(self) -> None:
+        self.flavors: dict[names.FlavorName, resourceflavor.ResourceFlavor] = {}
+        self.cluster_queues: dict[names.ClusterQueueName, clusterqueue.ClusterQueue] = {}
+        self.cohorts: dict[names.CohortName, cohort.Cohort] = {}
+        self.local_queues: dict[tuple[str, str], localqueue.LocalQueue] = {}
+        self.admitted: dict[names.WorkloadKey, snapshot.AdmittedWorkload] = {}
+        self.snapshot = snapshot.Snapshot()
+        self.generations: dict[str, int] = {}
+        """A counter per root of the quota tree, bumped whenever usage or quota there changes."""
+
+    # Objects ----------------------------------------------------------------------------------
+
+    def upsert_flavor(self, obj: resourceflavor.ResourceFlavor) -> None:
+        """Add or replace a ResourceFlavor."""
+        self.flavors[names.FlavorName(obj.name)] = obj
+        self.rebuild()
+
+    def delete_flavor(self, name: str) -> None:
+        """Remove a ResourceFlavor."""
+        self.flavors.pop(names.FlavorName(name), None)
+        self.rebuild()
+
+    def upsert_cluster_queue(self, obj: clusterqueue.ClusterQueue) -> None:
+        """Add or replace a ClusterQueue."""
+        self.cluster_queues[names.ClusterQueueName(obj.name)] = obj
+        self.rebuild()
+
+    def delete_cluster_queue(self, name: str) -> None:
+        """Remove a ClusterQueue."""
+        self.cluster_queues.pop(names.ClusterQueueName(name), None)
+        self.rebuild()
+
+    def upsert_cohort(self, obj: cohort.Cohort) -> None:
+        """Add or replace a Cohort."""
+        self.cohorts[names.CohortName(obj.name)] = obj
+        self.rebuild()
+
+    def delete_cohort(self, name: str) -> None:
+        """Remove a Cohort (it lives on implicitly while queues name it)."""
+        self.cohorts.pop(names.CohortName(name), None)
+        self.rebuild()
+
+    def upsert_local_queue(self, obj: localqueue.LocalQueue) -> None:
+        """Add or replace a LocalQueue."""
+        self.local_queues[(obj.metadata.namespace or "default", obj.name)] = obj
+
+    def delete_local_queue(self, namespace: str, name: str) -> None:
+        """Remove a LocalQueue."""
+        self.local_queues.pop((namespace, name), None)
+
+    def upsert_namespace(self, name: str, labels: dict[str, str]) -> None:
+        """Add or relabel a namespace."""
+        merged = dict(labels)
+        merged.setdefault("kubernetes.io/metadata.name", name)
+        self.snapshot.namespaces[name] = merged
+
+    def delete_namespace(self, name: str) -> None:
+        """Remove a namespace."""
+        self.snapshot.namespaces.pop(name, None)
+
+    # Queue resolution -------------------------------------------------------------------------
+
+    def local_queue(self, namespace: str, name: str | None) -> localqueue.LocalQueue | None:
+        """Return the LocalQueue a workload names, if it exists."""
+        if name is None:
+            return None
+        return self.local_queues.get((namespace, name))
+
+    def cluster_queue_for(self, info: workload.WorkloadInfo) -> names.ClusterQueueName | None:
+        """Return the ClusterQueue a workload's LocalQueue points at, if the LocalQueue exists."""
+        lq = self.local_queue(info.key.namespace, info.local_queue)
+        return None if lq is None else lq.spec.cluster_queue
+
+    def blocker(self, info: workload.WorkloadInfo) -> QueueBlocker | None:
+        """Say why a pending workload cannot enter its ClusterQueue's queue now, if it cannot."""
+        pending = conditions.PendingReason
+        lq = self.local_queue(info.key.namespace, info.local_queue)
+        if lq is None:
+            return QueueBlocker(pending.MISCONFIGURED, f"LocalQueue {info.local_queue} doesn't exist")
+        if lq.spec.stop_policy != clusterqueue.StopPolicy.NONE:
+            return QueueBlocker(pending.SUSPENDED, f"LocalQueue {info.local_queue} is stopped")
+        cq_name = lq.spec.cluster_queue
+        cq = self.cluster_queues.get(cq_name)
+        if cq is None:
+            return QueueBlocker(pending.MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist")
+        if cq.spec.stop_policy != clusterqueue.StopPolicy.NONE:
+            return QueueBlocker(pending.SUSPENDED, f"ClusterQueue {cq_name} is stopped")
+        info_cq = self.snapshot.cluster_queues.get(cq_name)
+        if info_cq is None or not info_cq.active:
+            return QueueBlocker(pending.SUSPENDED, f"ClusterQueue {cq_name} is inactive")
+        return None
+
+    # Admitted workloads ------------------------------------------------------------------------
+
+    def assume(self, info: workload.WorkloadInfo, admission: workload.Admission, at: float) -> None:
+        """Count an admission before it is written anywhere."""
+        adm = snapshot.AdmittedWorkload(info, admission, at)
+        self.admitted[info.key] = adm
+        self.snapshot.add_workload(adm)
+        self.snapshot.commit()
+        self._bump(admission.cluster_queue)
+
+    def forget(self, key: names.WorkloadKey) -> snapshot.AdmittedWorkload | None:
+        """Stop counting a workload's admission (finished, evicted and stopped, or write failed)."""
+        adm = self.admitted.pop(key, None)
+        if adm is None:
+            return None
+        self.snapshot.remove_workload(key, adm.cluster_queue)
+        self.snapshot.commit()
+        self._bump(adm.cluster_queue)
+        return adm
+
+    def mark_evicted(self, key: names.WorkloadKey) -> None:
+        """Note that an admitted workload is being evicted; its quota stays until it stops."""
+        adm = self.admitted.get(key)
+        if adm is not None and not adm.evicted:
+            adm = dataclasses.replace(adm, evicted=True)
+            self.admitted[key] = adm
+            self.snapshot.replace_workload(adm)
+
+    def generation(self, cq: names.ClusterQueueName) -> int:
+        """The change counter of the quota tree ``cq`` belongs to."""
+        node = self.snapshot.cq_nodes.get(cq)
+        root = cq if node is None else node.root().name
+        return self.generations.get(root, 0)
+
+    def _bump(self, cq: names.ClusterQueueName) -> None:
+        node = self.snapshot.cq_nodes.get(cq)
+        root = cq if node is None else node.root().name
+        self.generations[root] = self.generations.get(root, 0) + 1
+
+    def root_of(self, cq: names.ClusterQueueName) -> str:
+        """The name of the root of the quota tree ``cq`` belongs to (itself without a cohort)."""
+        node = self.snapshot.cq_nodes.get(cq)
+        return cq if node is None else node.root().name
+
+    # Snapshot building -------------------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Rebuild the quota tree and queue settings after an object changed."""
+        snap = self.snapshot
+        old_ns = snap.namespaces
+        snap = snapshot.Snapshot()
+        snap.namespaces = old_ns
+        snap.flavors = {
+            name: snapshot.FlavorInfo(
+                name=name,
+                node_labels=dict(rf.spec.node_labels),
+                node_taints=tuple(rf.spec.node_taints),
+                tolerations=tuple(rf.spec.tolerations),
+            )
+            for name, rf in self.flavors.items()
+        }
+        journal = snap.journal
+        parents: dict[names.CohortName, names.CohortName | None] = {}
+        for cq in self.cluster_queues.values():
+            if cq.spec.cohort_name is not None:
+                parents.setdefault(cq.spec.cohort_name, None)
+        for name, co in self.cohorts.items():
+            parents[name] = co.spec.parent_name
+            if co.spec.parent_name is not None:
+                parents.setdefault(co.spec.parent_name, None)
+        cycles = quota.find_cycles(parents)
+        for name in sorted(parents):
+            co = self.cohorts.get(name)
+            groups = co.spec.resource_groups if co is not None else []
+            snap.cohort_nodes[name] = quota.QuotaNode(
+                name, is_cohort=True, quotas=_quota_table(groups), journal=journal
+            )
+            weight = co.spec.fair_sharing.weight if co is not None and co.spec.fair_sharing else 1000
+            snap.cohort_weights[name] = weight
+        for name in sorted(parents):
+            parent = parents[name]
+            if parent is not None and name not in cycles:
+                child_node = snap.cohort_nodes[name]
+                child_node.parent = snap.cohort_nodes[parent]
+                snap.cohort_nodes[parent].children.append(child_node)
+        for name in sorted(self.cluster_queues):
+            cq = self.cluster_queues[name]
+            node = quota.QuotaNode(
+                name, is_cohort=False, quotas=_quota_table(cq.spec.resource_groups), journal=journal
+            )
+            cohort_name = cq.spec.cohort_name
+            if cohort_name is not None and cohort_name not in cycles:
+                node.parent = snap.cohort_nodes[cohort_name]
+                snap.cohort_nodes[cohort_name].children.append(node)
+            snap.cq_nodes[name] = node
+            snap.cluster_queues[name] = self._cq_info(cq, cycles)
+        for node in list(snap.cohort_nodes.values()) + list(snap.cq_nodes.values()):
+            if node.parent is None:
+                quota.build_subtree_quota(node)
+        for key in sorted(self.admitted):
+            adm = self.admitted[key]
+            snap.admitted.setdefault(adm.cluster_queue, {})[key] = adm
+            snap.add_usage(adm.cluster_queue, adm.admission.usage)
+        snap.commit()
+        self.snapshot = snap
+        for root in {self.root_of(n) for n in snap.cq_nodes}:
+            self.generations[root] = self.generations.get(root, 0) + 1
+
+    def _cq_info(
+        self, cq: clusterqueue.ClusterQueue, cycles: set[names.CohortName]
+    ) -> snapshot.ClusterQueueInfo:
+        spec = cq.spec
+        groups = tuple(
+            snapshot.ResourceGroupInfo(
+                covered=tuple(g.covered_resources), flavors=tuple(f.name for f in g.flavors)
+            )
+            for g in spec.resource_groups
+        )
+        by_resource = {res: g for g in groups for res in g.covered}
+        missing = sorted({f for g in groups for f in g.flavors if f not in self.flavors})
+        reason: str | None = None
+        message = "Can admit new workloads"
+        if spec.stop_policy != clusterqueue.StopPolicy.NONE:
+            reason, message = _ACTIVE.STOPPED, "ClusterQueue is stopped"
+        elif missing:
+            reason = _ACTIVE.FLAVOR_NOT_FOUND
+            message = f"Can't admit new workloads: references missing ResourceFlavor(s): {', '.join(missing)}"
+        elif spec.cohort_name is not None and spec.cohort_name in cycles:
+            reason, message = "CohortCycle", f"Cohort {spec.cohort_name} is part of a cycle"
+        weight = spec.fair_sharing.weight if spec.fair_sharing is not None else 1000
+        return snapshot.ClusterQueueInfo(
+            name=names.ClusterQueueName(cq.name),
+            cohort=spec.cohort_name,
+            groups=groups,
+            group_by_resource=by_resource,
+            strategy=spec.queueing_strategy,
+            namespace_selector=spec.namespace_selector,
+            fungibility=spec.flavor_fungibility,
+            preemption=spec.preemption,
+            stop_policy=spec.stop_policy,
+            fair_weight=weight,
+            inactive_reason=reason,
+            inactive_message=message,
+        )

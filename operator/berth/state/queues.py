@@ -1,0 +1,286 @@
+"""Pending workloads: one ordered queue per ClusterQueue plus an inadmissible set.
+
+Mirrors Kueue's queue manager (``pkg/cache/queue``). Each ClusterQueue keeps an *active* heap
+ordered by ``core.ordering.queue_key`` and an *inadmissible* set. ``heads`` pops one workload
+from every ClusterQueue that may admit; ``requeue`` puts a head that was not admitted back:
+
+- StrictFIFO: always back into the heap (it stays the head and blocks the queue), except on a
+  namespace mismatch, which must not block other namespaces.
+- BestEffortFIFO: back into the heap only when it was skipped after nomination, is waiting for
+  its preemptions, or has flavors left to try; otherwise into the inadmissible set, so the next
+  workload becomes the head. A workload that issued preemptions becomes *sticky*: it stays the
+  head until it is admitted, found inadmissible or deleted.
+- If inadmissible workloads were requeued since the head was popped, it goes straight back.
+
+``requeue_inadmissible`` moves inadmissible workloads of a whole quota tree back to the heap when
+something there changed (a workload finished or was evicted, a queue, cohort or flavor changed).
+Workloads whose LocalQueue or ClusterQueue is missing or stopped wait outside any queue.
+Used by the operator's scheduler loop and the simulator; no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+
+from berth.api import clusterqueue, names
+from berth.core import cycle, ordering, workload
+from berth.state import cache as cache_mod
+
+_IMMEDIATE_BEST_EFFORT = {
+    cycle.RequeueReason.FAILED_AFTER_NOMINATION,
+    cycle.RequeueReason.PENDING_PREEMPTION,
+    cycle.RequeueReason.WAITING_FOR_PODS_READY,
+}
+
+
+@dataclasses.dataclass(slots=True)
+class PendingWorkload:
+    """A workload waiting for admission, and what the queue remembers about it."""
+
+    info: workload.WorkloadInfo
+    cluster_queue: names.ClusterQueueName | None = None
+    progress: cycle.ScanProgress | None = None
+    requeue_at: float = 0.0
+    """Not before this time (backoff after a pods-ready timeout)."""
+
+
+class ClusterQueueQueue:
+    """The pending workloads of one ClusterQueue."""
+
+    def __init__(self, name: names.ClusterQueueName, strategy: clusterqueue.QueueingStrategy) -> None:
+        self.name = name
+        self.strategy = strategy
+        self._heap: list[tuple[tuple[bool, int, float, str], int, names.WorkloadKey]] = []
+        self._active: dict[names.WorkloadKey, tuple[bool, int, float, str]] = {}
+        self.inadmissible: dict[names.WorkloadKey, PendingWorkload] = {}
+        self.sticky: names.WorkloadKey | None = None
+        self.pop_cycle = -1
+        self.requeue_cycle = -1
+        self._seq = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._active) + len(self.inadmissible)
+
+    @property
+    def active_count(self) -> int:
+        """Workloads in the heap."""
+        return len(self._active)
+
+    def push(self, pw: PendingWorkload) -> None:
+        """Put a workload into the heap (replacing its old place)."""
+        key = pw.info.key
+        self.inadmissible.pop(key, None)
+        order = ordering.queue_key(pw.info)
+        self._active[key] = order
+        heapq.heappush(self._heap, (order, next(self._seq), key))
+
+    def park(self, pw: PendingWorkload) -> None:
+        """Put a workload into the inadmissible set."""
+        key = pw.info.key
+        self._active.pop(key, None)
+        self.inadmissible[key] = pw
+
+    def remove(self, key: names.WorkloadKey) -> None:
+        """Drop a workload from the queue wherever it is."""
+        self._active.pop(key, None)
+        self.inadmissible.pop(key, None)
+        if self.sticky == key:
+            self.sticky = None
+
+    def contains(self, key: names.WorkloadKey) -> bool:
+        """Tell whether the workload is in this queue (active or inadmissible)."""
+        return key in self._active or key in self.inadmissible
+
+    def pop(self) -> names.WorkloadKey | None:
+        """Take the head of the heap (the sticky preemptor first, if it is there)."""
+        if self.sticky is not None and self.sticky in self._active:
+            key = self.sticky
+            del self._active[key]
+            return key
+        heap = self._heap
+        while heap:
+            order, _, key = heapq.heappop(heap)
+            if self._active.get(key) == order:
+                del self._active[key]
+                return key
+        return None
+
+    def ordered(self) -> list[names.WorkloadKey]:
+        """Every pending workload in queue order (active first, then inadmissible)."""
+        active = sorted(self._active, key=lambda k: (k != self.sticky, self._active[k]))
+        return active + sorted(self.inadmissible, key=lambda k: ordering.queue_key(self.inadmissible[k].info))
+
+
+class QueueManager:
+    """All pending workloads, in per-ClusterQueue queues or waiting outside them."""
+
+    def __init__(self, cache: cache_mod.Cache) -> None:
+        self.cache = cache
+        self.queues: dict[names.ClusterQueueName, ClusterQueueQueue] = {}
+        self.pending: dict[names.WorkloadKey, PendingWorkload] = {}
+        self.outside: set[names.WorkloadKey] = set()
+        """Pending workloads whose LocalQueue or ClusterQueue is missing or stopped."""
+        self.cycle = 0
+
+    # Membership ---------------------------------------------------------------------------------
+
+    def add(self, info: workload.WorkloadInfo, *, requeue_at: float = 0.0) -> None:
+        """Queue a new (or re-queued) pending workload."""
+        old = self.pending.get(info.key)
+        if old is not None:
+            self._detach(old)
+        pw = PendingWorkload(info, requeue_at=requeue_at)
+        self.pending[info.key] = pw
+        self._place(pw, now=None)
+
+    def delete(self, key: names.WorkloadKey) -> None:
+        """Forget a pending workload (admitted, deleted or deactivated)."""
+        pw = self.pending.pop(key, None)
+        if pw is not None:
+            self._detach(pw)
+
+    def _detach(self, pw: PendingWorkload) -> None:
+        self.outside.discard(pw.info.key)
+        if pw.cluster_queue is not None and pw.cluster_queue in self.queues:
+            self.queues[pw.cluster_queue].remove(pw.info.key)
+        pw.cluster_queue = None
+
+    def _queue(self, name: names.ClusterQueueName) -> ClusterQueueQueue | None:
+        info = self.cache.snapshot.cluster_queues.get(name)
+        if info is None:
+            return None
+        q = self.queues.get(name)
+        if q is None:
+            q = self.queues[name] = ClusterQueueQueue(name, info.strategy)
+        q.strategy = info.strategy
+        return q
+
+    def _place(self, pw: PendingWorkload, now: float | None) -> None:
+        """Put a workload where it belongs: its ClusterQueue's heap, or outside any queue."""
+        cq_name = self.cache.cluster_queue_for(pw.info)
+        q = None if cq_name is None else self._queue(cq_name)
+        if q is None or self.cache.blocker(pw.info) is not None:
+            pw.cluster_queue = None
+            self.outside.add(pw.info.key)
+            return
+        self.outside.discard(pw.info.key)
+        pw.cluster_queue = q.name
+        if now is not None and pw.requeue_at > now:
+            q.park(pw)
+        else:
+            q.push(pw)
+
+    def refresh(self, now: float) -> None:
+        """Re-place every pending workload after queues or LocalQueues changed."""
+        for pw in list(self.pending.values()):
+            self._detach(pw)
+            self._place(pw, now)
+        for name in list(self.queues):
+            if name not in self.cache.snapshot.cluster_queues:
+                del self.queues[name]
+
+    # The cycle's side ---------------------------------------------------------------------------
+
+    def heads(self) -> list[cycle.Head]:
+        """Pop one head from every ClusterQueue that may admit, in ClusterQueue name order."""
+        self.cycle += 1
+        out = []
+        cqs = self.cache.snapshot.cluster_queues
+        for name in sorted(self.queues):
+            q = self.queues[name]
+            info = cqs.get(name)
+            if info is None or not info.active or q.active_count == 0:
+                continue
+            key = q.pop()
+            if key is None:
+                continue
+            q.pop_cycle = self.cycle
+            pw = self.pending[key]
+            out.append(cycle.Head(pw.info, name, pw.progress))
+        return out
+
+    def requeue(self, decision: cycle.Pending) -> None:
+        """Put a head that was not admitted back, where its queue's strategy says."""
+        pw = self.pending.get(decision.info.key)
+        if pw is None or pw.cluster_queue is None:
+            return
+        q = self.queues.get(pw.cluster_queue)
+        if q is None:
+            return
+        pw.progress = decision.progress
+        reason = decision.requeue
+        if reason == cycle.RequeueReason.PENDING_PREEMPTION:
+            q.sticky = pw.info.key if q.strategy == clusterqueue.QueueingStrategy.BEST_EFFORT_FIFO else None
+        elif q.sticky == pw.info.key and reason in (
+            cycle.RequeueReason.NO_FIT,
+            cycle.RequeueReason.PREEMPTION_NO_CANDIDATES,
+            cycle.RequeueReason.NAMESPACE_MISMATCH,
+        ):
+            q.sticky = None
+        if q.strategy == clusterqueue.QueueingStrategy.STRICT_FIFO:
+            immediate = reason != cycle.RequeueReason.NAMESPACE_MISMATCH
+        else:
+            immediate = reason in _IMMEDIATE_BEST_EFFORT
+        pending_flavors = pw.progress is not None and any(
+            idx != -1 for tried in pw.progress.tried for idx in tried.values()
+        )
+        if immediate or q.requeue_cycle >= q.pop_cycle or pending_flavors:
+            q.push(pw)
+        else:
+            q.park(pw)
+
+    def admitted(self, key: names.WorkloadKey) -> None:
+        """Forget a head that was admitted."""
+        pw = self.pending.pop(key, None)
+        if pw is not None:
+            self._detach(pw)
+            for q in self.queues.values():
+                if q.sticky == key:
+                    q.sticky = None
+
+    def requeue_inadmissible(self, root: str, now: float) -> bool:
+        """Move inadmissible workloads of every ClusterQueue in quota tree ``root`` back; True if any moved."""
+        moved = False
+        for name, q in self.queues.items():
+            if self.cache.root_of(name) != root:
+                continue
+            q.requeue_cycle = self.cycle
+            for key in list(q.inadmissible):
+                pw = q.inadmissible[key]
+                if pw.requeue_at > now:
+                    continue
+                q.push(pw)
+                moved = True
+        return moved
+
+    def requeue_all_inadmissible(self, now: float) -> bool:
+        """Move every inadmissible workload back (after a change that touches every tree)."""
+        roots = {self.cache.root_of(name) for name in self.queues}
+        moved = False
+        for root in sorted(roots):
+            moved = self.requeue_inadmissible(root, now) or moved
+        return moved
+
+    def next_backoff_expiry(self, now: float) -> float | None:
+        """The earliest future time a backed-off workload may return to its queue."""
+        times = [pw.requeue_at for pw in self.pending.values() if pw.requeue_at > now]
+        return min(times) if times else None
+
+    # Questions ----------------------------------------------------------------------------------
+
+    def position(self, key: names.WorkloadKey) -> tuple[names.ClusterQueueName, int] | None:
+        """Return the workload's ClusterQueue and 0-based position in it, if it is queued."""
+        pw = self.pending.get(key)
+        if pw is None or pw.cluster_queue is None:
+            return None
+        q = self.queues[pw.cluster_queue]
+        return pw.cluster_queue, q.ordered().index(key)
+
+    def counts(self, cq: names.ClusterQueueName) -> tuple[int, int]:
+        """Active and inadmissible pending counts of a ClusterQueue."""
+        q = self.queues.get(cq)
+        if q is None:
+            return 0, 0
+        return q.active_count, len(q.inadmissible)
