@@ -27,6 +27,7 @@ class Model(pydantic.BaseModel):
         extra="forbid",
         use_enum_values=False,
         validate_default=False,
+        use_attribute_docstrings=True,
     )
 
     def to_yaml_dict(self) -> dict[str, Any]:

@@ -44,11 +44,17 @@ class FungibilityPreference(enum.StrEnum):
 
 
 class FlavorFungibility(base.Model):
-    """Flavor fungibility: ``whenCanBorrow``, ``whenCanPreempt`` and ``preference``."""
+    """When flavor assignment stops at a flavor that is not a perfect fit."""
 
     when_can_borrow: FungibilityPolicy = FungibilityPolicy.MAY_STOP_SEARCH
+    """MayStopSearch: take the first flavor that fits by borrowing; TryNextFlavor: look for a
+    flavor that fits without borrowing first."""
     when_can_preempt: FungibilityPolicy = FungibilityPolicy.TRY_NEXT_FLAVOR
+    """MayStopSearch: take the first flavor that fits by preempting; TryNextFlavor: look for a
+    flavor that fits without preemption first."""
     preference: FungibilityPreference | None = None
+    """Which imperfect flavor wins when no flavor fits perfectly; only allowed when both
+    policies are TryNextFlavor."""
 
 
 class PreemptionPolicy(enum.StrEnum):
@@ -63,53 +69,93 @@ class PreemptionPolicy(enum.StrEnum):
 class BorrowWithinCohort(base.Model):
     """Preemption of other queues' workloads while the preemptor itself borrows."""
 
-    policy: PreemptionPolicy = PreemptionPolicy.NEVER
+    policy: PreemptionPolicy = pydantic.Field(
+        default=PreemptionPolicy.NEVER, json_schema_extra={"enum": ["Never", "LowerPriority"]}
+    )
+    """Never, or LowerPriority: while borrowing, preempt lower-priority workloads of other
+    queues in the cohort. Requires reclaimWithinCohort other than Never."""
     max_priority_threshold: int | None = None
+    """Only workloads at or below this priority may be preempted this way; unset means any
+    lower priority."""
 
 
 class ClusterQueuePreemption(base.Model):
     """A ClusterQueue's preemption policy."""
 
-    reclaim_within_cohort: PreemptionPolicy = PreemptionPolicy.NEVER
-    within_cluster_queue: PreemptionPolicy = PreemptionPolicy.NEVER
+    reclaim_within_cohort: PreemptionPolicy = pydantic.Field(
+        default=PreemptionPolicy.NEVER,
+        json_schema_extra={"enum": ["Never", "LowerPriority", "Any"]},
+    )
+    """Whether a workload that fits in this queue's nominal quota may preempt workloads of
+    other queues that borrow it: Never, LowerPriority (only lower-priority ones) or Any."""
+    within_cluster_queue: PreemptionPolicy = pydantic.Field(
+        default=PreemptionPolicy.NEVER,
+        json_schema_extra={"enum": ["Never", "LowerPriority", "LowerOrNewerEqualPriority"]},
+    )
+    """Whether a workload that does not fit may preempt workloads of this queue: Never,
+    LowerPriority, or LowerOrNewerEqualPriority (also newer ones of equal priority)."""
     borrow_within_cohort: BorrowWithinCohort = pydantic.Field(default_factory=BorrowWithinCohort)
+    """Preemption in other queues while the preemptor borrows."""
 
 
 class ClusterQueueSpec(base.Model):
-    """The spec of a ClusterQueue, with Kueue v1beta2 names and defaults."""
+    """Quotas, cohort and policies of a ClusterQueue (Kueue v1beta2 names and defaults)."""
 
     resource_groups: list[quota.ResourceGroup] = pydantic.Field(default_factory=list, max_length=16)
+    """Quota per flavor and resource, in groups of resources whose flavor is chosen together
+    (at most 256 flavors over all groups)."""
     cohort_name: names.CohortName | None = None
+    """The cohort this queue borrows from and lends to; a cohort named only here exists
+    implicitly."""
     queueing_strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+    """StrictFIFO: the head blocks the queue until it is admitted; BestEffortFIFO: a head that
+    cannot be admitted steps aside until something changes in the cohort."""
     namespace_selector: selector.LabelSelector | None = None
+    """Namespaces whose LocalQueues may submit to this queue; {} selects every namespace and
+    an unset selector selects none."""
     flavor_fungibility: FlavorFungibility = pydantic.Field(default_factory=FlavorFungibility)
+    """Whether flavor assignment stops at a flavor that needs borrowing or preemption."""
     preemption: ClusterQueuePreemption = pydantic.Field(default_factory=ClusterQueuePreemption)
+    """Which workloads a pending workload may preempt."""
     fair_sharing: quota.FairSharing | None = None
+    """This queue's weight when fair sharing is enabled."""
     stop_policy: StopPolicy = StopPolicy.NONE
+    """None; Hold: admit nothing new; HoldAndDrain: also evict admitted workloads."""
 
 
 class ClusterQueueFairSharingStatus(base.Model):
     """Status: the weighted dominant resource share."""
 
     weighted_share: int = 0
+    """Largest ratio, over all resources, of usage above nominal quota to the capacity the
+    cohort can lend, in thousandths and divided by the weight; 0 within nominal quota."""
 
 
 class ClusterQueueStatus(base.Model):
     """Status of a ClusterQueue, as Kueue reports it."""
 
     conditions: list[cond.Condition] = pydantic.Field(default_factory=list)
+    """Conditions; Active tells whether the queue can admit workloads."""
     flavors_reservation: list[quota.FlavorUsage] = pydantic.Field(default_factory=list)
+    """Quota reserved by workloads with QuotaReserved, per flavor and resource."""
     flavors_usage: list[quota.FlavorUsage] = pydantic.Field(default_factory=list)
+    """Quota used by admitted workloads, per flavor and resource."""
     pending_workloads: int = 0
+    """Workloads waiting for admission."""
     reserving_workloads: int = 0
+    """Workloads holding a quota reservation."""
     admitted_workloads: int = 0
+    """Admitted workloads that have not finished."""
     fair_sharing: ClusterQueueFairSharingStatus | None = None
+    """Fair-sharing state."""
 
 
 class ClusterQueue(base.Object):
-    """A ClusterQueue (cluster-scoped; short name ``cq``)."""
+    """A pool of quota per flavor and resource that admits workloads from its LocalQueues."""
 
     KIND: ClassVar[str] = "ClusterQueue"
 
     spec: ClusterQueueSpec = pydantic.Field(default_factory=ClusterQueueSpec)
+    """Quotas, cohort and policies."""
     status: ClusterQueueStatus | None = None
+    """Usage and counts, written by the operator."""

@@ -23,11 +23,17 @@ class Condition(base.Model):
     """A Kubernetes status condition."""
 
     type: str
+    """The condition's type, e.g. Admitted."""
     status: ConditionStatus
+    """True, False or Unknown."""
     reason: str = ""
+    """A CamelCase reason, e.g. Preempted."""
     message: str = ""
+    """A human-readable explanation."""
     last_transition_time: str | None = None
+    """When the status last changed (RFC 3339)."""
     observed_generation: int | None = None
+    """The object's generation the condition was computed from."""
 
 
 class WorkloadCondition(enum.StrEnum):

@@ -8,11 +8,11 @@ root (operator) or from a scenario (simulator), then passed down as a value.
 from __future__ import annotations
 
 import enum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pydantic
 
-from berth.api import base, duration, selector
+from berth.api import base, duration, pod, selector
 
 
 def _parse_duration(value: object) -> object:
@@ -78,12 +78,20 @@ class FairSharingConfig(base.Model):
     )
 
 
+class TransformationStrategy(enum.StrEnum):
+    """Whether a transformed input resource still counts against quota."""
+
+    RETAIN = "Retain"
+    REPLACE = "Replace"
+
+
 class Transformation(base.Model):
     """Convert one requested resource into others before quota is checked."""
 
     input: str
-    strategy: str = "Retain"
-    outputs: dict[str, str] = pydantic.Field(default_factory=dict)
+    strategy: TransformationStrategy = TransformationStrategy.RETAIN
+    outputs: pod.ResourceList = pydantic.Field(default_factory=dict)
+    """What one unit of ``input`` turns into, in canonical units of each output resource."""
 
 
 class ResourcesConfig(base.Model):
@@ -108,8 +116,23 @@ class Configuration(base.Object):
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: selector.LabelSelector | None = None
     wait_for_pods_ready: WaitForPodsReady | None = pydantic.Field(default_factory=WaitForPodsReady)
+    """On by default, as in Kueue v1beta2; ``waitForPodsReady: null`` turns it off."""
     fair_sharing: FairSharingConfig | None = None
     resources: ResourcesConfig = pydantic.Field(default_factory=ResourcesConfig)
     integrations: Integrations = pydantic.Field(default_factory=Integrations)
     honor_kueue_labels: bool = False
     """Also read ``kueue.x-k8s.io/queue-name``; off so two operators never manage one Job."""
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """Dump like every model, but keep an explicit ``waitForPodsReady: null`` (it disables)."""
+        out = super().to_yaml_dict()
+        if self.wait_for_pods_ready is None and "wait_for_pods_ready" in self.model_fields_set:
+            out["waitForPodsReady"] = None
+        return out
+
+    def to_full_dict(self) -> dict[str, Any]:
+        """Dump with every default filled in; a disabled ``waitForPodsReady`` prints as null."""
+        out = super().to_full_dict()
+        if self.wait_for_pods_ready is None:
+            out["waitForPodsReady"] = None
+        return out

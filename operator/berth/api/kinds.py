@@ -63,11 +63,26 @@ def format_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+_RENAMED = {
+    "cohort": "cohortName",
+    "priorityClassName": "priorityClassRef (with priority)",
+    "priorityClassSource": "priorityClassRef.group and priorityClassRef.kind",
+    "flavorUsage": "flavorsUsage",
+}
+"""Fields renamed between Kueue v1beta1 and v1beta2, for the hint on an unknown field."""
+
+
 def _message(err: pydantic_core.ErrorDetails) -> str:
     kind = err["type"]
     if kind == "missing":
         return "required field is missing; add it"
     if kind == "extra_forbidden":
+        field = err["loc"][-1] if err["loc"] else ""
+        if field in _RENAMED:
+            return (
+                f"unknown field; this is Kueue v1beta1's name, write {_RENAMED[field]} instead "
+                "(berth import converts Kueue YAML)"
+            )
         return (
             "unknown field; remove it or check its spelling (Berth uses Kueue v1beta2 field names)"
         )

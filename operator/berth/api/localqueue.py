@@ -14,26 +14,37 @@ class LocalQueueSpec(base.Model):
     """The spec of a LocalQueue."""
 
     cluster_queue: names.ClusterQueueName
+    """The ClusterQueue that admits this queue's workloads."""
     stop_policy: clusterqueue.StopPolicy = clusterqueue.StopPolicy.NONE
+    """None; Hold: admit nothing new; HoldAndDrain: also evict admitted workloads."""
     fair_sharing: quota.FairSharing | None = None
+    """This queue's weight for admission fair sharing."""
 
 
 class LocalQueueStatus(base.Model):
     """Status of a LocalQueue."""
 
     conditions: list[cond.Condition] = pydantic.Field(default_factory=list)
+    """Conditions; Active tells whether the queue accepts workloads."""
     pending_workloads: int = 0
+    """Workloads waiting for admission."""
     reserving_workloads: int = 0
+    """Workloads holding a quota reservation."""
     admitted_workloads: int = 0
+    """Admitted workloads that have not finished."""
     flavors_reservation: list[quota.FlavorUsage] = pydantic.Field(default_factory=list)
+    """Quota reserved by this queue's workloads, per flavor and resource."""
     flavors_usage: list[quota.FlavorUsage] = pydantic.Field(default_factory=list)
+    """Quota used by this queue's admitted workloads, per flavor and resource."""
 
 
 class LocalQueue(base.Object):
-    """A LocalQueue (namespaced; short names ``lq``, ``queue``)."""
+    """A namespace's door into a ClusterQueue; jobs name it in berth.dev/queue-name."""
 
     KIND: ClassVar[str] = "LocalQueue"
     NAMESPACED: ClassVar[bool] = True
 
     spec: LocalQueueSpec
+    """The backing ClusterQueue and policies."""
     status: LocalQueueStatus | None = None
+    """Usage and counts, written by the operator."""

@@ -24,6 +24,7 @@ ResourceList = Annotated[
     dict[names.ResourceName, int],
     pydantic.BeforeValidator(_parse_list),
     pydantic.PlainSerializer(quantity.format_list, return_type=dict[str, str]),
+    pydantic.WithJsonSchema({"type": "object", "additionalProperties": quantity.JSON_SCHEMA}),
 ]
 """A mapping of resource name to quantity, stored in canonical units."""
 
@@ -47,18 +48,26 @@ class Taint(base.Model):
     """A node taint (on a ResourceFlavor's ``nodeTaints``)."""
 
     key: str
+    """The taint's key."""
     value: str | None = None
+    """The taint's value."""
     effect: TaintEffect
+    """What the taint does to pods that do not tolerate it."""
 
 
 class Toleration(base.Model):
     """A pod toleration."""
 
     key: str | None = None
+    """Taint key to tolerate; empty with operator Exists tolerates every taint."""
     operator: TolerationOperator | None = None
+    """Equal (the default) matches the value; Exists matches any value."""
     value: str | None = None
+    """Taint value to match with operator Equal."""
     effect: TaintEffect | None = None
+    """Taint effect to tolerate; empty tolerates every effect."""
     toleration_seconds: int | None = None
+    """How long a NoExecute taint is tolerated before eviction; unset means forever."""
 
     def tolerates(self, taint: Taint) -> bool:
         """Tell whether this toleration tolerates ``taint`` (Kubernetes' ToleratesTaint)."""

@@ -13,12 +13,15 @@ from berth.api import base
 
 
 class WorkloadPriorityClass(base.Object):
-    """A WorkloadPriorityClass (cluster-scoped; short name ``wpc``)."""
+    """A priority for workloads, independent of the pods' PriorityClass."""
 
     KIND: ClassVar[str] = "WorkloadPriorityClass"
 
     value: int = pydantic.Field(ge=-(2**31), le=2**31 - 1)
+    """The priority; higher is more important. Read when a workload is created; changing it
+    does not change existing workloads."""
     description: str | None = pydantic.Field(default=None, max_length=2048)
+    """What the class is for."""
 
 
 class PriorityClass(base.Object):

@@ -49,6 +49,19 @@ _PRINT_DECIMAL = [
     ("k", 10**3),
 ]
 
+PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+"""Kubernetes' own pattern for a quantity written as a string, used in the CRD schemas."""
+
+JSON_SCHEMA: dict[str, object] = {
+    "anyOf": [{"type": "integer"}, {"type": "string"}],
+    "pattern": PATTERN,
+    "x-kubernetes-int-or-string": True,
+}
+"""The OpenAPI schema of a quantity field: an integer or a string in Kubernetes' notation."""
+
 CPU = names.ResourceName("cpu")
 PODS = names.ResourceName("pods")
 
@@ -69,29 +82,45 @@ def is_bytes(resource: str) -> bool:
     )
 
 
+_HINT = "write a number such as 4, 500m or 16Gi"
+_MAX_EXPONENT = 30
+_MAX_UNITS = 2**63 - 1
+"""The largest amount in canonical units (Kubernetes keeps quantities in an int64)."""
+_CONTEXT = decimal.Context(prec=100, traps=[decimal.Overflow, decimal.InvalidOperation])
+"""Arithmetic precise enough that no real quantity is rounded before the final ceiling."""
+
+
 def parse_decimal(value: object) -> decimal.Decimal:
     """Parse a quantity (string, int or float from YAML) into an exact decimal value."""
     if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a quantity; write a number such as 4, 500m or 16Gi")
+        raise QuantityError(f"{value!r} is not a quantity; {_HINT}")
     if isinstance(value, int):
         return decimal.Decimal(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise QuantityError(f"{value!r} is not a finite quantity")
+            raise QuantityError(f"{value!r} is not a finite quantity; {_HINT}")
         return decimal.Decimal(repr(value))
     if not isinstance(value, str):
-        raise QuantityError(f"{value!r} is not a quantity; write a number such as 4, 500m or 16Gi")
+        raise QuantityError(f"{value!r} is not a quantity; {_HINT}")
     match = _QUANTITY.match(value.strip())
     if match is None:
-        raise QuantityError(f"{value!r} is not a quantity; write a number such as 4, 500m or 16Gi")
-    number = decimal.Decimal(match["num"])
-    suffix = match["suffix"]
+        raise QuantityError(f"{value!r} is not a quantity; {_HINT}")
+    return _scale(value, decimal.Decimal(match["num"]), match["suffix"])
+
+
+def _scale(value: object, number: decimal.Decimal, suffix: str) -> decimal.Decimal:
     if suffix in _BINARY:
-        return number * _BINARY[suffix]
+        return _CONTEXT.multiply(number, _BINARY[suffix])
     if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
+        return _CONTEXT.multiply(number, _DECIMAL[suffix])
     if suffix[:1] in {"e", "E"}:
-        return number.scaleb(int(suffix[1:]))
+        digits = suffix[1:].lstrip("+-")
+        exponent = int(suffix[1:]) if len(digits) <= 3 else _MAX_EXPONENT + 1
+        if abs(exponent) > _MAX_EXPONENT:
+            raise QuantityError(
+                f"{value!r} has an exponent outside -{_MAX_EXPONENT}..{_MAX_EXPONENT}; {_HINT}"
+            )
+        return number.scaleb(exponent, _CONTEXT)
     raise QuantityError(
         f"{value!r} has an unknown suffix {suffix!r}; use one of m, k, M, G, T, Ki, Mi, Gi, Ti"
     )
@@ -103,8 +132,10 @@ def parse(resource: str, value: object) -> int:
     if amount < 0:
         raise QuantityError(f"{value!r} is negative; quantities of {resource} must be >= 0")
     if is_milli(resource):
-        amount *= 1000
-    return int(amount.to_integral_value(rounding=decimal.ROUND_CEILING))
+        amount = _CONTEXT.multiply(amount, 1000)
+    if amount > _MAX_UNITS:
+        raise QuantityError(f"{value!r} is too large for a quantity of {resource}")
+    return int(amount.to_integral_value(rounding=decimal.ROUND_CEILING, context=_CONTEXT))
 
 
 def _format_plain(count: int, *, binary: bool) -> str:

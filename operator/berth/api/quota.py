@@ -6,20 +6,30 @@ integer units of its resource; ``None`` for a limit means unlimited (never a lar
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 
 from berth.api import base, names, quantity
+
+Quantity = Annotated[int, pydantic.WithJsonSchema(quantity.JSON_SCHEMA)]
+"""An amount in canonical units, written in YAML as a Kubernetes quantity (the CRD says so)."""
 
 
 class ResourceQuota(base.Model):
     """Quota of one resource in one flavor."""
 
     name: names.ResourceName
-    nominal_quota: int
-    borrowing_limit: int | None = None
-    lending_limit: int | None = None
+    """The resource, e.g. cpu, memory or nvidia.com/gpu."""
+    nominal_quota: Quantity
+    """How much of the resource this queue may use without borrowing (>= 0); in a cohort, the
+    amount it contributes to the shared pool."""
+    borrowing_limit: Quantity | None = None
+    """The most this queue may borrow from its cohort beyond its nominal quota; unset means no
+    limit. Only allowed in a cohort (for a Cohort: only when it has a parent)."""
+    lending_limit: Quantity | None = None
+    """The most of its nominal quota this queue lends to its cohort; unset means all of it.
+    At most nominalQuota; only allowed in a cohort (for a Cohort: only when it has a parent)."""
 
     @pydantic.field_validator("nominal_quota", "borrowing_limit", "lending_limit", mode="before")
     @classmethod
@@ -41,20 +51,27 @@ class FlavorQuotas(base.Model):
     """The quotas of one flavor inside a resource group."""
 
     name: names.FlavorName
+    """A ResourceFlavor name."""
     resources: list[ResourceQuota] = pydantic.Field(min_length=1, max_length=64)
+    """Quota of each covered resource, in the order of coveredResources."""
 
 
 class ResourceGroup(base.Model):
     """Resources whose flavors are chosen together, and the flavors to try, in order."""
 
     covered_resources: list[names.ResourceName] = pydantic.Field(min_length=1, max_length=64)
+    """Resources whose flavor is chosen together; a resource may be in one group only."""
     flavors: list[FlavorQuotas] = pydantic.Field(min_length=1, max_length=64)
+    """Flavors to try, in order; a flavor may be in one group only."""
 
 
 class FairSharing(base.Model):
-    """Fair-sharing weight of a ClusterQueue, Cohort or LocalQueue, in thousandths (default 1)."""
+    """Fair-sharing settings of a ClusterQueue, Cohort or LocalQueue."""
 
-    weight: int = 1000
+    weight: Quantity = 1000  # in thousandths, like milli-CPU
+    """Advantage when competing for unused quota in the cohort (default 1): the share is the
+    dominant usage above nominal quota divided by the weight. 0 means an infinite share, always
+    at a disadvantage."""
 
     @pydantic.field_validator("weight", mode="before")
     @classmethod
@@ -62,7 +79,10 @@ class FairSharing(base.Model):
         try:
             return quantity.parse("cpu", value)  # parsed in thousandths, like milli-CPU
         except quantity.QuantityError as err:
-            raise ValueError(str(err)) from err
+            raise ValueError(
+                f"{value!r} is not a weight; use a non-negative quantity such as 1, 0.5 or 2 "
+                "(0 means the share is infinite)"
+            ) from err
 
     @pydantic.field_serializer("weight")
     def _print_weight(self, value: int) -> str:
@@ -73,8 +93,11 @@ class ResourceUsage(base.Model):
     """Status: how much of one resource is used, and how much of that is borrowed."""
 
     name: names.ResourceName
-    total: int = 0
-    borrowed: int = 0
+    """The resource."""
+    total: Quantity = 0
+    """Amount in use."""
+    borrowed: Quantity = 0
+    """Part of the total that is borrowed from the cohort."""
 
     @pydantic.field_validator("total", "borrowed", mode="before")
     @classmethod
@@ -93,7 +116,9 @@ class FlavorUsage(base.Model):
     """Status: usage of every resource in one flavor."""
 
     name: names.FlavorName
+    """The flavor."""
     resources: list[ResourceUsage] = pydantic.Field(default_factory=list)
+    """Usage of each resource in the flavor."""
 
 
 def quota_table(groups: list[ResourceGroup]) -> dict[tuple[str, str], ResourceQuota]:

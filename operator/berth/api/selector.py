@@ -25,8 +25,11 @@ class LabelSelectorRequirement(base.Model):
     """One expression of a label selector."""
 
     key: str
+    """The label key."""
     operator: SelectorOperator
+    """How the key relates to the values."""
     values: list[str] = pydantic.Field(default_factory=list)
+    """Values for In and NotIn (at least one); empty for Exists and DoesNotExist."""
 
     def matches(self, labels: dict[str, str]) -> bool:
         """Tell whether ``labels`` satisfy this expression."""
@@ -44,7 +47,9 @@ class LabelSelector(base.Model):
     """A Kubernetes label selector; the empty selector matches everything."""
 
     match_labels: dict[str, str] = pydantic.Field(default_factory=dict)
+    """Labels that must all be present with these values."""
     match_expressions: list[LabelSelectorRequirement] = pydantic.Field(default_factory=list)
+    """Expressions that must all hold."""
 
     def matches(self, labels: dict[str, str]) -> bool:
         """Tell whether ``labels`` satisfy every requirement of the selector."""

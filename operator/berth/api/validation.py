@@ -2,7 +2,8 @@
 
 Each ``validate_*`` function is pure and returns *every* ``FieldError`` it finds, with the YAML path
 of the field and a message that says how to fix it. Called by the loader (``berth.api.kinds``), the
-validating webhook and the simulator; an empty list means valid.
+validating webhook and the simulator; an empty list means valid. Rules follow Kueue's webhooks and
+CEL rules for the same fields.
 """
 
 from __future__ import annotations
@@ -16,13 +17,19 @@ from berth.api import (
     configuration,
     errors,
     localqueue,
+    pod,
     quota,
+    resourceflavor,
+    selector,
     workload,
 )
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_MAX_SUBDOMAIN = 253
+_MAX_LABEL = 63
 _MAX_FLAVORS = 256
+_INT32 = range(-(2**31), 2**31)
 
 FieldErrors = list[errors.FieldError]
 
@@ -30,7 +37,9 @@ FieldErrors = list[errors.FieldError]
 def validate(obj: base.Object) -> FieldErrors:
     """Validate any Berth object by its kind."""
     out = _validate_metadata(obj)
-    if isinstance(obj, clusterqueue.ClusterQueue):
+    if isinstance(obj, resourceflavor.ResourceFlavor):
+        out += validate_resource_flavor(obj)
+    elif isinstance(obj, clusterqueue.ClusterQueue):
         out += validate_cluster_queue(obj)
     elif isinstance(obj, cohort.Cohort):
         out += validate_cohort(obj)
@@ -49,15 +58,88 @@ def _validate_metadata(obj: base.Object) -> FieldErrors:
     name = obj.metadata.name
     if not name:
         return [errors.FieldError("metadata.name", "required; give the object a name")]
-    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
-        return [
-            errors.FieldError(
-                "metadata.name",
-                f"{name!r} is not a valid name; use lowercase letters, digits, '-' and '.', "
-                "starting and ending with a letter or digit (at most 253 characters)",
+    return _validate_name(name, "metadata.name", "name")
+
+
+def _validate_name(name: str, path: str, what: str) -> FieldErrors:
+    """Check a reference or object name: a DNS subdomain, as Kubernetes names objects."""
+    if len(name) <= _MAX_SUBDOMAIN and _DNS_SUBDOMAIN.match(name):
+        return []
+    return [
+        errors.FieldError(
+            path,
+            f"{name!r} is not a valid {what}; use lowercase letters, digits, '-' and '.', "
+            f"starting and ending with a letter or digit (at most {_MAX_SUBDOMAIN} characters)",
+        )
+    ]
+
+
+def validate_selector(sel: selector.LabelSelector, path: str) -> FieldErrors:
+    """Check a label selector's expressions the way the API server does."""
+    out: FieldErrors = []
+    op = selector.SelectorOperator
+    for i, req in enumerate(sel.match_expressions):
+        rpath = f"{path}.matchExpressions[{i}]"
+        if req.operator in {op.IN, op.NOT_IN} and not req.values:
+            out.append(
+                errors.FieldError(
+                    f"{rpath}.values",
+                    f"must not be empty with operator {req.operator}; list at least one value",
+                )
             )
-        ]
-    return []
+        if req.operator in {op.EXISTS, op.DOES_NOT_EXIST} and req.values:
+            out.append(
+                errors.FieldError(
+                    f"{rpath}.values",
+                    f"must be empty with operator {req.operator}; remove the values",
+                )
+            )
+    return out
+
+
+def _validate_tolerations(tolerations: list[pod.Toleration], path: str) -> FieldErrors:
+    out: FieldErrors = []
+    for i, tol in enumerate(tolerations):
+        tpath = f"{path}[{i}]"
+        if not tol.key and tol.operator != pod.TolerationOperator.EXISTS:
+            out.append(
+                errors.FieldError(
+                    f"{tpath}.operator",
+                    "must be Exists when key is empty (that tolerates every taint); set "
+                    "operator: Exists or give a key",
+                )
+            )
+        if tol.operator == pod.TolerationOperator.EXISTS and tol.value:
+            out.append(
+                errors.FieldError(
+                    f"{tpath}.value", "must be empty when operator is Exists; remove the value"
+                )
+            )
+        if tol.toleration_seconds is not None and tol.effect != pod.TaintEffect.NO_EXECUTE:
+            out.append(
+                errors.FieldError(
+                    f"{tpath}.tolerationSeconds",
+                    "only applies to effect NoExecute; set effect: NoExecute or remove it",
+                )
+            )
+    return out
+
+
+def validate_resource_flavor(rf: resourceflavor.ResourceFlavor) -> FieldErrors:
+    """Check a ResourceFlavor's tolerations and topology."""
+    spec = rf.spec
+    out = _validate_tolerations(spec.tolerations, "spec.tolerations")
+    if spec.topology_name is not None:
+        out += _validate_name(spec.topology_name, "spec.topologyName", "topology name")
+        if not spec.node_labels:
+            out.append(
+                errors.FieldError(
+                    "spec.nodeLabels",
+                    "at least one node label is required when topologyName is set; add the "
+                    "labels that select this flavor's nodes",
+                )
+            )
+    return out
 
 
 def validate_resource_groups(
@@ -77,7 +159,7 @@ def validate_resource_groups(
                 out.append(
                     errors.FieldError(
                         f"{gpath}.coveredResources[{ri}]",
-                        f"resource {res!r} is already covered by {where}; a resource may appear "
+                        f"resource {res!r} is already covered by {where}; list each resource "
                         "in one resource group only",
                     )
                 )
@@ -92,19 +174,22 @@ def validate_resource_groups(
                 out.append(
                     errors.FieldError(
                         f"{fpath}.name",
-                        f"flavor {flavor.name!r} is already listed in {where}; a flavor may "
-                        "appear in one resource group only",
+                        f"flavor {flavor.name!r} is already listed in {where}; list each "
+                        "flavor in one resource group only",
                     )
                 )
             else:
                 flavor_owner[flavor.name] = gi
+                out += _validate_name(flavor.name, f"{fpath}.name", "ResourceFlavor name")
             out += _validate_flavor_quotas(
                 group, flavor, fpath, has_parent=has_parent, parent_word=parent_word
             )
     if flavor_count > _MAX_FLAVORS:
         out.append(
             errors.FieldError(
-                path, f"{flavor_count} flavors listed; at most {_MAX_FLAVORS} allowed"
+                path,
+                f"{flavor_count} flavors listed; at most {_MAX_FLAVORS} are allowed in all "
+                "resource groups together, remove some",
             )
         )
     return out
@@ -158,46 +243,20 @@ def _validate_flavor_quotas(
 
 
 def validate_cluster_queue(cq: clusterqueue.ClusterQueue) -> FieldErrors:
-    """Check a ClusterQueue's quotas, preemption and fungibility settings."""
+    """Check a ClusterQueue's quotas, cohort, selector, preemption and fungibility settings."""
     spec = cq.spec
-    out = validate_resource_groups(
+    out: FieldErrors = []
+    if spec.cohort_name is not None:
+        out += _validate_name(spec.cohort_name, "spec.cohortName", "cohort name")
+    out += validate_resource_groups(
         spec.resource_groups,
         "spec.resourceGroups",
         has_parent=spec.cohort_name is not None,
         parent_word="spec.cohortName",
     )
-    policy = clusterqueue.PreemptionPolicy
-    pre = spec.preemption
-    if pre.within_cluster_queue == policy.ANY:
-        out.append(
-            errors.FieldError(
-                "spec.preemption.withinClusterQueue",
-                "must be one of Never, LowerPriority, LowerOrNewerEqualPriority",
-            )
-        )
-    if pre.reclaim_within_cohort == policy.LOWER_OR_NEWER_EQUAL_PRIORITY:
-        out.append(
-            errors.FieldError(
-                "spec.preemption.reclaimWithinCohort", "must be one of Never, LowerPriority, Any"
-            )
-        )
-    if pre.borrow_within_cohort.policy not in {policy.NEVER, policy.LOWER_PRIORITY}:
-        out.append(
-            errors.FieldError(
-                "spec.preemption.borrowWithinCohort.policy", "must be Never or LowerPriority"
-            )
-        )
-    if (
-        pre.reclaim_within_cohort == policy.NEVER
-        and pre.borrow_within_cohort.policy != policy.NEVER
-    ):
-        out.append(
-            errors.FieldError(
-                "spec.preemption.borrowWithinCohort.policy",
-                "requires reclaimWithinCohort other than Never; set reclaimWithinCohort or "
-                "set this policy to Never",
-            )
-        )
+    if spec.namespace_selector is not None:
+        out += validate_selector(spec.namespace_selector, "spec.namespaceSelector")
+    out += _validate_preemption(spec.preemption)
     fung = spec.flavor_fungibility
     try_next = clusterqueue.FungibilityPolicy.TRY_NEXT_FLAVOR
     if fung.preference is not None and not (
@@ -206,30 +265,82 @@ def validate_cluster_queue(cq: clusterqueue.ClusterQueue) -> FieldErrors:
         out.append(
             errors.FieldError(
                 "spec.flavorFungibility.preference",
-                "only allowed when whenCanBorrow and whenCanPreempt are both TryNextFlavor",
+                "only allowed when whenCanBorrow and whenCanPreempt are both TryNextFlavor; "
+                "set both to TryNextFlavor or remove preference",
             )
         )
     out += _validate_weight(spec.fair_sharing, "spec.fairSharing.weight")
     return out
 
 
+def _validate_preemption(pre: clusterqueue.ClusterQueuePreemption) -> FieldErrors:
+    out: FieldErrors = []
+    policy = clusterqueue.PreemptionPolicy
+    if pre.within_cluster_queue == policy.ANY:
+        out.append(
+            errors.FieldError(
+                "spec.preemption.withinClusterQueue",
+                "Any is not allowed here; use Never, LowerPriority or LowerOrNewerEqualPriority",
+            )
+        )
+    if pre.reclaim_within_cohort == policy.LOWER_OR_NEWER_EQUAL_PRIORITY:
+        out.append(
+            errors.FieldError(
+                "spec.preemption.reclaimWithinCohort",
+                "LowerOrNewerEqualPriority is not allowed here; use Never, LowerPriority or Any",
+            )
+        )
+    borrow = pre.borrow_within_cohort
+    if borrow.policy not in {policy.NEVER, policy.LOWER_PRIORITY}:
+        out.append(
+            errors.FieldError(
+                "spec.preemption.borrowWithinCohort.policy",
+                f"{borrow.policy} is not allowed here; use Never or LowerPriority",
+            )
+        )
+    elif pre.reclaim_within_cohort == policy.NEVER and borrow.policy != policy.NEVER:
+        out.append(
+            errors.FieldError(
+                "spec.preemption.borrowWithinCohort.policy",
+                "requires reclaimWithinCohort other than Never; set reclaimWithinCohort or "
+                "set this policy to Never",
+            )
+        )
+    if borrow.max_priority_threshold is not None and borrow.max_priority_threshold not in _INT32:
+        out.append(
+            errors.FieldError(
+                "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
+                "must fit in a 32-bit signed integer; use a value from -2147483648 to 2147483647",
+            )
+        )
+    return out
+
+
 def _validate_weight(fair: quota.FairSharing | None, path: str) -> FieldErrors:
     if fair is not None and fair.weight < 0:
-        return [errors.FieldError(path, "must be >= 0")]
+        return [errors.FieldError(path, "must be >= 0; use 0 or a positive weight")]
     return []
 
 
 def validate_cohort(co: cohort.Cohort) -> FieldErrors:
     """Check a Cohort's quotas and parent."""
     spec = co.spec
-    out = validate_resource_groups(
+    out: FieldErrors = []
+    if spec.parent_name is not None:
+        out += _validate_name(spec.parent_name, "spec.parentName", "cohort name")
+        if spec.parent_name == co.metadata.name:
+            out.append(
+                errors.FieldError(
+                    "spec.parentName",
+                    "a cohort cannot be its own parent; name another cohort or remove parentName",
+                )
+            )
+    out += validate_resource_groups(
         spec.resource_groups,
         "spec.resourceGroups",
         has_parent=spec.parent_name is not None,
         parent_word="spec.parentName",
     )
-    if spec.parent_name is not None and spec.parent_name == co.metadata.name:
-        out.append(errors.FieldError("spec.parentName", "a cohort cannot be its own parent"))
     out += _validate_weight(spec.fair_sharing, "spec.fairSharing.weight")
     return out
 
@@ -239,12 +350,14 @@ def validate_local_queue(lq: localqueue.LocalQueue) -> FieldErrors:
     out: FieldErrors = []
     if not lq.spec.cluster_queue:
         out.append(errors.FieldError("spec.clusterQueue", "required; name a ClusterQueue"))
+    else:
+        out += _validate_name(lq.spec.cluster_queue, "spec.clusterQueue", "ClusterQueue name")
     out += _validate_weight(lq.spec.fair_sharing, "spec.fairSharing.weight")
     return out
 
 
 def validate_workload(wl: workload.Workload) -> FieldErrors:
-    """Check a Workload's pod sets."""
+    """Check a Workload's pod sets, queue and priority."""
     out: FieldErrors = []
     seen: dict[str, int] = {}
     for i, ps in enumerate(wl.spec.pod_sets):
@@ -259,11 +372,12 @@ def validate_workload(wl: workload.Workload) -> FieldErrors:
             )
         else:
             seen[ps.name] = i
-        if len(ps.name) > 63 or not _DNS_LABEL.match(ps.name):
+        if len(ps.name) > _MAX_LABEL or not _DNS_LABEL.match(ps.name):
             out.append(
                 errors.FieldError(
                     f"{path}.name",
-                    f"{ps.name!r} is not a DNS label; use lowercase letters, digits and '-'",
+                    f"{ps.name!r} is not a DNS label; use lowercase letters, digits and '-' "
+                    f"(at most {_MAX_LABEL} characters)",
                 )
             )
         if ps.min_count is not None and ps.min_count > ps.count:
@@ -273,8 +387,46 @@ def validate_workload(wl: workload.Workload) -> FieldErrors:
                     f"must be less than or equal to count ({ps.count}); lower minCount",
                 )
             )
-    if wl.spec.priority is not None and not -(2**31) <= wl.spec.priority < 2**31:
-        out.append(errors.FieldError("spec.priority", "must fit in a 32-bit signed integer"))
+        out += _validate_tolerations(
+            ps.template.spec.tolerations, f"{path}.template.spec.tolerations"
+        )
+    spec = wl.spec
+    if spec.queue_name is not None:
+        out += _validate_name(spec.queue_name, "spec.queueName", "LocalQueue name")
+    if spec.priority is not None and spec.priority not in _INT32:
+        out.append(
+            errors.FieldError(
+                "spec.priority",
+                "must fit in a 32-bit signed integer; use a value from -2147483648 to 2147483647",
+            )
+        )
+    ref = spec.priority_class_ref
+    if ref is not None:
+        out += _validate_priority_class_ref(ref)
+        if spec.priority is None:
+            out.append(
+                errors.FieldError(
+                    "spec.priority",
+                    "required when priorityClassRef is set; set it to the class's value",
+                )
+            )
+    return out
+
+
+_REF_KINDS = {"berth.dev": "WorkloadPriorityClass", "scheduling.k8s.io": "PriorityClass"}
+
+
+def _validate_priority_class_ref(ref: workload.PriorityClassRef) -> FieldErrors:
+    out: FieldErrors = []
+    want = _REF_KINDS[ref.group]
+    if ref.kind != want:
+        out.append(
+            errors.FieldError(
+                "spec.priorityClassRef.kind",
+                f"group {ref.group} only holds kind {want}; set kind: {want} or change the group",
+            )
+        )
+    out += _validate_name(ref.name, "spec.priorityClassRef.name", "priority class name")
     return out
 
 
@@ -297,20 +449,41 @@ def validate_configuration(cfg: configuration.Configuration) -> FieldErrors:
         out.append(
             errors.FieldError(
                 "fairSharing.preemptionStrategies",
-                "must be [LessThanOrEqualToFinalShare], [LessThanInitialShare] or "
+                "use [LessThanOrEqualToFinalShare], [LessThanInitialShare] or "
                 "[LessThanOrEqualToFinalShare, LessThanInitialShare]",
             )
+        )
+    if cfg.managed_jobs_namespace_selector is not None:
+        out += validate_selector(
+            cfg.managed_jobs_namespace_selector, "managedJobsNamespaceSelector"
         )
     wfpr = cfg.wait_for_pods_ready
     if wfpr is not None:
         if wfpr.timeout <= 0:
-            out.append(errors.FieldError("waitForPodsReady.timeout", "must be greater than 0s"))
+            out.append(
+                errors.FieldError(
+                    "waitForPodsReady.timeout", "must be greater than 0s; use e.g. 5m or 30m"
+                )
+            )
         strat = wfpr.requeuing_strategy
         if strat.backoff_max_seconds < strat.backoff_base_seconds:
             out.append(
                 errors.FieldError(
                     "waitForPodsReady.requeuingStrategy.backoffMaxSeconds",
-                    "must be greater than or equal to backoffBaseSeconds",
+                    f"must be greater than or equal to backoffBaseSeconds "
+                    f"({strat.backoff_base_seconds}); raise it or lower backoffBaseSeconds",
                 )
             )
+    seen_inputs: dict[str, int] = {}
+    for i, t in enumerate(cfg.resources.transformations):
+        if t.input in seen_inputs:
+            out.append(
+                errors.FieldError(
+                    f"resources.transformations[{i}].input",
+                    f"{t.input!r} is already transformed by "
+                    f"resources.transformations[{seen_inputs[t.input]}]; merge the two entries",
+                )
+            )
+        else:
+            seen_inputs[t.input] = i
     return out

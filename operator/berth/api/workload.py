@@ -6,7 +6,7 @@ Kueue's conditions. Written by the operator, read by job integrations, ``berth e
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import pydantic
 
@@ -20,67 +20,97 @@ class PodSet(base.Model):
     """A group of identical pods: ``count`` of them; at least ``minCount`` if partially admitted."""
 
     name: names.PodSetName = DEFAULT_POD_SET
+    """Unique name of the pod set within the workload (a DNS label)."""
     count: int = pydantic.Field(default=1, ge=0)
+    """Number of pods."""
     min_count: int | None = pydantic.Field(default=None, ge=0)
+    """With partial admission, the fewest pods worth starting (at most count); unset admits
+    all pods or none."""
     template: pod.PodTemplateSpec = pydantic.Field(default_factory=pod.PodTemplateSpec)
+    """The pods' template: their requests, node selector, affinity and tolerations decide
+    which flavors fit."""
 
 
 class PriorityClassRef(base.Model):
     """Which priority class set the workload's priority."""
 
-    group: str = "berth.dev"
-    kind: str = "WorkloadPriorityClass"
+    group: Literal["berth.dev", "scheduling.k8s.io"] = "berth.dev"
+    """berth.dev for a WorkloadPriorityClass, scheduling.k8s.io for a pod PriorityClass."""
+    kind: Literal["WorkloadPriorityClass", "PriorityClass"] = "WorkloadPriorityClass"
+    """WorkloadPriorityClass (group berth.dev) or PriorityClass (group scheduling.k8s.io)."""
     name: names.PriorityClassName
+    """Name of the priority class."""
 
 
 class WorkloadSpec(base.Model):
     """The spec of a Workload."""
 
     pod_sets: list[PodSet] = pydantic.Field(min_length=1, max_length=18)
+    """Groups of identical pods, admitted together (1 to 18)."""
     queue_name: names.LocalQueueName | None = None
+    """The LocalQueue, in the workload's namespace, it is submitted to."""
     priority_class_ref: PriorityClassRef | None = None
+    """The priority class the priority came from; requires priority."""
     priority: int | None = None
+    """The priority (32-bit); higher is more important. Unset means 0."""
     active: bool = True
+    """False evicts the workload if admitted and keeps it from being admitted."""
     maximum_execution_time_seconds: int | None = pydantic.Field(default=None, ge=1)
+    """Deactivate the workload after it has run this long in total."""
 
 
 class PodSetAssignment(base.Model):
     """The admitted shape of one pod set: flavor per resource, usage and count."""
 
     name: names.PodSetName
+    """The pod set."""
     flavors: dict[names.ResourceName, names.FlavorName] = pydantic.Field(default_factory=dict)
+    """Flavor assigned to each requested resource."""
     resource_usage: pod.ResourceList = pydantic.Field(default_factory=dict)
+    """Quota used by the whole pod set, per resource."""
     count: int | None = None
+    """Number of pods admitted (less than the pod set's count with partial admission)."""
 
 
 class Admission(base.Model):
     """Where a workload was admitted and with which flavors."""
 
     cluster_queue: names.ClusterQueueName
+    """The ClusterQueue where quota is reserved."""
     pod_set_assignments: list[PodSetAssignment] = pydantic.Field(default_factory=list)
+    """Flavors and usage of each pod set."""
 
 
 class RequeueState(base.Model):
     """How often a workload was requeued after a pods-ready timeout, and when it may return."""
 
     count: int | None = None
+    """How many times the workload was requeued after an eviction."""
     requeue_at: str | None = None
+    """When the workload may be considered again (RFC 3339)."""
 
 
 class ReclaimablePod(base.Model):
     """Pods of a pod set that finished and whose quota may be released early."""
 
     name: names.PodSetName
+    """The pod set."""
     count: int
+    """Pods of the set that finished."""
 
 
 class WorkloadStatus(base.Model):
     """Status of a Workload."""
 
     conditions: list[cond.Condition] = pydantic.Field(default_factory=list)
+    """QuotaReserved, Admitted, PodsReady, Evicted, Preempted, Requeued, Finished, with
+    Kueue's reasons."""
     admission: Admission | None = None
+    """Where and with which flavors the workload is admitted."""
     requeue_state: RequeueState | None = None
+    """Backoff state after evictions."""
     reclaimable_pods: list[ReclaimablePod] = pydantic.Field(default_factory=list)
+    """Finished pods whose quota is released early."""
 
     def condition(self, kind: str) -> cond.Condition | None:
         """Return the condition of this type, if present."""
@@ -96,13 +126,15 @@ class WorkloadStatus(base.Model):
 
 
 class Workload(base.Object):
-    """A Workload (namespaced; short name ``wl``)."""
+    """The unit Berth queues and admits: a job's pod sets, admitted whole or not at all."""
 
     KIND: ClassVar[str] = "Workload"
     NAMESPACED: ClassVar[bool] = True
 
     spec: WorkloadSpec
+    """Pod sets, queue and priority."""
     status: WorkloadStatus | None = None
+    """Admission and conditions, written by the operator."""
 
     @property
     def key(self) -> names.WorkloadKey:
