@@ -73,7 +73,9 @@ def to_workload(
     problems: list[errors.FieldError] = []
     for field in ("parallelism", "completions"):
         value = spec.get(field)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
             problems.append(errors.FieldError(f"spec.{field}", "must be a non-negative integer"))
     if "template" not in spec:
         problems.append(errors.FieldError("spec.template", "required; give the Job a pod template"))
@@ -112,9 +114,7 @@ def to_workload(
     }
     obj, problems = kinds.try_load(doc)
     if obj is None or problems:
-        return None, [
-            errors.FieldError(_template_path(p.path), p.message) for p in problems
-        ]
+        return None, [errors.FieldError(_template_path(p.path), p.message) for p in problems]
     assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
     return obj, []
 

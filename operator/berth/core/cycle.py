@@ -150,66 +150,223 @@ def schedule(
     all_pods_ready: bool = True,
 ) -> CycleResult:
     """Decide what to do with each head; the snapshot is left exactly as it was."""
-    result = CycleResult()
+    run = _Cycle(snap, policy, now, cycle, generation, all_pods_ready=all_pods_ready)
     with snap.what_if():
-        entries: list[Entry] = []
-        for head in heads:
-            entry = _nominate(snap, head, policy, result, cycle, generation)
-            if entry is not None:
-                entries.append(entry)
-        ordered = sorted(entries, key=lambda e: ordering.entry_key(e.assignment.borrowing, e.info))
-        preempted: dict[names.WorkloadKey, snapshot.AdmittedWorkload] = {}
-        blocked = policy.block_admission and not all_pods_ready
-        for entry in ordered:
-            _process(snap, entry, policy, result, preempted, now, cycle, generation, blocked)
-    return result
+        entries = [e for e in (run.nominate(h) for h in heads) if e is not None]
+        entries.sort(key=lambda e: ordering.entry_key(e.assignment.borrowing, e.info))
+        for entry in entries:
+            run.process(entry)
+    return run.result
 
 
-def _nominate(
-    snap: snapshot.Snapshot,
+def _pending(
     head: Head,
-    policy: Policy,
-    result: CycleResult,
-    cycle: int,
-    generation: Callable[[names.ClusterQueueName], int],
-) -> Entry | None:
-    info = head.info
-    cq = snap.cluster_queues.get(head.cluster_queue)
-    if cq is None or head.cluster_queue not in snap.cq_nodes:
-        result.pending.append(
-            Pending(info, head.cluster_queue, _PENDING.MISCONFIGURED,
-                    f"ClusterQueue {head.cluster_queue} not found", RequeueReason.GENERIC)
-        )
-        return None
-    if not cq.active:
-        result.pending.append(
-            Pending(info, cq.name, _PENDING.SUSPENDED, f"ClusterQueue {cq.name} is inactive",
-                    RequeueReason.GENERIC)
-        )
-        return None
-    labels = snap.namespace_labels(info.key.namespace)
-    if labels is None:
-        result.pending.append(
-            Pending(info, cq.name, _PENDING.MISCONFIGURED,
+    cq: names.ClusterQueueName,
+    reason: str,
+    message: str,
+    requeue: RequeueReason = RequeueReason.GENERIC,
+) -> Pending:
+    return Pending(head.info, cq, reason, message, requeue)
+
+
+class _Cycle:
+    """The state of one cycle: the snapshot, the decisions so far, the victims chosen so far."""
+
+    def __init__(
+        self,
+        snap: snapshot.Snapshot,
+        policy: Policy,
+        now: float,
+        cycle: int,
+        generation: Callable[[names.ClusterQueueName], int],
+        *,
+        all_pods_ready: bool,
+    ) -> None:
+        self.snap = snap
+        self.policy = policy
+        self.now = now
+        self.cycle = cycle
+        self.generation = generation
+        self.blocked = policy.block_admission and not all_pods_ready
+        self.result = CycleResult()
+        self.preempted: dict[names.WorkloadKey, snapshot.AdmittedWorkload] = {}
+
+    def nominate(self, head: Head) -> Entry | None:
+        """Check that a head may be considered at all, then assign flavors and find targets."""
+        snap, info, pending = self.snap, head.info, self.result.pending
+        cq = snap.cluster_queues.get(head.cluster_queue)
+        if cq is None or head.cluster_queue not in snap.cq_nodes:
+            pending.append(
+                _pending(
+                    head,
+                    head.cluster_queue,
+                    _PENDING.MISCONFIGURED,
+                    f"ClusterQueue {head.cluster_queue} not found",
+                )
+            )
+            return None
+        if not cq.active:
+            pending.append(
+                _pending(head, cq.name, _PENDING.SUSPENDED, f"ClusterQueue {cq.name} is inactive")
+            )
+            return None
+        labels = snap.namespace_labels(info.key.namespace)
+        if labels is None:
+            pending.append(
+                _pending(
+                    head,
+                    cq.name,
+                    _PENDING.MISCONFIGURED,
                     f'workload namespace "{info.key.namespace}" does not exist',
-                    RequeueReason.GENERIC)
-        )
-        return None
-    if cq.namespace_selector is None or not cq.namespace_selector.matches(labels):
-        result.pending.append(
-            Pending(info, cq.name, _PENDING.MISCONFIGURED,
+                )
+            )
+            return None
+        if cq.namespace_selector is None or not cq.namespace_selector.matches(labels):
+            pending.append(
+                _pending(
+                    head,
+                    cq.name,
+                    _PENDING.MISCONFIGURED,
                     "workload namespace doesn't match ClusterQueue selector",
-                    RequeueReason.NAMESPACE_MISMATCH)
+                    RequeueReason.NAMESPACE_MISMATCH,
+                )
+            )
+            return None
+        start = None
+        progress = head.progress
+        if progress is not None and (
+            self.cycle - progress.cycle <= 1 or progress.generation == self.generation(cq.name)
+        ):
+            start = list(progress.tried)
+        assignment, targets = get_assignment(snap, cq, info, self.policy, start=start)
+        return Entry(head, cq, assignment, targets)
+
+    def _pend(
+        self,
+        entry: Entry,
+        reason: str,
+        message: str,
+        requeue: RequeueReason,
+        *,
+        keep_progress: bool,
+    ) -> None:
+        progress = (
+            _progress(entry, self.cycle, self.generation(entry.cq.name)) if keep_progress else None
         )
-        return None
-    start = None
-    progress = head.progress
-    if progress is not None and (
-        cycle - progress.cycle <= 1 or progress.generation == generation(cq.name)
-    ):
-        start = list(progress.tried)
-    assignment, targets = get_assignment(snap, cq, info, policy, start=start)
-    return Entry(head, cq, assignment, targets)
+        self.result.pending.append(
+            Pending(entry.info, entry.cq.name, reason, message, requeue, progress)
+        )
+
+    def _recompute_after_overlap(self, entry: Entry) -> bool:
+        """Recompute as if every victim chosen so far were gone; True if it then fits."""
+        snap = self.snap
+        with snap.what_if():
+            for victim in self.preempted.values():
+                snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+            entry.assignment, entry.targets = get_assignment(
+                snap, entry.cq, entry.info, self.policy
+            )
+        return entry.assignment.mode == flavors.Mode.FIT
+
+    def process(self, entry: Entry) -> None:
+        """Decide one nominated entry against the snapshot as earlier entries left it."""
+        snap, cq = self.snap, entry.cq
+        overlap = any(t.victim.info.key in self.preempted for t in entry.targets)
+        # Another entry of this cycle already claimed some of these victims: if the entry fits
+        # once they are gone, it waits for them instead of choosing victims of its own.
+        deferred = overlap and self._recompute_after_overlap(entry)
+        mode = entry.assignment.mode
+        message = entry.assignment.message()
+        if mode == flavors.Mode.NO_FIT:
+            self._pend(
+                entry,
+                entry.assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA,
+                message,
+                RequeueReason.NO_FIT,
+                keep_progress=True,
+            )
+        elif mode == flavors.Mode.PREEMPT and not entry.targets:
+            self._pend(
+                entry,
+                _PENDING.WAITING_FOR_QUOTA,
+                message,
+                RequeueReason.PREEMPTION_NO_CANDIDATES,
+                keep_progress=True,
+            )
+            _reserve_for_preemptor(snap, entry)
+        elif deferred:
+            self._pend(
+                entry,
+                _PENDING.WAITING_FOR_PREEMPTED_WORKLOADS,
+                "Workload has overlapping preemption targets with another workload, but "
+                "will fit after these preemptions complete",
+                RequeueReason.PENDING_PREEMPTION,
+                keep_progress=False,
+            )
+            snap.add_usage(cq.name, entry.assignment.usage)
+        elif any(t.victim.info.key in self.preempted for t in entry.targets):
+            self._pend(
+                entry,
+                _PENDING.WAITING_FOR_QUOTA,
+                "Workload has overlapping preemption targets with another workload",
+                RequeueReason.FAILED_AFTER_NOMINATION,
+                keep_progress=True,
+            )
+        elif not self._fits_with_victims_gone(entry):
+            self._pend(
+                entry,
+                _PENDING.WAITING_FOR_QUOTA,
+                "Workload no longer fits after processing another workload",
+                RequeueReason.FAILED_AFTER_NOMINATION,
+                keep_progress=True,
+            )
+        else:
+            self._take(entry, mode, message)
+
+    def _fits_with_victims_gone(self, entry: Entry) -> bool:
+        victims = dict(self.preempted)
+        victims.update({t.victim.info.key: t.victim for t in entry.targets})
+        return _fits_without(self.snap, entry, victims)
+
+    def _take(self, entry: Entry, mode: flavors.Mode, message: str) -> None:
+        """Claim the entry's quota, then admit it or issue its preemptions."""
+        snap, info, cq = self.snap, entry.info, entry.cq
+        for target in entry.targets:
+            self.preempted[target.victim.info.key] = target.victim
+        snap.add_usage(cq.name, entry.assignment.usage)
+        if mode == flavors.Mode.PREEMPT:
+            preemptor_path = preemption.queue_path(snap, cq.name)
+            for target in entry.targets:
+                victim_path = preemption.queue_path(snap, target.victim.cluster_queue)
+                self.result.preempted.append(
+                    Preempt(
+                        victim=target.victim,
+                        preemptor=info,
+                        reason=target.reason,
+                        message=preemption.preemption_message(
+                            info, target.reason, preemptor_path, victim_path
+                        ),
+                    )
+                )
+            self._pend(
+                entry,
+                _PENDING.WAITING_FOR_PREEMPTED_WORKLOADS,
+                f"{message}. Pending the preemption of {len(entry.targets)} workload(s)",
+                RequeueReason.PENDING_PREEMPTION,
+                keep_progress=False,
+            )
+        elif self.blocked:
+            self._pend(
+                entry,
+                _PENDING.WAITING_FOR_PODS_READY,
+                "waiting for all admitted workloads to be in PodsReady condition",
+                RequeueReason.WAITING_FOR_PODS_READY,
+                keep_progress=False,
+            )
+        else:
+            self.result.admitted.append(
+                Admit(info, entry.assignment.to_admission(cq.name), self.now)
+            )
 
 
 def get_assignment(
@@ -235,7 +392,9 @@ def get_assignment(
             return full, targets
     if info.can_be_partially_admitted():
 
-        def attempt(counts: tuple[int, ...]) -> tuple[flavors.Assignment, list[preemption.Target]] | None:
+        def attempt(
+            counts: tuple[int, ...],
+        ) -> tuple[flavors.Assignment, list[preemption.Target]] | None:
             reduced = assigner.assign(counts)
             if reduced.mode == flavors.Mode.FIT:
                 return reduced, []
@@ -257,7 +416,9 @@ class _TargetFinder:
     def __init__(self, classical: preemption.Preemptor) -> None:
         self.classical = classical
 
-    def oracle(self, fr: resources.FlavorResource, amount: int) -> tuple[flavors.PreemptionMode, int]:
+    def oracle(
+        self, fr: resources.FlavorResource, amount: int
+    ) -> tuple[flavors.PreemptionMode, int]:
         targets = self.targets({fr}, {fr: amount})
         return self.classical.mode_after(fr, amount, targets)
 
@@ -308,89 +469,3 @@ def _reserve_for_preemptor(snap: snapshot.Snapshot, entry: Entry) -> None:
             held = min(amount, nominal - used)
         reserve[fr] = max(0, held)
     snap.add_usage(cq.name, reserve)
-
-
-def _process(
-    snap: snapshot.Snapshot,
-    entry: Entry,
-    policy: Policy,
-    result: CycleResult,
-    preempted: dict[names.WorkloadKey, snapshot.AdmittedWorkload],
-    now: float,
-    cycle: int,
-    generation: Callable[[names.ClusterQueueName], int],
-    blocked: bool,
-) -> None:
-    info, cq = entry.info, entry.cq
-    gen = generation(cq.name)
-
-    def pend(reason: str, message: str, requeue: RequeueReason, *, keep_progress: bool) -> None:
-        progress = _progress(entry, cycle, gen) if keep_progress else None
-        result.pending.append(Pending(info, cq.name, reason, message, requeue, progress))
-
-    deferred = False
-    overlap = any(t.victim.info.key in preempted for t in entry.targets)
-    if overlap:
-        # Another entry of this cycle already claimed some of these victims: recompute as if
-        # every victim chosen so far were gone, and wait for them if that is enough.
-        with snap.what_if():
-            for victim in preempted.values():
-                snap.remove_usage(victim.cluster_queue, victim.admission.usage)
-            entry.assignment, entry.targets = get_assignment(snap, cq, info, policy)
-        deferred = entry.assignment.mode == flavors.Mode.FIT
-    mode = entry.assignment.mode
-    message = entry.assignment.message()
-    if mode == flavors.Mode.NO_FIT:
-        pend(entry.assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA, message,
-             RequeueReason.NO_FIT, keep_progress=True)
-        return
-    if mode == flavors.Mode.PREEMPT and not entry.targets:
-        pend(_PENDING.WAITING_FOR_QUOTA, message, RequeueReason.PREEMPTION_NO_CANDIDATES,
-             keep_progress=True)
-        _reserve_for_preemptor(snap, entry)
-        return
-    if deferred:
-        pend(_PENDING.WAITING_FOR_PREEMPTED_WORKLOADS,
-             "Workload has overlapping preemption targets with another workload, but will fit "
-             "after these preemptions complete", RequeueReason.PENDING_PREEMPTION,
-             keep_progress=False)
-        snap.add_usage(cq.name, entry.assignment.usage)
-        return
-    if any(t.victim.info.key in preempted for t in entry.targets):
-        pend(_PENDING.WAITING_FOR_QUOTA,
-             "Workload has overlapping preemption targets with another workload",
-             RequeueReason.FAILED_AFTER_NOMINATION, keep_progress=True)
-        return
-    victims = dict(preempted)
-    victims.update({t.victim.info.key: t.victim for t in entry.targets})
-    if not _fits_without(snap, entry, victims):
-        pend(_PENDING.WAITING_FOR_QUOTA, "Workload no longer fits after processing another workload",
-             RequeueReason.FAILED_AFTER_NOMINATION, keep_progress=True)
-        return
-    for target in entry.targets:
-        preempted[target.victim.info.key] = target.victim
-    snap.add_usage(cq.name, entry.assignment.usage)
-    if mode == flavors.Mode.PREEMPT:
-        preemptor_path = preemption.queue_path(snap, cq.name)
-        for target in entry.targets:
-            result.preempted.append(
-                Preempt(
-                    victim=target.victim,
-                    preemptor=info,
-                    reason=target.reason,
-                    message=preemption.preemption_message(
-                        info, target.reason, preemptor_path,
-                        preemption.queue_path(snap, target.victim.cluster_queue),
-                    ),
-                )
-            )
-        pend(_PENDING.WAITING_FOR_PREEMPTED_WORKLOADS,
-             f"{message}. Pending the preemption of {len(entry.targets)} workload(s)",
-             RequeueReason.PENDING_PREEMPTION, keep_progress=False)
-        return
-    if blocked:
-        pend(_PENDING.WAITING_FOR_PODS_READY,
-             "waiting for all admitted workloads to be in PodsReady condition",
-             RequeueReason.WAITING_FOR_PODS_READY, keep_progress=False)
-        return
-    result.admitted.append(Admit(info, entry.assignment.to_admission(cq.name), now))

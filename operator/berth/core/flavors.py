@@ -376,7 +376,9 @@ class FlavorAssigner:
             flavor_reason = ""
             for res in sorted(requests):
                 fr = resources.FlavorResource(fname, res)
-                mode, borrow, msgs, no_fit = self._fits_quota(fr, assigned.get(fr, 0), requests[res])
+                mode, borrow, msgs, no_fit = self._fits_quota(
+                    fr, assigned.get(fr, 0), requests[res]
+                )
                 reasons.extend(msgs)
                 flavor_reason = _most_severe(flavor_reason, no_fit)
                 granular = Granular(mode, borrow)

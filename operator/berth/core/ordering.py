@@ -9,9 +9,7 @@ from __future__ import annotations
 from berth.core import snapshot, workload
 
 
-def queue_key(
-    info: workload.WorkloadInfo, *, sticky: bool = False
-) -> tuple[bool, int, float, str]:
+def queue_key(info: workload.WorkloadInfo, *, sticky: bool = False) -> tuple[bool, int, float, str]:
     """Order of pending workloads inside one ClusterQueue.
 
     1. The sticky preemptor first (BestEffortFIFO: a workload that issued preemptions keeps the
@@ -23,9 +21,7 @@ def queue_key(
     return (not sticky, -info.priority, info.order_time, info.uid)
 
 
-def entry_key(
-    borrowing: int, info: workload.WorkloadInfo
-) -> tuple[int, int, float]:
+def entry_key(borrowing: int, info: workload.WorkloadInfo) -> tuple[int, int, float]:
     """Order of nominated heads across ClusterQueues within one cycle (classical mode).
 
     1. Lower borrowing level first: entries within nominal quota before borrowing ones.

@@ -80,8 +80,7 @@ def satisfies_policy(
         return lower
     if policy == clusterqueue.PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY:
         newer_equal = (
-            preemptor.priority == candidate.priority
-            and preemptor.order_time < candidate.order_time
+            preemptor.priority == candidate.priority and preemptor.order_time < candidate.order_time
         )
         return lower or newer_equal
     return policy == clusterqueue.PreemptionPolicy.ANY
@@ -167,9 +166,7 @@ class Preemptor:
             + [c for c in same if not c.adm.evicted]
         )
         forbidden, _ = self._borrow_within_cohort()
-        if (not hierarchy and not priority) or (
-            forbidden and not self._under_nominal(frs)
-        ):
+        if (not hierarchy and not priority) or (forbidden and not self._under_nominal(frs)):
             attempts = [True]
         elif forbidden and not hierarchy:
             attempts = [False, True]
@@ -326,7 +323,9 @@ class Preemptor:
         previous: quota.QuotaNode | None = None
         for subtree_root in node.ancestors():
             target = hierarchy if advantage else priority
-            self._collect_subtree(subtree_root, subtree_root, previous, frs, target, advantage=advantage)
+            self._collect_subtree(
+                subtree_root, subtree_root, previous, frs, target, advantage=advantage
+            )
             fits, remaining = quota.fits_in_quota(subtree_root, remaining)
             # Once a subtree holds the request, the preemptor keeps its advantage above it.
             advantage = advantage or fits

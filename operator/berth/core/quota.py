@@ -218,9 +218,7 @@ class QuotaNode:
 
 def build_subtree_quota(node: QuotaNode) -> None:
     """Compute ``subtree_quota`` bottom-up for ``node`` and everything below it."""
-    subtree: dict[resources.FlavorResource, int] = {
-        fr: q.nominal for fr, q in node.quotas.items()
-    }
+    subtree: dict[resources.FlavorResource, int] = {fr: q.nominal for fr, q in node.quotas.items()}
     for child in node.children:
         build_subtree_quota(child)
         for fr, child_quota in child.subtree_quota.items():

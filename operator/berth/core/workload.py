@@ -86,9 +86,7 @@ class WorkloadInfo:
         return dataclasses.replace(self, queue_order_time=when)
 
 
-def pod_set_info(
-    ps: workload.PodSet, *, excluded_prefixes: tuple[str, ...] = ()
-) -> PodSetInfo:
+def pod_set_info(ps: workload.PodSet, *, excluded_prefixes: tuple[str, ...] = ()) -> PodSetInfo:
     """Extract the scheduling-relevant facts of an API pod set."""
     spec = ps.template.spec
     per_pod = {

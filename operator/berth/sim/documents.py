@@ -93,9 +93,7 @@ def _annotation_time(
         return duration.parse(value), None
     except duration.DurationError as err:
         hint = " or never" if allow_never else ""
-        return None, errors.FieldError(
-            f"metadata.annotations[{key}]", f"{err}{hint}"
-        )
+        return None, errors.FieldError(f"metadata.annotations[{key}]", f"{err}{hint}")
 
 
 def read_streams(sources: list[tuple[str, IO[str]]]) -> list[Document]:
@@ -151,11 +149,11 @@ def read_files(paths: list[str], stdin: IO[str]) -> list[Document]:
             handle.close()
 
 
-def _read_document(
-    loc: Location, raw: object
-) -> tuple[Document | None, list[errors.FieldError]]:
+def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[errors.FieldError]]:
     if not isinstance(raw, dict):
-        return None, [errors.FieldError("", "a document must be a mapping with apiVersion and kind")]
+        return None, [
+            errors.FieldError("", "a document must be a mapping with apiVersion and kind")
+        ]
     warnings: list[str] = []
     api_version = raw.get("apiVersion")
     if isinstance(api_version, str) and api_version.startswith("kueue.x-k8s.io/"):
@@ -184,7 +182,9 @@ def _read_document(
         if kind == JOB:
             spec = raw.get("spec")
             if not isinstance(spec, dict):
-                problems.append(errors.FieldError("spec", "required; a Job needs a spec with a template"))
+                problems.append(
+                    errors.FieldError("spec", "required; a Job needs a spec with a template")
+                )
     else:
         obj, load_problems = kinds.try_load(raw)
         problems += load_problems
@@ -198,7 +198,9 @@ def _read_document(
             at=at or 0.0,
             delete_at=delete_at,
             duration=run_for,
-            ready_after=0.0 if ready_after is None else (None if math.isinf(ready_after) else ready_after),
+            ready_after=0.0
+            if ready_after is None
+            else (None if math.isinf(ready_after) else ready_after),
         ),
         [],
     )

@@ -28,6 +28,8 @@ from berth.api import (
     priorityclass,
     quantity,
     resourceflavor,
+)
+from berth.api import (
     workload as api_workload,
 )
 from berth.core import batchjob, cycle, priority, workload
@@ -85,7 +87,12 @@ class Simulator:
         self.policy = cycle.Policy(
             fair_sharing=self.config.fair_sharing is not None,
             fair_sharing_strategies=tuple(
-                s.value for s in (self.config.fair_sharing.preemption_strategies if self.config.fair_sharing else [])
+                s.value
+                for s in (
+                    self.config.fair_sharing.preemption_strategies
+                    if self.config.fair_sharing
+                    else []
+                )
             ),
             block_admission=wfpr is not None and wfpr.block_admission,
         )
@@ -254,21 +261,31 @@ class Simulator:
             return
         ref = obj.spec.priority_class_ref
         pod_class = next(
-            (ps.template.spec.priority_class_name for ps in obj.spec.pod_sets
-             if ps.template.spec.priority_class_name), None,
+            (
+                ps.template.spec.priority_class_name
+                for ps in obj.spec.pod_sets
+                if ps.template.spec.priority_class_name
+            ),
+            None,
         )
         try:
             resolved = priority.resolve(
                 self._classes(),
-                workload_class=ref.name if ref is not None and ref.kind == "WorkloadPriorityClass" else None,
-                pod_class=ref.name if ref is not None and ref.kind == "PriorityClass" else pod_class,
+                workload_class=ref.name
+                if ref is not None and ref.kind == "WorkloadPriorityClass"
+                else None,
+                pod_class=ref.name
+                if ref is not None and ref.kind == "PriorityClass"
+                else pod_class,
                 explicit=obj.spec.priority,
             )
         except priority.UnknownPriorityClassError as err:
             raise documents.ScenarioError(
                 [(doc.location, errors.FieldError("spec.priorityClassRef", str(err)))]
             ) from err
-        uid = obj.metadata.uid or _uid("Workload", doc.namespace, doc.name, str(next(self._created)))
+        uid = obj.metadata.uid or _uid(
+            "Workload", doc.namespace, doc.name, str(next(self._created))
+        )
         self._create_workload(doc, obj, resolved, uid, None)
 
     def _create_workload(
@@ -355,10 +372,14 @@ class Simulator:
             lq = self.cache.local_queue(key.namespace, sim.info.local_queue)
             cq = self.cache.cluster_queues.get(self.cache.admitted[key].cluster_queue)
             if lq is not None and lq.spec.stop_policy == drain:
-                self._evict(sim, _EVICT.LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped", requeue=True)
+                self._evict(
+                    sim, _EVICT.LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped", requeue=True
+                )
                 sim.stopped_by = _EVICT.LOCAL_QUEUE_STOPPED
             elif cq is not None and cq.spec.stop_policy == drain:
-                self._evict(sim, _EVICT.CLUSTER_QUEUE_STOPPED, "The ClusterQueue is stopped", requeue=True)
+                self._evict(
+                    sim, _EVICT.CLUSTER_QUEUE_STOPPED, "The ClusterQueue is stopped", requeue=True
+                )
                 sim.stopped_by = _EVICT.CLUSTER_QUEUE_STOPPED
 
     def _resume_stopped(self) -> None:
@@ -405,8 +426,14 @@ class Simulator:
         progressed = result.changed
         for p in result.preempted:
             victim = self.workloads[p.victim.info.key]
-            self.out.emit(self.now, "Preempted", victim, reason=p.reason.value,
-                          by=str(p.preemptor.key), message=p.message)
+            self.out.emit(
+                self.now,
+                "Preempted",
+                victim,
+                reason=p.reason.value,
+                by=str(p.preemptor.key),
+                message=p.message,
+            )
             self._evict(victim, _EVICT.PREEMPTED, p.message, requeue=True)
             self.out.emit(self.now, "Requeued", victim, reason=_EVICT.PREEMPTED.value)
         for a in result.admitted:
@@ -429,7 +456,9 @@ class Simulator:
     def _admit(self, sim: SimWorkload, decision: cycle.Admit) -> None:
         self.cache.assume(sim.info, decision.admission, self.now)
         self.queues.admitted(sim.info.key)
-        self.usage_tracker.change(self.now, decision.admission.cluster_queue, decision.admission.usage, +1)
+        self.usage_tracker.change(
+            self.now, decision.admission.cluster_queue, decision.admission.usage, +1
+        )
         sim.state = "admitted"
         sim.admitted_at = self.now
         sim.reason = sim.message = ""
@@ -454,8 +483,9 @@ class Simulator:
             self.usage_tracker.change(self.now, adm.cluster_queue, adm.admission.usage, -1)
             self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), self.now)
 
-    def _evict(self, sim: SimWorkload, reason: str, message: str, *, requeue: bool,
-               requeue_at: float = 0.0) -> None:
+    def _evict(
+        self, sim: SimWorkload, reason: str, message: str, *, requeue: bool, requeue_at: float = 0.0
+    ) -> None:
         self.out.emit(self.now, "Evicted", sim, reason=str(reason), message=message)
         self._release(sim)
         sim.token = next(self._tokens)
@@ -480,7 +510,13 @@ class Simulator:
     def _ready_timeout(self, key: names.WorkloadKey, token: int) -> None:
         sim = self.workloads.get(key)
         wfpr = self.config.wait_for_pods_ready
-        if sim is None or sim.token != token or sim.state != "admitted" or sim.ready or wfpr is None:
+        if (
+            sim is None
+            or sim.token != token
+            or sim.state != "admitted"
+            or sim.ready
+            or wfpr is None
+        ):
             return
         strategy = wfpr.requeuing_strategy
         limit = strategy.backoff_limit_count
@@ -500,9 +536,13 @@ class Simulator:
         if strategy.timestamp == configuration.RequeueTimestamp.EVICTION:
             sim.info = sim.info.with_order_time(self.now)
         requeue_at = self.now + backoff
-        self._evict(sim, _EVICT.PODS_READY_TIMEOUT,
-                    f"Exceeded the PodsReady timeout {sim.info.key}", requeue=True,
-                    requeue_at=requeue_at)
+        self._evict(
+            sim,
+            _EVICT.PODS_READY_TIMEOUT,
+            f"Exceeded the PodsReady timeout {sim.info.key}",
+            requeue=True,
+            requeue_at=requeue_at,
+        )
         if backoff > 0:
             self._schedule(requeue_at, "backoff", key)
         else:
@@ -542,7 +582,8 @@ class Simulator:
                 )
             admitted = len(snap.admitted.get(name, {}))
             waiting = sum(
-                1 for pw in self.queues.pending.values()
+                1
+                for pw in self.queues.pending.values()
                 if self.cache.cluster_queue_for(pw.info) == name
             )
             queues[name] = {
@@ -575,6 +616,7 @@ class Simulator:
         entry["reason"] = reason
         entry["message"] = message
         return entry
+
 
 def simulate(docs: list[documents.Document], *, until: float | None = None) -> list[dict[str, Any]]:
     """Run a scenario and return its events."""

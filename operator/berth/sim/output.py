@@ -69,8 +69,18 @@ def _percentile(values: list[float], pct: float) -> float:
 def summary(sim: engine.Simulator) -> str:
     """Per-ClusterQueue figures: admissions, finishes, wait percentiles, use of nominal quota."""
     end = sim.now
-    rows = [("CLUSTERQUEUE", "ADMITTED", "FINISHED", "PENDING", "WAIT P50", "WAIT P95",
-             "WAIT MAX", "UTILISATION OF NOMINAL")]
+    rows = [
+        (
+            "CLUSTERQUEUE",
+            "ADMITTED",
+            "FINISHED",
+            "PENDING",
+            "WAIT P50",
+            "WAIT P95",
+            "WAIT MAX",
+            "UTILISATION OF NOMINAL",
+        )
+    ]
     snap = sim.cache.snapshot
     for name in sorted(snap.cluster_queues):
         waits: list[float] = []
@@ -93,11 +103,18 @@ def summary(sim: engine.Simulator) -> str:
                 f"{fr.flavor}/{fr.resource} {100 * used / (nominal * end):.1f}% of "
                 f"{quantity.format(fr.resource, nominal)}"
             )
-        rows.append((
-            name, str(admitted), str(finished), str(pending),
-            duration.format(_percentile(waits, 50)), duration.format(_percentile(waits, 95)),
-            duration.format(max(waits, default=0.0)), "; ".join(parts) or "-",
-        ))
+        rows.append(
+            (
+                name,
+                str(admitted),
+                str(finished),
+                str(pending),
+                duration.format(_percentile(waits, 50)),
+                duration.format(_percentile(waits, 95)),
+                duration.format(max(waits, default=0.0)),
+                "; ".join(parts) or "-",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = [
         "  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(r[:-1])) + "  " + r[-1]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from berth.api import clusterqueue, cohort, localqueue, names, quota as api_quota, resourceflavor
-from berth.api import conditions
+from berth.api import clusterqueue, cohort, conditions, localqueue, names, resourceflavor
+from berth.api import quota as api_quota
 from berth.core import quota, resources, snapshot, workload
 
 _ACTIVE = conditions.QueueActiveReason
@@ -118,7 +118,9 @@ class Cache:
         pending = conditions.PendingReason
         lq = self.local_queue(info.key.namespace, info.local_queue)
         if lq is None:
-            return QueueBlocker(pending.MISCONFIGURED, f"LocalQueue {info.local_queue} doesn't exist")
+            return QueueBlocker(
+                pending.MISCONFIGURED, f"LocalQueue {info.local_queue} doesn't exist"
+            )
         if lq.spec.stop_policy != clusterqueue.StopPolicy.NONE:
             return QueueBlocker(pending.SUSPENDED, f"LocalQueue {info.local_queue} is stopped")
         cq_name = lq.spec.cluster_queue
@@ -209,7 +211,9 @@ class Cache:
             snap.cohort_nodes[name] = quota.QuotaNode(
                 name, is_cohort=True, quotas=_quota_table(groups), journal=journal
             )
-            weight = co.spec.fair_sharing.weight if co is not None and co.spec.fair_sharing else 1000
+            weight = (
+                co.spec.fair_sharing.weight if co is not None and co.spec.fair_sharing else 1000
+            )
             snap.cohort_weights[name] = weight
         for name in sorted(parents):
             parent = parents[name]

@@ -49,7 +49,9 @@ class PendingWorkload:
 class ClusterQueueQueue:
     """The pending workloads of one ClusterQueue."""
 
-    def __init__(self, name: names.ClusterQueueName, strategy: clusterqueue.QueueingStrategy) -> None:
+    def __init__(
+        self, name: names.ClusterQueueName, strategy: clusterqueue.QueueingStrategy
+    ) -> None:
         self.name = name
         self.strategy = strategy
         self._heap: list[tuple[tuple[bool, int, float, str], int, names.WorkloadKey]] = []
@@ -110,7 +112,9 @@ class ClusterQueueQueue:
     def ordered(self) -> list[names.WorkloadKey]:
         """Every pending workload in queue order (active first, then inadmissible)."""
         active = sorted(self._active, key=lambda k: (k != self.sticky, self._active[k]))
-        return active + sorted(self.inadmissible, key=lambda k: ordering.queue_key(self.inadmissible[k].info))
+        return active + sorted(
+            self.inadmissible, key=lambda k: ordering.queue_key(self.inadmissible[k].info)
+        )
 
 
 class QueueManager:
@@ -212,7 +216,11 @@ class QueueManager:
         pw.progress = decision.progress
         reason = decision.requeue
         if reason == cycle.RequeueReason.PENDING_PREEMPTION:
-            q.sticky = pw.info.key if q.strategy == clusterqueue.QueueingStrategy.BEST_EFFORT_FIFO else None
+            q.sticky = (
+                pw.info.key
+                if q.strategy == clusterqueue.QueueingStrategy.BEST_EFFORT_FIFO
+                else None
+            )
         elif q.sticky == pw.info.key and reason in (
             cycle.RequeueReason.NO_FIT,
             cycle.RequeueReason.PREEMPTION_NO_CANDIDATES,

@@ -1,0 +1,62 @@
+"""Every scenario, public and the project's own, runs through ``berth simulate`` as its expectation says.
+
+The public examples live in ``../shared/scenarios`` beside the repository (``BERTH_SHARED_DIR``
+overrides the location); the project's own are in ``tests/scenarios``. Each run must exit 0,
+print only JSON lines and end with the Summary line; then ``scenario_expect.check`` compares it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import scenario_expect
+from berth.entry import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("BERTH_SHARED_DIR", ROOT.parent / "shared")) / "scenarios"
+OWN = ROOT / "tests" / "scenarios"
+
+
+def _pairs(folder: Path) -> list[pytest.param]:  # type: ignore[name-defined]
+    return [
+        pytest.param(expect.with_name(expect.name.replace(".expect.yaml", ".yaml")), expect,
+                     id=f"{folder.name}/{expect.name.removesuffix('.expect.yaml')}")
+        for expect in sorted(folder.glob("*.expect.yaml"))
+    ]
+
+
+def test_public_scenarios_are_present() -> None:
+    assert SHARED.is_dir(), f"public scenarios not found at {SHARED}; set BERTH_SHARED_DIR"
+    assert _pairs(SHARED), f"no *.expect.yaml in {SHARED}"
+
+
+def test_own_scenarios_are_present() -> None:
+    assert len(_pairs(OWN)) >= 30
+
+
+def _run(scenario: Path) -> list[dict[str, object]]:
+    result = CliRunner().invoke(cli.main, ["simulate", str(scenario)])
+    assert result.exit_code == 0, result.output + (result.stderr or "")
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines, "no output"
+    assert lines[-1]["event"] == "Summary"
+    return lines
+
+
+@pytest.mark.parametrize(("scenario", "expect"), _pairs(SHARED) + _pairs(OWN))
+def test_scenario_matches_expectation(scenario: Path, expect: Path) -> None:
+    events = _run(scenario)
+    problems = scenario_expect.check(events, yaml.safe_load(expect.read_text()))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(("scenario", "expect"), _pairs(SHARED)[:2] + _pairs(OWN)[:4])
+def test_scenario_output_is_deterministic(scenario: Path, expect: Path) -> None:
+    assert expect.exists()
+    assert _run(scenario) == _run(scenario)
