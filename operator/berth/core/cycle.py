@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from berth.api import clusterqueue, conditions, names
 from berth.core import (
+    fairsharing,
     flavors,
     ordering,
     partial,
@@ -154,7 +155,18 @@ def schedule(
     with snap.what_if():
         entries = [e for e in (run.nominate(h) for h in heads) if e is not None]
         entries.sort(key=lambda e: ordering.entry_key(e.assignment.borrowing, e.info))
-        for entry in entries:
+        ordered = (
+            fairsharing.tournament(
+                snap,
+                entries,
+                lambda e: e.cq.name,
+                lambda e: e.assignment.usage,
+                lambda e: e.info,
+            )
+            if policy.fair_sharing
+            else iter(entries)
+        )
+        for entry in ordered:
             run.process(entry)
     return run.result
 
@@ -413,18 +425,24 @@ def get_assignment(
 class _TargetFinder:
     """The two questions flavor assignment and the cycle ask about preemption."""
 
-    def __init__(self, classical: preemption.Preemptor) -> None:
+    def __init__(
+        self, classical: preemption.Preemptor, fair: fairsharing.FairPreemptor | None
+    ) -> None:
         self.classical = classical
+        self.fair = fair
 
     def oracle(
         self, fr: resources.FlavorResource, amount: int
     ) -> tuple[flavors.PreemptionMode, int]:
-        targets = self.targets({fr}, {fr: amount})
-        return self.classical.mode_after(fr, amount, targets)
+        """Simulate preemption for ``amount`` of ``fr`` alone (flavor assignment's question)."""
+        return self.classical.mode_after(fr, amount, self.targets({fr}, {fr: amount}))
 
     def targets(
         self, frs: set[resources.FlavorResource], usage: resources.FlavorResourceAmounts
     ) -> list[preemption.Target]:
+        """Victims that let ``usage`` fit, under fair sharing or classical preemption."""
+        if self.fair is not None:
+            return self.fair.targets(frs, usage)
         return self.classical.targets(frs, usage)
 
 
@@ -434,8 +452,12 @@ def _target_finder(
     info: workload.WorkloadInfo,
     policy: Policy,
 ) -> _TargetFinder:
-    del policy  # fair-sharing preemption plugs in here
-    return _TargetFinder(preemption.Preemptor(snap, cq, info))
+    fair = (
+        fairsharing.FairPreemptor(snap, cq, info, policy.fair_sharing_strategies)
+        if policy.fair_sharing
+        else None
+    )
+    return _TargetFinder(preemption.Preemptor(snap, cq, info), fair)
 
 
 def _fits_without(

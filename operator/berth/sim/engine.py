@@ -32,7 +32,7 @@ from berth.api import (
 from berth.api import (
     workload as api_workload,
 )
-from berth.core import batchjob, cycle, priority, workload
+from berth.core import batchjob, cycle, fairsharing, priority, workload
 from berth.sim import documents, events
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
@@ -590,7 +590,7 @@ class Simulator:
                 "usage": usage,
                 "pendingWorkloads": waiting,
                 "admittedWorkloads": admitted,
-                "weightedShare": 0,
+                "weightedShare": fairsharing.share(snap, node).rounded(),
             }
         return {
             "t": end,
