@@ -315,16 +315,16 @@ class FlavorAssigner:
         """Fill ``psa``; return True when some requested resource got no flavor at all."""
         chosen: dict[names.ResourceName, FlavorChoice] = {}
         reasons: list[str] = []
+        # Undeclared resources are checked before any flavor is tried, so the verdict does not
+        # depend on the order resources are visited in (Kueue visits them in map order).
         for res in sorted(psa.requests):
-            amount = psa.requests[res]
-            group = self.cq.group_by_resource.get(res)
-            if group is None:
-                if amount == 0:
-                    continue
+            if psa.requests[res] and res not in self.cq.group_by_resource:
                 psa.reasons = [f"resource {res} unavailable in ClusterQueue"]
                 psa.flavors = {}
                 return True
-            if res in chosen:
+        for res in sorted(psa.requests):
+            group = self.cq.group_by_resource.get(res)
+            if group is None or res in chosen:
                 continue
             flavors, group_reasons, fit = self._find_flavor(index, ps, group, psa, assigned)
             if not flavors:
