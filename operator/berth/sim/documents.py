@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import yaml
 
-from berth.api import base, duration, errors, kinds
+from berth.api import base, duration, errors, kinds, kueue_convert
 
 AT = "sim.berth.dev/at"
 DELETE_AT = "sim.berth.dev/delete-at"
@@ -156,9 +156,7 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
         ]
     warnings: list[str] = []
     api_version = raw.get("apiVersion")
-    if isinstance(api_version, str) and api_version.startswith("kueue.x-k8s.io/"):
-        from berth.api import kueue_convert  # noqa: PLC0415 - TEMP until the module lands
-
+    if kueue_convert.is_kueue(raw):
         raw, warnings = kueue_convert.convert(raw)
     del warnings  # conversion notes matter for `berth import`, not for a simulation
     metadata = raw.get("metadata")
