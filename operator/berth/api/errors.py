@@ -30,3 +30,13 @@ class ApiError(ValueError):
     def __init__(self, errors: list[FieldError]) -> None:
         self.errors = errors
         super().__init__("; ".join(str(e) for e in errors))
+
+
+_MAX_SHOWN = 60
+"""Longest value echoed in a message; a long one is cut, since the path already locates it."""
+
+
+def shorten(value: object) -> str:
+    """Show a value in a message: its repr, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."

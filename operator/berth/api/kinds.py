@@ -71,6 +71,9 @@ _RENAMED = {
 }
 """Fields renamed between Kueue v1beta1 and v1beta2, for the hint on an unknown field."""
 
+_SWITCHES = {"waitForPodsReady", "fairSharing"}
+"""Configuration sections that Kueue v1beta1 turned on with ``enable``; v1beta2 has no switch."""
+
 
 def _message(err: pydantic_core.ErrorDetails) -> str:
     kind = err["type"]
@@ -78,6 +81,13 @@ def _message(err: pydantic_core.ErrorDetails) -> str:
         return "required field is missing; add it"
     if kind == "extra_forbidden":
         field = err["loc"][-1] if err["loc"] else ""
+        if field == "enable" and len(err["loc"]) == 2 and err["loc"][0] in _SWITCHES:
+            section = err["loc"][0]
+            off = f"{section}: null" if section == "waitForPodsReady" else "no section at all"
+            return (
+                f"unknown field; Kueue v1beta1's switch, remove it: a present {section} is on, "
+                f"and {off} turns it off"
+            )
         if field in _RENAMED:
             return (
                 f"unknown field; this is Kueue v1beta1's name, write {_RENAMED[field]} instead "
@@ -91,7 +101,7 @@ def _message(err: pydantic_core.ErrorDetails) -> str:
         return str(ctx["error"]) if ctx and "error" in ctx else str(err["msg"])
     msg = str(err["msg"])
     if "input" in err and not isinstance(err["input"], dict | list):
-        msg += f" (got {err['input']!r})"
+        msg += f" (got {errors.shorten(err['input'])})"
     return msg
 
 

@@ -68,8 +68,9 @@ def _validate_name(name: str, path: str, what: str) -> FieldErrors:
     return [
         errors.FieldError(
             path,
-            f"{name!r} is not a valid {what}; use lowercase letters, digits, '-' and '.', "
-            f"starting and ending with a letter or digit (at most {_MAX_SUBDOMAIN} characters)",
+            f"{errors.shorten(name)} is not a valid {what}; use lowercase letters, digits, '-' "
+            "and '.', starting and ending with a letter or digit "
+            f"(at most {_MAX_SUBDOMAIN} characters)",
         )
     ]
 
