@@ -280,10 +280,10 @@ INVALID = [
         id="cohort lending limit without a parent",
     ),
     pytest.param(
-        cohort().parent("org").flavor_quotas("a100", {GPU: (4, None, 5)}).raw(),
-        [f"{QUOTA}.lendingLimit"],
-        "lower it or raise nominalQuota",
-        id="cohort lending limit above its nominal quota",
+        cq().flavor_quotas("a100", {"GPU!": 1}).raw(),
+        ["spec.resourceGroups[0].coveredResources[0]"],
+        "write a name such as cpu, memory or nvidia.com/gpu",
+        id="resource name that is not a qualified name",
     ),
     pytest.param(
         cohort().parent("Org").raw(),
@@ -664,6 +664,10 @@ VALID = [
     ),
     pytest.param(cq().no_namespace_selector().raw(), id="a queue no namespace may use"),
     pytest.param(cohort().parent("org").flavor_quotas("a100", {GPU: (4, 1, 4)}).raw(), id="co"),
+    pytest.param(
+        cohort().parent("org").flavor_quotas("a100", {GPU: (0, None, 2)}).raw(),
+        id="a cohort may lend more than its own quota: the limit caps its whole subtree",
+    ),
     pytest.param(
         rf()
         .toleration(operator="Exists")

@@ -26,6 +26,7 @@ from berth.api import (
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _MAX_SUBDOMAIN = 253
 _MAX_LABEL = 63
 _MAX_FLAVORS = 256
@@ -143,10 +144,36 @@ def validate_resource_flavor(rf: resourceflavor.ResourceFlavor) -> FieldErrors:
     return out
 
 
+def _validate_resource_name(name: str, path: str) -> FieldErrors:
+    """Check a resource name the way Kubernetes checks a label key: ``[prefix/]name``."""
+    prefix, _, local = name.rpartition("/")
+    if _QUALIFIED_NAME.match(local) and (
+        not prefix or (len(prefix) <= _MAX_SUBDOMAIN and _DNS_SUBDOMAIN.match(prefix))
+    ):
+        return []
+    return [
+        errors.FieldError(
+            path,
+            f"{errors.shorten(name)} is not a resource name; write a name such as cpu, memory "
+            "or nvidia.com/gpu (an optional DNS prefix, '/', then at most 63 letters, digits, "
+            "'-', '_' or '.')",
+        )
+    ]
+
+
 def validate_resource_groups(
-    groups: list[quota.ResourceGroup], path: str, *, has_parent: bool, parent_word: str
+    groups: list[quota.ResourceGroup],
+    path: str,
+    *,
+    has_parent: bool,
+    parent_word: str,
+    lending_within_nominal: bool = True,
 ) -> FieldErrors:
-    """Check resource groups: coverage, duplicates, and limits that need a cohort (or parent)."""
+    """Check resource groups: coverage, duplicates, and limits that need a cohort (or parent).
+
+    ``lending_within_nominal`` holds for ClusterQueues; a Cohort's lendingLimit caps what its
+    whole subtree lends, so it may exceed the cohort's own nominal quota (as in Kueue).
+    """
     out: FieldErrors = []
     resource_owner: dict[str, int] = {}
     flavor_owner: dict[str, int] = {}
@@ -166,6 +193,7 @@ def validate_resource_groups(
                 )
             else:
                 resource_owner[res] = gi
+                out += _validate_resource_name(res, f"{gpath}.coveredResources[{ri}]")
         for fi, flavor in enumerate(group.flavors):
             flavor_count += 1
             fpath = f"{gpath}.flavors[{fi}]"
@@ -183,7 +211,12 @@ def validate_resource_groups(
                 flavor_owner[flavor.name] = gi
                 out += _validate_name(flavor.name, f"{fpath}.name", "ResourceFlavor name")
             out += _validate_flavor_quotas(
-                group, flavor, fpath, has_parent=has_parent, parent_word=parent_word
+                group,
+                flavor,
+                fpath,
+                has_parent=has_parent,
+                parent_word=parent_word,
+                lending_within_nominal=lending_within_nominal,
             )
     if flavor_count > _MAX_FLAVORS:
         out.append(
@@ -203,6 +236,7 @@ def _validate_flavor_quotas(
     *,
     has_parent: bool,
     parent_word: str,
+    lending_within_nominal: bool,
 ) -> FieldErrors:
     out: FieldErrors = []
     covered = list(group.covered_resources)
@@ -232,7 +266,7 @@ def _validate_flavor_quotas(
                         f"must not be set without {parent_word}; remove it or set {parent_word}",
                     )
                 )
-            elif res.lending_limit > res.nominal_quota:
+            elif lending_within_nominal and res.lending_limit > res.nominal_quota:
                 out.append(
                     errors.FieldError(
                         f"{qpath}.lendingLimit",
@@ -341,6 +375,7 @@ def validate_cohort(co: cohort.Cohort) -> FieldErrors:
         "spec.resourceGroups",
         has_parent=spec.parent_name is not None,
         parent_word="spec.parentName",
+        lending_within_nominal=False,
     )
     out += _validate_weight(spec.fair_sharing, "spec.fairSharing.weight")
     return out
