@@ -58,10 +58,12 @@ def parse(value: object) -> float:
 
 
 def format(seconds: float) -> str:  # noqa: A001 - used as duration.format, like quantity.format
-    """Print seconds as a Go-style duration (``1h30m0s`` becomes ``1h30m``)."""
+    """Print seconds, to the millisecond, as a Go-style duration (Go's ``1h30m0s`` is ``1h30m``)."""
     millis = round(seconds * 1000)
     if millis == 0:
         return "0s"
+    if millis < 1000:
+        return f"{millis}ms"
     hours, rest = divmod(millis, 3_600_000)
     minutes, rest = divmod(rest, 60_000)
     secs, ms = divmod(rest, 1000)

@@ -83,6 +83,7 @@ def is_bytes(resource: str) -> bool:
 
 
 _HINT = "write a number such as 4, 500m or 16Gi"
+_EXPONENT = re.compile(r"[eE][+-]?[0-9]+")
 _MAX_EXPONENT = 30
 _MAX_UNITS = 2**63 - 1
 """The largest amount in canonical units (Kubernetes keeps quantities in an int64)."""
@@ -113,7 +114,7 @@ def _scale(value: object, number: decimal.Decimal, suffix: str) -> decimal.Decim
         return _CONTEXT.multiply(number, _BINARY[suffix])
     if suffix in _DECIMAL:
         return _CONTEXT.multiply(number, _DECIMAL[suffix])
-    if suffix[:1] in {"e", "E"}:
+    if _EXPONENT.fullmatch(suffix):
         digits = suffix[1:].lstrip("+-")
         exponent = int(suffix[1:]) if len(digits) <= 3 else _MAX_EXPONENT + 1
         if abs(exponent) > _MAX_EXPONENT:
