@@ -465,3 +465,20 @@ def test_manifests_command_writes_and_checks(tmp_path: pathlib.Path) -> None:
         assert yaml.safe_load((tmp_path / name).read_text()) == doc
     result = runner.invoke(cli.main, ["manifests", "--check", "--out", str(tmp_path)])
     assert result.exit_code == 0
+
+
+def _sample_documents() -> list[Any]:
+    samples = ROOT / "config" / "samples"
+    return [
+        pytest.param(doc, id=f"{path.name} {doc['kind']} {doc['metadata']['name']}")
+        for path in sorted(samples.glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc.get("apiVersion") == "berth.dev/v1beta1" and doc["kind"] in kinds.CRD_KINDS
+    ]
+
+
+@pytest.mark.parametrize("doc", _sample_documents())
+def test_samples_conform_to_their_crd_schema(doc: dict[str, Any]) -> None:
+    schema = _schema_of(doc["kind"])
+    assert _conformance(doc, schema, "") == []
+    assert _conformance(_apply_defaults(copy.deepcopy(doc), schema), schema, "") == []
