@@ -169,14 +169,17 @@ def stop_recorded(record: ProcessRecord, timeout: float = 10.0) -> bool:
 
     Returns:
         Whether it was running.
+
+    Raises:
+        DevClusterError: it was still running ``timeout`` seconds after SIGKILL.
     """
     if not is_running(record):
         return False
-    _signal_group(record.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while is_running(record):
-        if time.monotonic() > deadline:
-            _signal_group(record.pid, signal.SIGKILL)
-            deadline = time.monotonic() + timeout
-        time.sleep(0.1)
-    return True
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        _signal_group(record.pid, sig)
+        deadline = time.monotonic() + timeout
+        while is_running(record) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not is_running(record):
+            return True
+    raise errors.DevClusterError(f"{record.name} (pid {record.pid}) survived SIGKILL")
