@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 import builders
-from berth.api import crd, kinds
+from berth.api import crd, kinds, reference
 from berth.entry import cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -465,6 +465,12 @@ def test_manifests_command_writes_and_checks(tmp_path: pathlib.Path) -> None:
         assert yaml.safe_load((tmp_path / name).read_text()) == doc
     result = runner.invoke(cli.main, ["manifests", "--check", "--out", str(tmp_path)])
     assert result.exit_code == 0
+    docs = tmp_path / "api.md"
+    args = ["manifests", "--out", str(tmp_path), "--docs", str(docs)]
+    assert runner.invoke(cli.main, [*args, "--check"]).exit_code == 1
+    assert runner.invoke(cli.main, args).exit_code == 0
+    assert docs.read_text() == reference.render()
+    assert runner.invoke(cli.main, [*args, "--check"]).exit_code == 0
 
 
 def _sample_documents() -> list[Any]:
@@ -482,3 +488,21 @@ def test_samples_conform_to_their_crd_schema(doc: dict[str, Any]) -> None:
     schema = _schema_of(doc["kind"])
     assert _conformance(doc, schema, "") == []
     assert _conformance(_apply_defaults(copy.deepcopy(doc), schema), schema, "") == []
+
+
+def test_the_api_reference_matches_the_models() -> None:
+    on_disk = (ROOT / "docs" / "reference" / "api.md").read_text()
+    assert on_disk == reference.render(), "run `berth manifests --docs docs/reference/api.md`"
+
+
+def test_the_api_reference_documents_every_field() -> None:
+    text = reference.render()
+    for kind in kinds.CRD_KINDS:
+        for path, node in _walk(_schema_of(kind)):
+            if path in {"<root>", ".apiVersion", ".kind", ".metadata"} or path.endswith(
+                ("*", "[]")
+            ):
+                continue
+            row = path.lstrip(".")
+            assert f"| `{row}` |" in text, f"{kind} {row}"
+            assert node.get("description"), f"{kind} {row} has no description"

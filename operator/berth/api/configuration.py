@@ -8,11 +8,14 @@ root (operator) or from a scenario (simulator), then passed down as a value.
 from __future__ import annotations
 
 import enum
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import pydantic
 
 from berth.api import base, duration, pod, selector
+
+Duration = Annotated[float, pydantic.WithJsonSchema({"type": "string", "format": "duration"})]
+"""Seconds, written in YAML as a Go-style duration (``90s``, ``5m``, ``1h30m``)."""
 
 
 def _parse_duration(value: object) -> object:
@@ -33,18 +36,27 @@ class RequeuingStrategy(base.Model):
     """Backoff and ordering of workloads requeued after a pods-ready timeout."""
 
     timestamp: RequeueTimestamp = RequeueTimestamp.EVICTION
+    """Eviction: a requeued workload queues by its eviction time; Creation: by its creation
+    time (it keeps its place)."""
     backoff_limit_count: int | None = pydantic.Field(default=None, ge=0)
+    """Evictions after which the workload is deactivated; unset means it is requeued forever."""
     backoff_base_seconds: int = pydantic.Field(default=60, ge=0)
+    """First backoff; the n-th requeue waits base * 2^(n-1) seconds."""
     backoff_max_seconds: int = pydantic.Field(default=3600, ge=0)
+    """Longest backoff."""
 
 
 class WaitForPodsReady(base.Model):
     """Gang readiness: evict an admitted workload whose pods are not ready in time."""
 
-    timeout: float = 1800.0
+    timeout: Duration = 1800.0
+    """How long after admission every pod must be ready, or the workload is evicted."""
     block_admission: bool = False
-    recovery_timeout: float | None = None
+    """Admit nothing else while an admitted workload's pods are not all ready."""
+    recovery_timeout: Duration | None = None
+    """How long pods that were ready may stay not ready; unset means timeout, 0s disables."""
     requeuing_strategy: RequeuingStrategy = pydantic.Field(default_factory=RequeuingStrategy)
+    """How evicted workloads are requeued."""
 
     _durations = pydantic.field_validator("timeout", "recovery_timeout", mode="before")(
         _parse_duration
@@ -76,6 +88,8 @@ class FairSharingConfig(base.Model):
             PreemptionStrategy.LESS_THAN_INITIAL_SHARE,
         ]
     )
+    """Rules a fair-sharing preemption must satisfy, tried in order: [LessThanOrEqualToFinalShare],
+    [LessThanInitialShare] or both in that order."""
 
 
 class TransformationStrategy(enum.StrEnum):
@@ -89,22 +103,27 @@ class Transformation(base.Model):
     """Convert one requested resource into others before quota is checked."""
 
     input: str
+    """The requested resource to transform."""
     strategy: TransformationStrategy = TransformationStrategy.RETAIN
+    """Retain: the input still counts against quota; Replace: only the outputs do."""
     outputs: pod.ResourceList = pydantic.Field(default_factory=dict)
-    """What one unit of ``input`` turns into, in canonical units of each output resource."""
+    """What one unit of ``input`` turns into."""
 
 
 class ResourcesConfig(base.Model):
     """Which requested resources count against quota."""
 
     exclude_resource_prefixes: list[str] = pydantic.Field(default_factory=list)
+    """Requested resources whose names start with one of these are not counted."""
     transformations: list[Transformation] = pydantic.Field(default_factory=list)
+    """Resources converted into others before quota is checked."""
 
 
 class Integrations(base.Model):
     """Which job frameworks the operator manages."""
 
     frameworks: list[str] = pydantic.Field(default_factory=lambda: ["batch/job"])
+    """Job kinds the operator manages."""
 
 
 class Configuration(base.Object):
@@ -113,13 +132,19 @@ class Configuration(base.Object):
     KIND: ClassVar[str] = "Configuration"
 
     namespace: str = "berth-system"
+    """Namespace the operator runs in."""
     manage_jobs_without_queue_name: bool = False
+    """Also hold back jobs that name no LocalQueue (they are never admitted until they do)."""
     managed_jobs_namespace_selector: selector.LabelSelector | None = None
+    """Namespaces whose jobs the operator manages (with manageJobsWithoutQueueName)."""
     wait_for_pods_ready: WaitForPodsReady | None = pydantic.Field(default_factory=WaitForPodsReady)
     """On by default, as in Kueue v1beta2; ``waitForPodsReady: null`` turns it off."""
     fair_sharing: FairSharingConfig | None = None
+    """Fair sharing between queues of a cohort; present means on."""
     resources: ResourcesConfig = pydantic.Field(default_factory=ResourcesConfig)
+    """Which requested resources count against quota."""
     integrations: Integrations = pydantic.Field(default_factory=Integrations)
+    """Job frameworks the operator manages."""
     honor_kueue_labels: bool = False
     """Also read ``kueue.x-k8s.io/queue-name``; off so two operators never manage one Job."""
 

@@ -28,8 +28,9 @@ class ResourceQuota(base.Model):
     """The most this queue may borrow from its cohort beyond its nominal quota; unset means no
     limit. Only allowed in a cohort (for a Cohort: only when it has a parent)."""
     lending_limit: Quantity | None = None
-    """The most of its nominal quota this queue lends to its cohort; unset means all of it.
-    At most nominalQuota; only allowed in a cohort (for a Cohort: only when it has a parent)."""
+    """The most of its quota this queue lends to its cohort; unset means all of it. For a
+    ClusterQueue at most nominalQuota; for a Cohort it caps what its whole subtree lends. Only
+    allowed in a cohort (for a Cohort: only when it has a parent)."""
 
     @pydantic.field_validator("nominal_quota", "borrowing_limit", "lending_limit", mode="before")
     @classmethod

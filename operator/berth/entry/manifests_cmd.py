@@ -1,7 +1,8 @@
 """``berth manifests``: write the CRDs generated from the API models into a directory.
 
 Each served kind becomes ``<plural>.berth.dev.yaml``; generated files of kinds that no longer exist
-are removed. ``--check`` writes nothing and fails when the directory differs, for CI.
+are removed. ``--docs FILE`` also writes the API reference generated from the same schemas.
+``--check`` writes nothing and fails when anything differs, for CI.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pathlib
 
 import click
 
-from berth.api import base, crd
+from berth.api import base, crd, reference
 
 _PATTERN = f"*.{base.GROUP}.yaml"
 
@@ -24,10 +25,18 @@ _PATTERN = f"*.{base.GROUP}.yaml"
     show_default=True,
     help="Directory to write the CRD files into.",
 )
+@click.option(
+    "--docs",
+    "docs_file",
+    type=click.Path(dir_okay=False, path_type=pathlib.Path),
+    help="Also write the API reference (Markdown) to this file, e.g. docs/reference/api.md.",
+)
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if the files are out of date.")
-def command(out_dir: pathlib.Path, check: bool) -> None:
+def command(out_dir: pathlib.Path, docs_file: pathlib.Path | None, check: bool) -> None:
     """Write the CRD manifests generated from the API models."""
     wanted = {name: crd.render(doc) for name, doc in crd.all_crds().items()}
+    if docs_file is not None:
+        _write_or_check(docs_file, reference.render(), check=check)
     stale = sorted(p.name for p in out_dir.glob(_PATTERN) if p.name not in wanted)
     changed = sorted(
         name
@@ -50,3 +59,14 @@ def command(out_dir: pathlib.Path, check: bool) -> None:
     for name in stale:
         (out_dir / name).unlink()
         click.echo(f"removed {out_dir / name}", err=True)
+
+
+def _write_or_check(path: pathlib.Path, text: str, *, check: bool) -> None:
+    if path.is_file() and path.read_text() == text:
+        return
+    if check:
+        click.echo(f"out of date: {path}; run `berth manifests --docs {path}`", err=True)
+        raise SystemExit(1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    click.echo(f"wrote {path}", err=True)
