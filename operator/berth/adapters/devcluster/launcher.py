@@ -91,7 +91,6 @@ class ControlPlane:
         self._pki: pki.PkiFiles | None = None
         self._identities = _identities()
 
-    # The names of the binaries this configuration starts, in start order.
     def components(self) -> list[str]:
         """Return the binaries this configuration needs, in start order."""
         names = ["etcd", "kube-apiserver"]
