@@ -133,6 +133,14 @@ CASES = [
     ),
     pytest.param(
         kueue(
+            wl().set("spec.priorityClassName", "").set("spec.priorityClassSource", ""), V1BETA1
+        ).raw(),
+        wl().raw(),
+        [],
+        id="v1beta1 empty priority class fields disappear silently",
+    ),
+    pytest.param(
+        kueue(
             wl()
             .priority(7)
             .set(

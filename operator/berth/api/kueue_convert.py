@@ -161,7 +161,11 @@ def _convert_cluster_queue_spec(spec: dict[str, Any], warnings: Warnings) -> Non
 def _convert_workload_spec(spec: dict[str, Any], warnings: Warnings) -> None:
     name = spec.get("priorityClassName")
     source = spec.pop("priorityClassSource", None)
-    if "priorityClassName" in spec:
+    if "priorityClassName" in spec and (not name or "priorityClassRef" in spec):
+        del spec["priorityClassName"]
+        if name:
+            warnings.append("spec.priorityClassName: dropped; spec.priorityClassRef is also set")
+    elif "priorityClassName" in spec:
         ref = None
         if source in PRIORITY_SOURCES:
             group, kind = PRIORITY_SOURCES[source]
