@@ -37,8 +37,14 @@ def queue_trees(draw: st.DrawFn, *, fair_sharing: bool = False) -> list[dict[str
             ]
         if fair_sharing:
             spec["fairSharing"] = {"weight": draw(st.sampled_from([1, 2, "500m"]))}
-        docs.append({"apiVersion": "berth.dev/v1beta1", "kind": "Cohort",
-                     "metadata": {"name": name}, "spec": spec})
+        docs.append(
+            {
+                "apiVersion": "berth.dev/v1beta1",
+                "kind": "Cohort",
+                "metadata": {"name": name},
+                "spec": spec,
+            }
+        )
     n_queues = draw(st.integers(1, 4))
     for i in range(n_queues):
         cohort = draw(st.sampled_from(cohorts)) if cohorts and draw(st.integers(0, 4)) else None
@@ -52,7 +58,9 @@ def queue_trees(draw: st.DrawFn, *, fair_sharing: bool = False) -> list[dict[str
             flavors.append({"name": flavor, "resources": [quota]})
         reclaim = draw(st.sampled_from(["Never", "LowerPriority", "Any"]))
         preemption: dict[str, Any] = {
-            "withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])),
+            "withinClusterQueue": draw(
+                st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])
+            ),
             "reclaimWithinCohort": reclaim,
         }
         if reclaim != "Never" and draw(st.booleans()):
@@ -67,16 +75,29 @@ def queue_trees(draw: st.DrawFn, *, fair_sharing: bool = False) -> list[dict[str
             spec["cohortName"] = cohort
         if fair_sharing:
             spec["fairSharing"] = {"weight": draw(st.sampled_from([0, 1, 2, "500m"]))}
-        docs.append({"apiVersion": "berth.dev/v1beta1", "kind": "ClusterQueue",
-                     "metadata": {"name": f"cq{i}"}, "spec": spec})
-        docs.append({"apiVersion": "berth.dev/v1beta1", "kind": "LocalQueue",
-                     "metadata": {"name": f"lq{i}", "namespace": "ns"},
-                     "spec": {"clusterQueue": f"cq{i}"}})
+        docs.append(
+            {
+                "apiVersion": "berth.dev/v1beta1",
+                "kind": "ClusterQueue",
+                "metadata": {"name": f"cq{i}"},
+                "spec": spec,
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": "berth.dev/v1beta1",
+                "kind": "LocalQueue",
+                "metadata": {"name": f"lq{i}", "namespace": "ns"},
+                "spec": {"clusterQueue": f"cq{i}"},
+            }
+        )
     return docs
 
 
 @st.composite
-def workload_streams(draw: st.DrawFn, queues: int, *, finishing: bool = True) -> list[dict[str, Any]]:
+def workload_streams(
+    draw: st.DrawFn, queues: int, *, finishing: bool = True
+) -> list[dict[str, Any]]:
     """Workloads arriving over a few seconds at random LocalQueues."""
     docs = []
     for i in range(draw(st.integers(1, 12))):
@@ -84,36 +105,57 @@ def workload_streams(draw: st.DrawFn, queues: int, *, finishing: bool = True) ->
         pod_set: dict[str, Any] = {
             "name": "main",
             "count": count,
-            "template": {"spec": {"containers": [{"name": "c", "resources": {
-                "requests": {GPU: draw(st.integers(1, 3))}}}]}},
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "c", "resources": {"requests": {GPU: draw(st.integers(1, 3))}}}
+                    ]
+                }
+            },
         }
         if count > 1 and draw(st.integers(0, 3)) == 0:
             pod_set["minCount"] = draw(st.integers(1, count - 1))
         annotations = {"sim.berth.dev/at": f"{draw(st.integers(0, 6))}s"}
         if finishing and draw(st.booleans()):
             annotations["sim.berth.dev/duration"] = f"{draw(st.integers(1, 8))}s"
-        docs.append({
-            "apiVersion": "berth.dev/v1beta1",
-            "kind": "Workload",
-            "metadata": {"name": f"w{i}", "namespace": "ns", "annotations": annotations},
-            "spec": {"queueName": f"lq{draw(st.integers(0, queues - 1))}",
-                     "priority": draw(st.sampled_from([0, 10, 100])),
-                     "podSets": [pod_set]},
-        })
+        docs.append(
+            {
+                "apiVersion": "berth.dev/v1beta1",
+                "kind": "Workload",
+                "metadata": {"name": f"w{i}", "namespace": "ns", "annotations": annotations},
+                "spec": {
+                    "queueName": f"lq{draw(st.integers(0, queues - 1))}",
+                    "priority": draw(st.sampled_from([0, 10, 100])),
+                    "podSets": [pod_set],
+                },
+            }
+        )
     return docs
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, *, fair_sharing: bool = False, finishing: bool = True) -> list[dict[str, Any]]:
+def scenarios(
+    draw: st.DrawFn, *, fair_sharing: bool = False, finishing: bool = True
+) -> list[dict[str, Any]]:
     """A whole scenario: optional Configuration, queue tree, workloads."""
     tree = draw(queue_trees(fair_sharing=fair_sharing))
     queues = sum(1 for d in tree if d["kind"] == "ClusterQueue")
     config: list[dict[str, Any]] = []
     if fair_sharing:
-        strategies = draw(st.sampled_from([
-            ["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
-            ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
-        ]))
-        config.append({"apiVersion": "berth.dev/v1beta1", "kind": "Configuration",
-                       "fairSharing": {"preemptionStrategies": strategies}})
+        strategies = draw(
+            st.sampled_from(
+                [
+                    ["LessThanOrEqualToFinalShare"],
+                    ["LessThanInitialShare"],
+                    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+                ]
+            )
+        )
+        config.append(
+            {
+                "apiVersion": "berth.dev/v1beta1",
+                "kind": "Configuration",
+                "fairSharing": {"preemptionStrategies": strategies},
+            }
+        )
     return config + tree + draw(workload_streams(queues, finishing=finishing))

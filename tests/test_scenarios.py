@@ -25,8 +25,11 @@ OWN = ROOT / "tests" / "scenarios"
 
 def _pairs(folder: Path) -> list[pytest.param]:  # type: ignore[name-defined]
     return [
-        pytest.param(expect.with_name(expect.name.replace(".expect.yaml", ".yaml")), expect,
-                     id=f"{folder.name}/{expect.name.removesuffix('.expect.yaml')}")
+        pytest.param(
+            expect.with_name(expect.name.replace(".expect.yaml", ".yaml")),
+            expect,
+            id=f"{folder.name}/{expect.name.removesuffix('.expect.yaml')}",
+        )
         for expect in sorted(folder.glob("*.expect.yaml"))
     ]
 

@@ -23,7 +23,11 @@ import strategies
 from berth.core import snapshot
 from berth.sim import documents, engine
 
-_SETTINGS = settings(max_examples=int(os.environ.get("BERTH_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=int(os.environ.get("BERTH_HYPOTHESIS_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def _docs(raw: list[dict[str, Any]]) -> list[documents.Document]:
@@ -94,8 +98,11 @@ def test_admit_then_remove_restores_the_snapshot(raw: list[dict[str, Any]]) -> N
 @_SETTINGS
 @given(strategies.scenarios())
 def test_no_workload_is_partially_admitted_below_its_minimum(raw: list[dict[str, Any]]) -> None:
-    counts = {f"ns/{d['metadata']['name']}": d["spec"]["podSets"][0]
-              for d in raw if d["kind"] == "Workload"}
+    counts = {
+        f"ns/{d['metadata']['name']}": d["spec"]["podSets"][0]
+        for d in raw
+        if d["kind"] == "Workload"
+    }
     for event in engine.simulate(_docs(raw)):
         if event["event"] != "Admitted":
             continue
@@ -112,19 +119,26 @@ def test_every_preemption_makes_room_its_preemptor_uses(raw: list[dict[str, Any]
     admitted_at = {(e["workload"], e["t"]) for e in events if e["event"] == "Admitted"}
     for e in events:
         if e["event"] == "Preempted":
-            assert (e["by"], e["t"]) in admitted_at, f"{e['by']} preempted {e['workload']} but was not admitted at t={e['t']}"
+            assert (e["by"], e["t"]) in admitted_at, (
+                f"{e['by']} preempted {e['workload']} but was not admitted at t={e['t']}"
+            )
 
 
 @_SETTINGS
 @given(strategies.scenarios(fair_sharing=True, finishing=False))
 def test_fair_sharing_reaches_a_fixed_point(raw: list[dict[str, Any]]) -> None:
     events = engine.simulate(_docs(raw))
-    last_arrival = max(float(d["metadata"]["annotations"]["sim.berth.dev/at"].rstrip("s"))
-                       for d in raw if d["kind"] == "Workload")
+    last_arrival = max(
+        float(d["metadata"]["annotations"]["sim.berth.dev/at"].rstrip("s"))
+        for d in raw
+        if d["kind"] == "Workload"
+    )
     assert all(e["t"] <= last_arrival for e in events if e["event"] != "Summary")
     admissions: dict[str, int] = {}
     for e in events:
         if e["event"] == "Admitted":
             admissions[e["workload"]] = admissions.get(e["workload"], 0) + 1
-    arrivals = len({d["metadata"]["annotations"]["sim.berth.dev/at"] for d in raw if d["kind"] == "Workload"})
+    arrivals = len(
+        {d["metadata"]["annotations"]["sim.berth.dev/at"] for d in raw if d["kind"] == "Workload"}
+    )
     assert all(n <= arrivals for n in admissions.values())

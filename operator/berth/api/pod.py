@@ -97,10 +97,12 @@ class ResourceRequirements(base.OpenModel):
 
 
 class Container(base.OpenModel):
-    """A container; only its resources matter to scheduling."""
+    """A container; its resources (and, for init containers, whether it is a sidecar) matter."""
 
     name: str = ""
     resources: ResourceRequirements = pydantic.Field(default_factory=ResourceRequirements)
+    restart_policy: str | None = None
+    """``Always`` on an init container makes it a sidecar that runs beside the main containers."""
 
 
 class NodeSelectorRequirement(base.Model):
@@ -147,17 +149,37 @@ class PodSpec(base.OpenModel):
     priority_class_name: str | None = None
 
     def pod_requests(self) -> dict[names.ResourceName, int]:
-        """One pod's requests: max(sum of containers, each init container) plus overhead."""
+        """One pod's requests, computed as Kubernetes does (``resourcehelpers.PodRequests``).
+
+        Main containers are summed. Sidecars (init containers with ``restartPolicy: Always``)
+        run beside them, so they add to that sum; each other init container runs alone with the
+        sidecars started before it. The pod needs the larger of the two phases, plus overhead.
+        """
         total: dict[names.ResourceName, int] = {}
         for container in self.containers:
-            for res, amount in container.resources.effective_requests().items():
-                total[res] = total.get(res, 0) + amount
+            _add(total, container.resources.effective_requests())
+        sidecars: dict[names.ResourceName, int] = {}
+        init_peak: dict[names.ResourceName, int] = {}
         for init in self.init_containers:
-            for res, amount in init.resources.effective_requests().items():
-                total[res] = max(total.get(res, 0), amount)
-        for res, amount in self.overhead.items():
-            total[res] = total.get(res, 0) + amount
+            requests = init.resources.effective_requests()
+            if init.restart_policy == "Always":
+                _add(total, requests)
+                _add(sidecars, requests)
+                phase = dict(sidecars)
+            else:
+                phase = dict(requests)
+                _add(phase, sidecars)
+            for res, amount in phase.items():
+                init_peak[res] = max(init_peak.get(res, 0), amount)
+        for res, amount in init_peak.items():
+            total[res] = max(total.get(res, 0), amount)
+        _add(total, self.overhead)
         return total
+
+
+def _add(target: dict[names.ResourceName, int], other: dict[names.ResourceName, int]) -> None:
+    for res, amount in other.items():
+        target[res] = target.get(res, 0) + amount
 
 
 class TemplateMeta(base.OpenModel):

@@ -62,6 +62,8 @@ class Head:
     info: workload.WorkloadInfo
     cluster_queue: names.ClusterQueueName
     progress: ScanProgress | None = None
+    preemptor: bool = False
+    """It issued preemptions in an earlier cycle and waits for the room they make."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -154,7 +156,9 @@ def schedule(
     run = _Cycle(snap, policy, now, cycle, generation, all_pods_ready=all_pods_ready)
     with snap.what_if():
         entries = [e for e in (run.nominate(h) for h in heads) if e is not None]
-        entries.sort(key=lambda e: ordering.entry_key(e.assignment.borrowing, e.info))
+        entries.sort(
+            key=lambda e: ordering.entry_key(e.head.preemptor, e.assignment.borrowing, e.info)
+        )
         ordered = (
             fairsharing.tournament(
                 snap,
@@ -162,6 +166,7 @@ def schedule(
                 lambda e: e.cq.name,
                 lambda e: e.assignment.usage,
                 lambda e: e.info,
+                lambda e: e.head.preemptor,
             )
             if policy.fair_sharing
             else iter(entries)
@@ -379,6 +384,8 @@ class _Cycle:
             self.result.admitted.append(
                 Admit(info, entry.assignment.to_admission(cq.name), self.now)
             )
+            # A workload just admitted is not ready yet: with blockAdmission the rest wait.
+            self.blocked = self.blocked or self.policy.block_admission
 
 
 def get_assignment(

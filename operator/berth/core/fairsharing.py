@@ -8,8 +8,9 @@ Mirrors Kueue (``pkg/cache/scheduler/fair_sharing.go``, ``pkg/scheduler/fair_sha
   the largest ratio wins, ties to the alphabetically first resource. Divided by the fair-sharing
   weight; a weight of 0 makes any borrowing an infinite share. Roots have share 0.
 - **Tournament**: at every cohort, from the leaves up, the child whose share (with its candidate
-  admitted) is lowest wins, after (1) not borrowing at that level on the flavors it requests, and
-  before (3) higher priority and (4) earlier queue-order time.
+  admitted) is lowest wins, after (1) being a preemptor that waits for the room it made and (2)
+  not borrowing at that level on the flavors it requests, and before (4) higher priority and (5)
+  earlier queue-order time.
 - **Fair preemption**: candidates come from the preemptor's own queue and from borrowing queues of
   the whole tree; target queues are taken from the root down by highest share; a candidate in
   another queue is preempted when the preemptor, within nominal, reclaims (``InCohortReclamation``)
@@ -146,6 +147,7 @@ def tournament(
     cq_of: Callable[[T], names.ClusterQueueName],
     usage_of: Callable[[T], resources.FlavorResourceAmounts],
     info_of: Callable[[T], workload.WorkloadInfo],
+    preemptor_of: Callable[[T], bool],
 ) -> Iterator[T]:
     """Yield entries in fair order; shares are recomputed after each yielded entry is decided."""
     by_cq: dict[str, T] = {cq_of(e): e for e in entries}
@@ -170,7 +172,7 @@ def tournament(
                 for ancestor in cq_node.ancestors():
                     shares[(ancestor.name, cq_node.name)] = current
                     current = share(snap, ancestor)
-        winner = _run_tournament(root, by_cq, shares, requested, info_of)
+        winner = _run_tournament(root, by_cq, shares, requested, info_of, preemptor_of)
         if winner is None:  # pragma: no cover - a root with entries always yields one
             yield by_cq.pop(first)
             continue
@@ -183,11 +185,12 @@ def _run_tournament(
     shares: dict[tuple[str, str], DRS],
     requested: dict[str, resources.FlavorResourceAmounts],
     info_of: Callable[[T], workload.WorkloadInfo],
+    preemptor_of: Callable[[T], bool],
 ) -> str | None:
     candidates: list[str] = []
     for child in cohort.children:
         if child.is_cohort:
-            found = _run_tournament(child, by_cq, shares, requested, info_of)
+            found = _run_tournament(child, by_cq, shares, requested, info_of, preemptor_of)
             if found is not None:
                 candidates.append(found)
     candidates.extend(c.name for c in cohort.children if not c.is_cohort and c.name in by_cq)
@@ -195,6 +198,9 @@ def _run_tournament(
         return None
 
     def less(a: str, b: str) -> bool:
+        a_pre, b_pre = preemptor_of(by_cq[a]), preemptor_of(by_cq[b])
+        if a_pre != b_pre:
+            return a_pre
         a_drs, b_drs = shares[(cohort.name, a)], shares[(cohort.name, b)]
         a_borrow, b_borrow = a_drs.borrowing_on(requested[a]), b_drs.borrowing_on(requested[b])
         if a_borrow != b_borrow:

@@ -21,15 +21,20 @@ def queue_key(info: workload.WorkloadInfo, *, sticky: bool = False) -> tuple[boo
     return (not sticky, -info.priority, info.order_time, info.uid)
 
 
-def entry_key(borrowing: int, info: workload.WorkloadInfo) -> tuple[int, int, float]:
+def entry_key(
+    preemptor: bool, borrowing: int, info: workload.WorkloadInfo
+) -> tuple[bool, int, int, float]:
     """Order of nominated heads across ClusterQueues within one cycle (classical mode).
 
-    1. Lower borrowing level first: entries within nominal quota before borrowing ones.
-    2. Higher priority first.
-    3. Earlier queue-order time first.
+    1. Preemptors first: a workload that already evicted victims takes the room it made before
+       anyone else can (Kueue's ``PrioritizePreemptorWorkloads``, on in Berth: without it a
+       victim can win the freed room back and be preempted again, forever).
+    2. Lower borrowing level first: entries within nominal quota before borrowing ones.
+    3. Higher priority first.
+    4. Earlier queue-order time first.
     Ties keep the order of the heads (ClusterQueue name), as a stable sort does.
     """
-    return (borrowing, -info.priority, info.order_time)
+    return (not preemptor, borrowing, -info.priority, info.order_time)
 
 
 def candidate_key(

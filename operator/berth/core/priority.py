@@ -1,10 +1,12 @@
 """Priority resolution: the priority a workload gets when it is created, and from which class.
 
-Order, as in Kueue: an explicit priority on a Workload; else the WorkloadPriorityClass named by
-the job's ``berth.dev/priority-class`` label or the Workload's ``priorityClassRef``; else the
-PriorityClass named by the pod template's ``priorityClassName``; else the PriorityClass marked
-``globalDefault``; else 0. Changing a class later does not change existing workloads.
-Called by the simulator and the operator's job integration.
+Order, as in Kueue: for a job, the WorkloadPriorityClass named by its ``berth.dev/priority-class``
+label; else the PriorityClass named by the pod template's ``priorityClassName``; else the
+PriorityClass marked ``globalDefault``; else 0. A Workload created directly has its own
+``spec.priority`` (0 if unset; its ``priorityClassRef``'s value when only that is given). When a
+WorkloadPriorityClass's value changes, Kueue rewrites the priority of every Workload naming it;
+the callers do that with the value ``resolve`` returns. Called by the simulator and the
+operator's job integration.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def resolve(
     workload_class: str | None = None,
     pod_class: str | None = None,
     explicit: int | None = None,
+    use_global_default: bool = True,
 ) -> Resolved:
     """Resolve a priority; raise ``UnknownPriorityClassError`` for a class that is not defined."""
     if workload_class is not None:
@@ -56,7 +59,7 @@ def resolve(
         return Resolved(value if explicit is None else explicit, pod_class, "PriorityClass")
     if explicit is not None:
         return Resolved(explicit, None, None)
-    if classes.global_default is not None:
+    if use_global_default and classes.global_default is not None:
         name = classes.global_default
         return Resolved(classes.pod_classes[name], name, "PriorityClass")
     return Resolved(0, None, None)

@@ -81,6 +81,28 @@ class WorkloadInfo:
         """Tell whether some pod set may run with fewer pods than it asks for."""
         return any(ps.min_count is not None and ps.min_count < ps.count for ps in self.pod_sets)
 
+    def scheduling_shape(self) -> tuple[object, ...]:
+        """What decides whether it fits: priority and pod sets (Kueue's scheduling hash).
+
+        Two workloads of the same queue with equal shapes get the same answer from flavor
+        assignment, so one that does not fit stands for all of them.
+        """
+        return (
+            self.priority,
+            tuple(
+                (
+                    ps.name,
+                    ps.count,
+                    ps.min_count,
+                    tuple(sorted(ps.per_pod.items())),
+                    ps.node_selector,
+                    ps.affinity_terms,
+                    ps.tolerations,
+                )
+                for ps in self.pod_sets
+            ),
+        )
+
     def with_order_time(self, when: float) -> WorkloadInfo:
         """Return a copy ordered in its queue by ``when`` instead of its creation time."""
         return dataclasses.replace(self, queue_order_time=when)

@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "berth.entry.dev_cmd",
         "Start, stop or print the environment of a local control plane with fake GPU nodes.",
     ),
+    "bench": (
+        "berth.entry.bench_cmd",
+        "Benchmarks that print figures: the scheduling core at Kueue's performance shapes.",
+    ),
     "simulate": (
         "berth.entry.simulate_cmd",
         "Replay queues and jobs through the scheduler in virtual time, offline.",

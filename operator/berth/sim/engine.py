@@ -60,6 +60,8 @@ class SimWorkload:
     stopped_by: str | None = None
     """``ClusterQueueStopped`` or ``LocalQueueStopped`` while drained by a stop policy."""
     waited: list[float] = dataclasses.field(default_factory=list)
+    class_kind: str | None = None
+    """Kind of the priority class its priority came from (WorkloadPriorityClass or PriorityClass)."""
 
 
 @dataclasses.dataclass(order=True, slots=True)
@@ -70,8 +72,14 @@ class _Timer:
     payload: Any = dataclasses.field(compare=False)
 
 
-def _uid(*parts: str) -> str:
-    return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:32]  # noqa: S324 - an id, not security
+def _uid(seq: int, *parts: str) -> str:
+    """A deterministic uid that sorts in creation order.
+
+    Kueue breaks ties between equal priority and time by uid; the simulator's contract keeps
+    input order for objects created at the same instant, so its uids sort in that order.
+    """
+    digest = hashlib.sha1("\x00".join(parts).encode()).hexdigest()  # noqa: S324 - an id, not security
+    return f"{seq:08d}-{digest[:23]}"
 
 
 class Simulator:
@@ -169,7 +177,18 @@ class Simulator:
             if obj.global_default:
                 self.global_default = obj.name
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
+            old_value = self.workload_classes.get(obj.name)
             self.workload_classes[obj.name] = obj.value
+            if old_value is not None and old_value != obj.value:
+                # Kueue's WorkloadPriorityClass controller rewrites the priority of every
+                # Workload that names the class.
+                for key in sorted(self.workloads):
+                    sim = self.workloads[key]
+                    if (
+                        sim.class_kind == "WorkloadPriorityClass"
+                        and sim.info.priority_class == obj.name
+                    ):
+                        self._set_priority(sim, obj.value)
         elif isinstance(obj, resourceflavor.ResourceFlavor):
             self.cache.upsert_flavor(obj)
             self._queues_changed()
@@ -229,13 +248,14 @@ class Simulator:
         job_key = names.WorkloadKey(doc.namespace, doc.name)
         self._ensure_namespace(doc.namespace)
         if job_key in self.job_to_workload:
-            return  # a Job's pod template is immutable; a replacement changes nothing we model
+            self._update_job(doc, self.workloads[self.job_to_workload[job_key]])
+            return
         honor = self.config.honor_kueue_labels
         if batchjob.queue_name(doc.raw, honor_kueue=honor) is None and not (
             self.config.manage_jobs_without_queue_name
         ):
             return  # not Berth's job
-        uid = _uid("Job", doc.namespace, doc.name, str(next(self._created)))
+        uid = _uid(next(self._created), "Job", doc.namespace, doc.name)
         obj, problems = batchjob.to_workload(doc.raw, uid=uid, honor_kueue=honor)
         if obj is None:
             raise documents.ScenarioError([(doc.location, p) for p in problems])
@@ -253,39 +273,61 @@ class Simulator:
         self.job_to_workload[job_key] = obj.key
         self._create_workload(doc, obj, resolved, uid, job_key)
 
+    def _update_job(self, doc: documents.Document, sim: SimWorkload) -> None:
+        """A replaced Job: its pod template is immutable, but its priority-class label is not."""
+        honor = self.config.honor_kueue_labels
+        wanted = batchjob.priority_class(doc.raw, honor_kueue=honor)
+        if wanted is None or (
+            sim.class_kind == "WorkloadPriorityClass" and wanted == sim.info.priority_class
+        ):
+            return
+        try:
+            resolved = priority.resolve(self._classes(), workload_class=wanted)
+        except priority.UnknownPriorityClassError as err:
+            raise documents.ScenarioError(
+                [(doc.location, errors.FieldError("metadata.labels", str(err)))]
+            ) from err
+        sim.class_kind = resolved.class_kind
+        sim.info = dataclasses.replace(sim.info, priority_class=resolved.class_name)
+        self._set_priority(sim, resolved.value)
+
+    def _set_priority(self, sim: SimWorkload, value: int) -> None:
+        """Change a workload's priority: it re-sorts if pending, and counts so in preemption."""
+        if sim.info.priority == value:
+            return
+        sim.info = dataclasses.replace(sim.info, priority=value)
+        if sim.state == "pending":
+            pw = self.queues.pending.get(sim.info.key)
+            requeue_at = pw.requeue_at if pw is not None else 0.0
+            self.queues.add(sim.info, now=self.now, requeue_at=requeue_at)
+            self._note_blocker(sim)
+        elif sim.state == "admitted":
+            self.cache.update_info(sim.info)
+
     def _apply_workload(self, doc: documents.Document, obj: api_workload.Workload) -> None:
         self._ensure_namespace(doc.namespace)
         existing = self.workloads.get(obj.key)
         if existing is not None and existing.state != "finished":
             self._update_workload(existing, obj)
             return
+        # A Workload's priority is its spec.priority (Kueue resolves classes only for jobs);
+        # a priorityClassRef without a priority takes the class's value instead of failing.
         ref = obj.spec.priority_class_ref
-        pod_class = next(
-            (
-                ps.template.spec.priority_class_name
-                for ps in obj.spec.pod_sets
-                if ps.template.spec.priority_class_name
-            ),
-            None,
-        )
         try:
             resolved = priority.resolve(
                 self._classes(),
                 workload_class=ref.name
                 if ref is not None and ref.kind == "WorkloadPriorityClass"
                 else None,
-                pod_class=ref.name
-                if ref is not None and ref.kind == "PriorityClass"
-                else pod_class,
+                pod_class=ref.name if ref is not None and ref.kind == "PriorityClass" else None,
                 explicit=obj.spec.priority,
+                use_global_default=False,
             )
         except priority.UnknownPriorityClassError as err:
             raise documents.ScenarioError(
                 [(doc.location, errors.FieldError("spec.priorityClassRef", str(err)))]
             ) from err
-        uid = obj.metadata.uid or _uid(
-            "Workload", doc.namespace, doc.name, str(next(self._created))
-        )
+        uid = obj.metadata.uid or _uid(next(self._created), "Workload", doc.namespace, doc.name)
         self._create_workload(doc, obj, resolved, uid, None)
 
     def _create_workload(
@@ -305,7 +347,7 @@ class Simulator:
             job=job,
             excluded_prefixes=tuple(self.config.resources.exclude_resource_prefixes),
         )
-        sim = SimWorkload(info, job, doc.duration, doc.ready_after)
+        sim = SimWorkload(info, job, doc.duration, doc.ready_after, class_kind=resolved.class_kind)
         self.workloads[info.key] = sim
         if not info.active:
             sim.state = "deactivated"
@@ -342,7 +384,7 @@ class Simulator:
 
     def _enqueue(self, sim: SimWorkload, *, requeue_at: float = 0.0) -> None:
         sim.state = "pending"
-        self.queues.add(sim.info, requeue_at=requeue_at)
+        self.queues.add(sim.info, now=self.now, requeue_at=requeue_at)
         self._note_blocker(sim)
 
     def _note_blocker(self, sim: SimWorkload) -> None:
@@ -440,7 +482,9 @@ class Simulator:
             self._admit(self.workloads[a.info.key], a)
         for pending in result.pending:
             sim = self.workloads[pending.info.key]
-            self.queues.requeue(pending)
+            for same in self.queues.requeue(pending):
+                # Parked with the head because it has the same shape: the same answer holds.
+                self._set_pending(self.workloads[same.info.key], pending.reason, pending.message)
             self._set_pending(sim, pending.reason, pending.message)
             pw = self.queues.pending.get(sim.info.key)
             if pw is not None and pw.cluster_queue is not None:
@@ -556,7 +600,7 @@ class Simulator:
         pw = self.queues.pending.get(key)
         if pw is not None:
             pw.requeue_at = 0.0
-            self.queues.add(pw.info)
+            self.queues.add(pw.info, now=self.now)
             self._note_blocker(sim)
 
     # Summary ------------------------------------------------------------------------------------

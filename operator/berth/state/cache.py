@@ -162,6 +162,14 @@ class Cache:
             self.admitted[key] = adm
             self.snapshot.replace_workload(adm)
 
+    def update_info(self, info: workload.WorkloadInfo) -> None:
+        """Replace what is known of an admitted workload (its priority changed)."""
+        adm = self.admitted.get(info.key)
+        if adm is not None:
+            adm = dataclasses.replace(adm, info=info)
+            self.admitted[info.key] = adm
+            self.snapshot.replace_workload(adm)
+
     def generation(self, cq: names.ClusterQueueName) -> int:
         """The change counter of the quota tree ``cq`` belongs to."""
         node = self.snapshot.cq_nodes.get(cq)

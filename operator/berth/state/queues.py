@@ -44,6 +44,13 @@ class PendingWorkload:
     progress: cycle.ScanProgress | None = None
     requeue_at: float = 0.0
     """Not before this time (backoff after a pods-ready timeout)."""
+    shape: tuple[object, ...] = ()
+    preemptor: bool = False
+    """It issued preemptions and waits for the room they make."""
+
+    def __post_init__(self) -> None:
+        if not self.shape:
+            self.shape = self.info.scheduling_shape()
 
 
 class ClusterQueueQueue:
@@ -56,6 +63,9 @@ class ClusterQueueQueue:
         self.strategy = strategy
         self._heap: list[tuple[tuple[bool, int, float, str], int, names.WorkloadKey]] = []
         self._active: dict[names.WorkloadKey, tuple[bool, int, float, str]] = {}
+        self._active_by_shape: dict[
+            tuple[object, ...], dict[names.WorkloadKey, PendingWorkload]
+        ] = {}
         self.inadmissible: dict[names.WorkloadKey, PendingWorkload] = {}
         self.sticky: names.WorkloadKey | None = None
         self.pop_cycle = -1
@@ -76,17 +86,33 @@ class ClusterQueueQueue:
         self.inadmissible.pop(key, None)
         order = ordering.queue_key(pw.info)
         self._active[key] = order
+        self._active_by_shape.setdefault(pw.shape, {})[key] = pw
         heapq.heappush(self._heap, (order, next(self._seq), key))
+
+    def _deactivate(self, key: names.WorkloadKey, shape: tuple[object, ...]) -> None:
+        if self._active.pop(key, None) is not None:
+            same = self._active_by_shape.get(shape)
+            if same is not None:
+                same.pop(key, None)
+                if not same:
+                    del self._active_by_shape[shape]
 
     def park(self, pw: PendingWorkload) -> None:
         """Put a workload into the inadmissible set."""
-        key = pw.info.key
-        self._active.pop(key, None)
-        self.inadmissible[key] = pw
+        self._deactivate(pw.info.key, pw.shape)
+        self.inadmissible[pw.info.key] = pw
 
-    def remove(self, key: names.WorkloadKey) -> None:
+    def park_same_shape(self, shape: tuple[object, ...]) -> list[PendingWorkload]:
+        """Park every active workload of this shape (they would not fit either); return them."""
+        moved = list(self._active_by_shape.get(shape, {}).values())
+        for pw in moved:
+            self.park(pw)
+        return moved
+
+    def remove(self, pw: PendingWorkload) -> None:
         """Drop a workload from the queue wherever it is."""
-        self._active.pop(key, None)
+        key = pw.info.key
+        self._deactivate(key, pw.shape)
         self.inadmissible.pop(key, None)
         if self.sticky == key:
             self.sticky = None
@@ -98,16 +124,18 @@ class ClusterQueueQueue:
     def pop(self) -> names.WorkloadKey | None:
         """Take the head of the heap (the sticky preemptor first, if it is there)."""
         if self.sticky is not None and self.sticky in self._active:
-            key = self.sticky
-            del self._active[key]
-            return key
+            return self.sticky
         heap = self._heap
         while heap:
-            order, _, key = heapq.heappop(heap)
+            order, _, key = heap[0]
             if self._active.get(key) == order:
-                del self._active[key]
                 return key
+            heapq.heappop(heap)
         return None
+
+    def take(self, pw: PendingWorkload) -> None:
+        """Remove the popped head from the heap while it is being scheduled."""
+        self._deactivate(pw.info.key, pw.shape)
 
     def ordered(self) -> list[names.WorkloadKey]:
         """Every pending workload in queue order (active first, then inadmissible)."""
@@ -127,17 +155,20 @@ class QueueManager:
         self.outside: set[names.WorkloadKey] = set()
         """Pending workloads whose LocalQueue or ClusterQueue is missing or stopped."""
         self.cycle = 0
+        self._by_root: dict[str, list[ClusterQueueQueue]] | None = None
 
     # Membership ---------------------------------------------------------------------------------
 
-    def add(self, info: workload.WorkloadInfo, *, requeue_at: float = 0.0) -> None:
-        """Queue a new (or re-queued) pending workload."""
+    def add(
+        self, info: workload.WorkloadInfo, *, now: float = 0.0, requeue_at: float = 0.0
+    ) -> None:
+        """Queue a new (or re-queued) pending workload; it waits out ``requeue_at`` if later."""
         old = self.pending.get(info.key)
         if old is not None:
             self._detach(old)
         pw = PendingWorkload(info, requeue_at=requeue_at)
         self.pending[info.key] = pw
-        self._place(pw, now=None)
+        self._place(pw, now=now)
 
     def delete(self, key: names.WorkloadKey) -> None:
         """Forget a pending workload (admitted, deleted or deactivated)."""
@@ -148,7 +179,7 @@ class QueueManager:
     def _detach(self, pw: PendingWorkload) -> None:
         self.outside.discard(pw.info.key)
         if pw.cluster_queue is not None and pw.cluster_queue in self.queues:
-            self.queues[pw.cluster_queue].remove(pw.info.key)
+            self.queues[pw.cluster_queue].remove(pw)
         pw.cluster_queue = None
 
     def _queue(self, name: names.ClusterQueueName) -> ClusterQueueQueue | None:
@@ -158,10 +189,11 @@ class QueueManager:
         q = self.queues.get(name)
         if q is None:
             q = self.queues[name] = ClusterQueueQueue(name, info.strategy)
+            self._by_root = None
         q.strategy = info.strategy
         return q
 
-    def _place(self, pw: PendingWorkload, now: float | None) -> None:
+    def _place(self, pw: PendingWorkload, now: float) -> None:
         """Put a workload where it belongs: its ClusterQueue's heap, or outside any queue."""
         cq_name = self.cache.cluster_queue_for(pw.info)
         q = None if cq_name is None else self._queue(cq_name)
@@ -171,7 +203,7 @@ class QueueManager:
             return
         self.outside.discard(pw.info.key)
         pw.cluster_queue = q.name
-        if now is not None and pw.requeue_at > now:
+        if pw.requeue_at > now:
             q.park(pw)
         else:
             q.push(pw)
@@ -184,6 +216,7 @@ class QueueManager:
         for name in list(self.queues):
             if name not in self.cache.snapshot.cluster_queues:
                 del self.queues[name]
+        self._by_root = None
 
     # The cycle's side ---------------------------------------------------------------------------
 
@@ -202,19 +235,24 @@ class QueueManager:
                 continue
             q.pop_cycle = self.cycle
             pw = self.pending[key]
-            out.append(cycle.Head(pw.info, name, pw.progress))
+            q.take(pw)
+            out.append(cycle.Head(pw.info, name, pw.progress, pw.preemptor))
         return out
 
-    def requeue(self, decision: cycle.Pending) -> None:
-        """Put a head that was not admitted back, where its queue's strategy says."""
+    def requeue(self, decision: cycle.Pending) -> list[PendingWorkload]:
+        """Put a head that was not admitted back, where its queue's strategy says.
+
+        Returns the other workloads parked with it because they have the same shape.
+        """
         pw = self.pending.get(decision.info.key)
         if pw is None or pw.cluster_queue is None:
-            return
+            return []
         q = self.queues.get(pw.cluster_queue)
         if q is None:
-            return
+            return []
         pw.progress = decision.progress
         reason = decision.requeue
+        pw.preemptor = reason == cycle.RequeueReason.PENDING_PREEMPTION
         if reason == cycle.RequeueReason.PENDING_PREEMPTION:
             q.sticky = (
                 pw.info.key
@@ -236,8 +274,14 @@ class QueueManager:
         )
         if immediate or q.requeue_cycle >= q.pop_cycle or pending_flavors:
             q.push(pw)
-        else:
-            q.park(pw)
+            return []
+        q.park(pw)
+        if q.strategy == clusterqueue.QueueingStrategy.BEST_EFFORT_FIFO and reason in (
+            cycle.RequeueReason.NO_FIT,
+            cycle.RequeueReason.PREEMPTION_NO_CANDIDATES,
+        ):
+            return q.park_same_shape(pw.shape)
+        return []
 
     def admitted(self, key: names.WorkloadKey) -> None:
         """Forget a head that was admitted."""
@@ -250,10 +294,12 @@ class QueueManager:
 
     def requeue_inadmissible(self, root: str, now: float) -> bool:
         """Move inadmissible workloads of every ClusterQueue in quota tree ``root`` back; True if any moved."""
+        if self._by_root is None:
+            self._by_root = {}
+            for name in sorted(self.queues):
+                self._by_root.setdefault(self.cache.root_of(name), []).append(self.queues[name])
         moved = False
-        for name, q in self.queues.items():
-            if self.cache.root_of(name) != root:
-                continue
+        for q in self._by_root.get(root, []):
             q.requeue_cycle = self.cycle
             for key in list(q.inadmissible):
                 pw = q.inadmissible[key]
