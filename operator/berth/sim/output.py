@@ -18,29 +18,38 @@ def jsonl(lines: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
-def _details(line: dict[str, Any]) -> str:
+_MAX_DETAILS = 160
+
+
+def _details(line: dict[str, Any], jobs: dict[str, str]) -> str:
+    text = _describe(line, jobs)
+    return text if len(text) <= _MAX_DETAILS else text[: _MAX_DETAILS - 3] + "..."
+
+
+def _describe(line: dict[str, Any], jobs: dict[str, str]) -> str:
     event = line["event"]
     if event == "Admitted":
         flavors = sorted({f for ps in line["podSets"] for f in ps["flavors"].values()})
         counts = ", ".join(f"{ps['name']}x{ps['count']}" for ps in line["podSets"])
         return f"{line['clusterQueue']} [{counts}] on {', '.join(flavors) or '-'}"
     if event == "Preempted":
-        return f"{line['reason']} by {line['by']}"
+        return f"{line['reason']} by {jobs.get(line['by'], line['by'])}"
     if event == "Pending":
         return f"{line['reason']}: {line['message']}"
     return str(line.get("reason", ""))
 
 
 def table(lines: list[dict[str, Any]]) -> str:
-    """A human timeline: time, event, workload (or job) and what happened."""
+    """A human timeline: time, event, workload (or job) and what happened, cut to a line."""
     rows = [("TIME", "EVENT", "WORKLOAD", "DETAILS")]
     summary = None
+    jobs = {line["workload"]: line["job"] for line in lines if "job" in line}
     for line in lines:
         if line["event"] == "Summary":
             summary = line
             continue
         who = line.get("job") or line["workload"]
-        rows.append((duration.format(line["t"]), line["event"], who, _details(line)))
+        rows.append((duration.format(line["t"]), line["event"], who, _details(line, jobs)))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     out = [
         f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip()
