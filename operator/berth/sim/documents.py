@@ -155,7 +155,6 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
             errors.FieldError("", "a document must be a mapping with apiVersion and kind")
         ]
     warnings: list[str] = []
-    api_version = raw.get("apiVersion")
     if kueue_convert.is_kueue(raw):
         raw, warnings = kueue_convert.convert(raw)
     del warnings  # conversion notes matter for `berth import`, not for a simulation

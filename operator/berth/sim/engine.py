@@ -61,7 +61,7 @@ class SimWorkload:
     """``ClusterQueueStopped`` or ``LocalQueueStopped`` while drained by a stop policy."""
     waited: list[float] = dataclasses.field(default_factory=list)
     class_kind: str | None = None
-    """Kind of the priority class its priority came from (WorkloadPriorityClass or PriorityClass)."""
+    """Kind of the priority class its priority came from: WorkloadPriorityClass or PriorityClass."""
 
 
 @dataclasses.dataclass(order=True, slots=True)
@@ -165,54 +165,58 @@ class Simulator:
 
     def _apply(self, doc: documents.Document) -> None:
         obj = doc.obj
-        kind = doc.kind
-        if kind == documents.NAMESPACE:
+        if doc.kind == documents.NAMESPACE:
             labels = (doc.raw.get("metadata") or {}).get("labels") or {}
             self.cache.upsert_namespace(doc.name, {str(k): str(v) for k, v in labels.items()})
             self._queues_changed()
-        elif kind == documents.JOB:
+        elif doc.kind == documents.JOB:
             self._apply_job(doc)
         elif isinstance(obj, priorityclass.PriorityClass):
             self.pod_classes[obj.name] = obj.value
             if obj.global_default:
                 self.global_default = obj.name
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
-            old_value = self.workload_classes.get(obj.name)
-            self.workload_classes[obj.name] = obj.value
-            if old_value is not None and old_value != obj.value:
-                # Kueue's WorkloadPriorityClass controller rewrites the priority of every
-                # Workload that names the class.
-                for key in sorted(self.workloads):
-                    sim = self.workloads[key]
-                    if (
-                        sim.class_kind == "WorkloadPriorityClass"
-                        and sim.info.priority_class == obj.name
-                    ):
-                        self._set_priority(sim, obj.value)
-        elif isinstance(obj, resourceflavor.ResourceFlavor):
+            self._apply_workload_priority_class(obj)
+        elif isinstance(obj, api_workload.Workload):
+            self._apply_workload(doc, obj)
+        else:
+            self._apply_queue_object(doc)
+
+    def _apply_workload_priority_class(self, obj: priorityclass.WorkloadPriorityClass) -> None:
+        old_value = self.workload_classes.get(obj.name)
+        self.workload_classes[obj.name] = obj.value
+        if old_value is None or old_value == obj.value:
+            return
+        # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload that
+        # names the class.
+        for key in sorted(self.workloads):
+            sim = self.workloads[key]
+            if sim.class_kind == "WorkloadPriorityClass" and sim.info.priority_class == obj.name:
+                self._set_priority(sim, obj.value)
+
+    def _apply_queue_object(self, doc: documents.Document) -> None:
+        """Apply a ResourceFlavor, Cohort, ClusterQueue or LocalQueue; ignore any other kind."""
+        obj = doc.obj
+        if isinstance(obj, resourceflavor.ResourceFlavor):
             self.cache.upsert_flavor(obj)
-            self._queues_changed()
         elif isinstance(obj, cohort.Cohort):
             self.cache.upsert_cohort(obj)
-            self._queues_changed()
         elif isinstance(obj, clusterqueue.ClusterQueue):
             self.cache.upsert_cluster_queue(obj)
             self._drain_stopped()
-            self._queues_changed()
         elif isinstance(obj, localqueue.LocalQueue):
             self._ensure_namespace(doc.namespace)
             self.cache.upsert_local_queue(obj)
             self._drain_stopped()
-            self._queues_changed()
-        elif isinstance(obj, api_workload.Workload):
-            self._apply_workload(doc, obj)
+        else:
+            return
+        self._queues_changed()
 
     def _delete(self, doc: documents.Document) -> None:
         obj = doc.obj
-        kind = doc.kind
-        if kind == documents.NAMESPACE:
+        if doc.kind == documents.NAMESPACE:
             self.cache.delete_namespace(doc.name)
-        elif kind == documents.JOB:
+        elif doc.kind == documents.JOB:
             key = self.job_to_workload.pop(names.WorkloadKey(doc.namespace, doc.name), None)
             if key is not None:
                 self._delete_workload(key)
@@ -222,7 +226,16 @@ class Simulator:
                 self.global_default = None
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
             self.workload_classes.pop(obj.name, None)
-        elif isinstance(obj, resourceflavor.ResourceFlavor):
+        elif isinstance(obj, api_workload.Workload):
+            self._delete_workload(obj.key)
+        else:
+            self._delete_queue_object(doc)
+        self._queues_changed()
+
+    def _delete_queue_object(self, doc: documents.Document) -> None:
+        """Delete a ResourceFlavor, Cohort, ClusterQueue or LocalQueue; ignore any other kind."""
+        obj = doc.obj
+        if isinstance(obj, resourceflavor.ResourceFlavor):
             self.cache.delete_flavor(obj.name)
         elif isinstance(obj, cohort.Cohort):
             self.cache.delete_cohort(obj.name)
@@ -230,9 +243,6 @@ class Simulator:
             self.cache.delete_cluster_queue(obj.name)
         elif isinstance(obj, localqueue.LocalQueue):
             self.cache.delete_local_queue(doc.namespace, obj.name)
-        elif isinstance(obj, api_workload.Workload):
-            self._delete_workload(obj.key)
-        self._queues_changed()
 
     def _ensure_namespace(self, namespace: str) -> None:
         # Namespaces referenced but never declared exist, with no labels.
@@ -565,7 +575,10 @@ class Simulator:
         strategy = wfpr.requeuing_strategy
         limit = strategy.backoff_limit_count
         if limit is not None and sim.requeue_count + 1 > limit:
-            message = "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+            message = (
+                "The workload is deactivated due to exceeding the maximum number of "
+                "re-queuing retries"
+            )
             self._evict(sim, _EVICT.DEACTIVATED, message, requeue=False)
             self.queues.delete(key)
             sim.state = "deactivated"

@@ -1,11 +1,11 @@
 """Kueue's scheduler-performance shapes as simulator scenarios.
 
 Kueue measures its scheduler with generated clusters (``test/performance/scheduler/configs``):
-*baseline* — 5 cohorts × 6 ClusterQueues, each with nominal quota 20 CPU, borrowing limit 100,
+*baseline* — 5 cohorts x 6 ClusterQueues, each with nominal quota 20 CPU, borrowing limit 100,
 ``reclaimWithinCohort: Any`` and ``withinClusterQueue: LowerPriority``; per queue 350 small
 (1 CPU, 200 ms, priority 50, one every 100 ms), 100 medium (5 CPU, 500 ms, priority 100, every
 500 ms) and 50 large (20 CPU, 1 s, priority 200, every 1.2 s) workloads: 15,000 in all.
-*large-scale* — 10 cohorts × 100 queues, per queue 35 small (every 60 ms, 150 ms), 11 medium
+*large-scale* — 10 cohorts x 100 queues, per queue 35 small (every 60 ms, 150 ms), 11 medium
 (every 300 ms, 350 ms) and 4 large (every 700 ms, 700 ms): 50,000 workloads. This module builds
 those shapes as scenario documents; ``berth bench core`` and ``berth bench harness`` use them.
 """
@@ -33,7 +33,7 @@ class WorkloadClass:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Shape:
-    """Cohorts × queues with the same quota and the same workload classes in every queue."""
+    """Cohorts x queues with the same quota and the same workload classes in every queue."""
 
     name: str
     cohorts: int
@@ -189,7 +189,8 @@ def scenario(shape: Shape) -> list[documents.Document]:
 def describe(shape: Shape) -> str:
     """One line describing a shape."""
     classes = ", ".join(
-        f"{c.count}x {c.name} ({c.cpu} CPU, {duration.format(c.runtime)}, every {duration.format(c.interval)})"
+        f"{c.count}x {c.name} ({c.cpu} CPU, {duration.format(c.runtime)}, "
+        f"every {duration.format(c.interval)})"
         for c in shape.classes
     )
     return (
