@@ -190,10 +190,8 @@ class Cache:
 
     def rebuild(self) -> None:
         """Rebuild the quota tree and queue settings after an object changed."""
-        snap = self.snapshot
-        old_ns = snap.namespaces
         snap = snapshot.Snapshot()
-        snap.namespaces = old_ns
+        snap.namespaces = self.snapshot.namespaces
         snap.flavors = {
             name: snapshot.FlavorInfo(
                 name=name,
@@ -203,7 +201,19 @@ class Cache:
             )
             for name, rf in self.flavors.items()
         }
-        journal = snap.journal
+        cycles = self._add_cohort_nodes(snap)
+        self._add_queue_nodes(snap, cycles)
+        for node in list(snap.cohort_nodes.values()) + list(snap.cq_nodes.values()):
+            if node.parent is None:
+                quota.build_subtree_quota(node)
+        self._add_admitted(snap)
+        snap.commit()
+        self.snapshot = snap
+        for root in {self.root_of(n) for n in snap.cq_nodes}:
+            self.generations[root] = self.generations.get(root, 0) + 1
+
+    def _cohort_parents(self) -> dict[names.CohortName, names.CohortName | None]:
+        """Every cohort named by a queue or a cohort, with its parent (None for a root)."""
         parents: dict[names.CohortName, names.CohortName | None] = {}
         for cq in self.cluster_queues.values():
             if cq.spec.cohort_name is not None:
@@ -212,12 +222,20 @@ class Cache:
             parents[name] = co.spec.parent_name
             if co.spec.parent_name is not None:
                 parents.setdefault(co.spec.parent_name, None)
+        return parents
+
+    def _add_cohort_nodes(self, snap: snapshot.Snapshot) -> set[names.CohortName]:
+        """Add a node per cohort, linked to its parent; return the cohorts caught in cycles.
+
+        A cohort on or below a cycle of parent references stays unlinked.
+        """
+        parents = self._cohort_parents()
         cycles = quota.find_cycles(parents)
         for name in sorted(parents):
             co = self.cohorts.get(name)
             groups = co.spec.resource_groups if co is not None else []
             snap.cohort_nodes[name] = quota.QuotaNode(
-                name, is_cohort=True, quotas=_quota_table(groups), journal=journal
+                name, is_cohort=True, quotas=_quota_table(groups), journal=snap.journal
             )
             weight = (
                 co.spec.fair_sharing.weight if co is not None and co.spec.fair_sharing else 1000
@@ -229,10 +247,17 @@ class Cache:
                 child_node = snap.cohort_nodes[name]
                 child_node.parent = snap.cohort_nodes[parent]
                 snap.cohort_nodes[parent].children.append(child_node)
+        return cycles
+
+    def _add_queue_nodes(self, snap: snapshot.Snapshot, cycles: set[names.CohortName]) -> None:
+        """Add a node and the settings of every ClusterQueue, under its cohort unless in a cycle."""
         for name in sorted(self.cluster_queues):
             cq = self.cluster_queues[name]
             node = quota.QuotaNode(
-                name, is_cohort=False, quotas=_quota_table(cq.spec.resource_groups), journal=journal
+                name,
+                is_cohort=False,
+                quotas=_quota_table(cq.spec.resource_groups),
+                journal=snap.journal,
             )
             cohort_name = cq.spec.cohort_name
             if cohort_name is not None and cohort_name not in cycles:
@@ -240,17 +265,13 @@ class Cache:
                 snap.cohort_nodes[cohort_name].children.append(node)
             snap.cq_nodes[name] = node
             snap.cluster_queues[name] = self._cq_info(cq, cycles)
-        for node in list(snap.cohort_nodes.values()) + list(snap.cq_nodes.values()):
-            if node.parent is None:
-                quota.build_subtree_quota(node)
+
+    def _add_admitted(self, snap: snapshot.Snapshot) -> None:
+        """Put every admitted workload, and its usage, back into the new tree."""
         for key in sorted(self.admitted):
             adm = self.admitted[key]
             snap.admitted.setdefault(adm.cluster_queue, {})[key] = adm
             snap.add_usage(adm.cluster_queue, adm.admission.usage)
-        snap.commit()
-        self.snapshot = snap
-        for root in {self.root_of(n) for n in snap.cq_nodes}:
-            self.generations[root] = self.generations.get(root, 0) + 1
 
     def _cq_info(
         self, cq: clusterqueue.ClusterQueue, cycles: set[names.CohortName]
@@ -270,7 +291,10 @@ class Cache:
             reason, message = _ACTIVE.STOPPED, "ClusterQueue is stopped"
         elif missing:
             reason = _ACTIVE.FLAVOR_NOT_FOUND
-            message = f"Can't admit new workloads: references missing ResourceFlavor(s): {', '.join(missing)}"
+            message = (
+                "Can't admit new workloads: references missing ResourceFlavor(s): "
+                f"{', '.join(missing)}"
+            )
         elif spec.cohort_name is not None and spec.cohort_name in cycles:
             reason, message = "CohortCycle", f"Cohort {spec.cohort_name} is part of a cycle"
         weight = spec.fair_sharing.weight if spec.fair_sharing is not None else 1000

@@ -293,7 +293,10 @@ class QueueManager:
                     q.sticky = None
 
     def requeue_inadmissible(self, root: str, now: float) -> bool:
-        """Move inadmissible workloads of every ClusterQueue in quota tree ``root`` back; True if any moved."""
+        """Move inadmissible workloads of every ClusterQueue in quota tree ``root`` back.
+
+        Returns True if any moved.
+        """
         if self._by_root is None:
             self._by_root = {}
             for name in sorted(self.queues):
