@@ -2,7 +2,8 @@
 
 One pod set ``main`` whose count is ``parallelism`` (bounded by ``completions``), ``minCount`` from
 the ``berth.dev/job-min-parallelism`` annotation (partial admission), the pod template as is, the
-queue from the ``berth.dev/queue-name`` label and the priority class from ``berth.dev/priority-class``.
+queue from the ``berth.dev/queue-name`` label and the priority class from
+``berth.dev/priority-class``.
 The Workload is named ``job-<job name>-<5 hex chars>`` like Kueue's. Used by the simulator and
 by the operator's job handlers, so both build identical Workloads.
 """
@@ -70,35 +71,13 @@ def to_workload(
     spec = job.get("spec") or {}
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or "default")
-    problems: list[errors.FieldError] = []
-    for field in ("parallelism", "completions"):
-        value = spec.get(field)
-        if value is not None and (
-            not isinstance(value, int) or isinstance(value, bool) or value < 0
-        ):
-            problems.append(errors.FieldError(f"spec.{field}", "must be a non-negative integer"))
-    if "template" not in spec:
-        problems.append(errors.FieldError("spec.template", "required; give the Job a pod template"))
+    problems = _spec_problems(spec)
     if problems:
         return None, problems
     count = pod_count(job)
-    annotations = meta.get("annotations") or {}
-    raw_min = annotations.get(MIN_PARALLELISM)
-    if raw_min is None and honor_kueue:
-        raw_min = annotations.get(KUEUE_MIN_PARALLELISM)
-    min_count: int | None = None
-    if raw_min is not None:
-        try:
-            min_count = int(str(raw_min))
-        except ValueError:
-            min_count = -1
-        if not 0 < min_count < count:
-            path = f"metadata.annotations[{MIN_PARALLELISM}]"
-            return None, [
-                errors.FieldError(
-                    path, f"must be an integer greater than 0 and less than parallelism ({count})"
-                )
-            ]
+    min_count, problems = _min_count(meta.get("annotations") or {}, count, honor_kueue=honor_kueue)
+    if problems:
+        return None, problems
     pod_set: dict[str, Any] = {"name": "main", "count": count, "template": spec["template"]}
     if min_count is not None:
         pod_set["minCount"] = min_count
@@ -117,6 +96,42 @@ def to_workload(
         return None, [errors.FieldError(_template_path(p.path), p.message) for p in problems]
     assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
     return obj, []
+
+
+def _spec_problems(spec: dict[str, Any]) -> list[errors.FieldError]:
+    problems: list[errors.FieldError] = []
+    for field in ("parallelism", "completions"):
+        value = spec.get(field)
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            problems.append(errors.FieldError(f"spec.{field}", "must be a non-negative integer"))
+    if "template" not in spec:
+        problems.append(errors.FieldError("spec.template", "required; give the Job a pod template"))
+    return problems
+
+
+def _min_count(
+    annotations: dict[str, Any], count: int, *, honor_kueue: bool
+) -> tuple[int | None, list[errors.FieldError]]:
+    """The pod set's ``minCount`` from the annotation (None without it), or why it is invalid."""
+    raw_min = annotations.get(MIN_PARALLELISM)
+    if raw_min is None and honor_kueue:
+        raw_min = annotations.get(KUEUE_MIN_PARALLELISM)
+    if raw_min is None:
+        return None, []
+    try:
+        min_count = int(str(raw_min))
+    except ValueError:
+        min_count = -1
+    if not 0 < min_count < count:
+        path = f"metadata.annotations[{MIN_PARALLELISM}]"
+        return None, [
+            errors.FieldError(
+                path, f"must be an integer greater than 0 and less than parallelism ({count})"
+            )
+        ]
+    return min_count, []
 
 
 def _template_path(path: str) -> str:

@@ -163,10 +163,10 @@ def schedule(
             fairsharing.tournament(
                 snap,
                 entries,
-                lambda e: e.cq.name,
-                lambda e: e.assignment.usage,
-                lambda e: e.info,
-                lambda e: e.head.preemptor,
+                cq_of=lambda e: e.cq.name,
+                usage_of=lambda e: e.assignment.usage,
+                info_of=lambda e: e.info,
+                preemptor_of=lambda e: e.head.preemptor,
             )
             if policy.fair_sharing
             else iter(entries)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from berth.api import clusterqueue, conditions, names
 from berth.core import ordering, preemption, quota, resources, snapshot, workload
@@ -144,6 +144,7 @@ def share(
 def tournament(
     snap: snapshot.Snapshot,
     entries: list[T],
+    *,
     cq_of: Callable[[T], names.ClusterQueueName],
     usage_of: Callable[[T], resources.FlavorResourceAmounts],
     info_of: Callable[[T], workload.WorkloadInfo],
@@ -172,52 +173,61 @@ def tournament(
                 for ancestor in cq_node.ancestors():
                     shares[(ancestor.name, cq_node.name)] = current
                     current = share(snap, ancestor)
-        winner = _run_tournament(root, by_cq, shares, requested, info_of, preemptor_of)
+        round_ = _Round(by_cq, shares, requested, info_of, preemptor_of)
+        winner = round_.winner(root)
         if winner is None:  # pragma: no cover - a root with entries always yields one
             yield by_cq.pop(first)
             continue
         yield by_cq.pop(winner)
 
 
-def _run_tournament(
-    cohort: quota.QuotaNode,
-    by_cq: dict[str, T],
-    shares: dict[tuple[str, str], DRS],
-    requested: dict[str, resources.FlavorResourceAmounts],
-    info_of: Callable[[T], workload.WorkloadInfo],
-    preemptor_of: Callable[[T], bool],
-) -> str | None:
-    candidates: list[str] = []
-    for child in cohort.children:
-        if child.is_cohort:
-            found = _run_tournament(child, by_cq, shares, requested, info_of, preemptor_of)
-            if found is not None:
-                candidates.append(found)
-    candidates.extend(c.name for c in cohort.children if not c.is_cohort and c.name in by_cq)
-    if not candidates:
-        return None
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Round(Generic[T]):
+    """One round of the tournament in a quota tree: the entries and the shares they would make."""
 
-    def less(a: str, b: str) -> bool:
-        a_pre, b_pre = preemptor_of(by_cq[a]), preemptor_of(by_cq[b])
+    by_cq: dict[str, T]
+    shares: dict[tuple[str, str], DRS]
+    """The share of each child of a cohort with its candidate admitted: (cohort, cq) -> DRS."""
+    requested: dict[str, resources.FlavorResourceAmounts]
+    info_of: Callable[[T], workload.WorkloadInfo]
+    preemptor_of: Callable[[T], bool]
+
+    def winner(self, cohort: quota.QuotaNode) -> str | None:
+        """Return the ClusterQueue whose entry wins in ``cohort``'s subtree, if it has any."""
+        candidates: list[str] = []
+        for child in cohort.children:
+            if child.is_cohort:
+                found = self.winner(child)
+                if found is not None:
+                    candidates.append(found)
+        candidates.extend(
+            c.name for c in cohort.children if not c.is_cohort and c.name in self.by_cq
+        )
+        if not candidates:
+            return None
+        best = candidates[0]
+        for current in candidates[1:]:
+            if self._less(cohort, current, best):
+                best = current
+        return best
+
+    def _less(self, cohort: quota.QuotaNode, a: str, b: str) -> bool:
+        """Whether ``a``'s entry goes before ``b``'s at ``cohort``, by the tournament's criteria."""
+        a_pre, b_pre = self.preemptor_of(self.by_cq[a]), self.preemptor_of(self.by_cq[b])
         if a_pre != b_pre:
             return a_pre
-        a_drs, b_drs = shares[(cohort.name, a)], shares[(cohort.name, b)]
-        a_borrow, b_borrow = a_drs.borrowing_on(requested[a]), b_drs.borrowing_on(requested[b])
+        a_drs, b_drs = self.shares[(cohort.name, a)], self.shares[(cohort.name, b)]
+        a_borrow = a_drs.borrowing_on(self.requested[a])
+        b_borrow = b_drs.borrowing_on(self.requested[b])
         if a_borrow != b_borrow:
             return not a_borrow
         c = compare(a_drs, b_drs)
         if c != 0:
             return c < 0
-        ai, bi = info_of(by_cq[a]), info_of(by_cq[b])
+        ai, bi = self.info_of(self.by_cq[a]), self.info_of(self.by_cq[b])
         if ai.priority != bi.priority:
             return ai.priority > bi.priority
         return ai.order_time < bi.order_time
-
-    best = candidates[0]
-    for current in candidates[1:]:
-        if less(current, best):
-            best = current
-    return best
 
 
 # Fair preemption --------------------------------------------------------------------------------
@@ -246,11 +256,12 @@ class FairPreemptor:
         out: list[snapshot.AdmittedWorkload] = []
 
         def take(cq: str, policy: clusterqueue.PreemptionPolicy) -> None:
-            for adm in self.snap.admitted.get(names.ClusterQueueName(cq), {}).values():
-                if adm.admission.uses_any(frs) and preemption.satisfies_policy(
-                    self.wl, adm.info, policy
-                ):
-                    out.append(adm)
+            out.extend(
+                adm
+                for adm in self.snap.admitted.get(names.ClusterQueueName(cq), {}).values()
+                if adm.admission.uses_any(frs)
+                and preemption.satisfies_policy(self.wl, adm.info, policy)
+            )
 
         if pre.within_cluster_queue != never:
             take(self.cq.name, pre.within_cluster_queue)
@@ -429,11 +440,25 @@ class _TargetOrdering:
                 yield target
 
     def _next(self, cohort: quota.QuotaNode) -> quota.QuotaNode | None:
+        best_cq, best_cq_drs = self._best_child_queue(cohort)
+        best_cohort, best_cohort_drs = self._best_child_cohort(cohort)
+        if best_cohort is None and best_cq is None:
+            self.pruned_cohorts.add(cohort.name)
+            return None
+        if best_cohort is not None and compare(best_cohort_drs, best_cq_drs) >= 0:
+            return self._next(best_cohort)
+        return best_cq
+
+    def _best_child_queue(self, cohort: quota.QuotaNode) -> tuple[quota.QuotaNode | None, DRS]:
+        """The child queue with the highest share and its share.
+
+        Queues with no candidates left are pruned, and so are queues that do not borrow, except
+        the preemptor's own. Equal shares go to the queue whose first candidate comes first in
+        candidate order.
+        """
         snap, fp = self.fp.snap, self.fp
         best_cq: quota.QuotaNode | None = None
         best_cq_drs = NEGATIVE
-        best_cohort: quota.QuotaNode | None = None
-        best_cohort_drs = NEGATIVE
         for child in cohort.children:
             if child.is_cohort:
                 continue
@@ -451,6 +476,16 @@ class _TargetOrdering:
                     best_cq = child
             elif c > 0:
                 best_cq, best_cq_drs = child, drs
+        return best_cq, best_cq_drs
+
+    def _best_child_cohort(self, cohort: quota.QuotaNode) -> tuple[quota.QuotaNode | None, DRS]:
+        """The child cohort with the highest share (the last of equals), pruning non-borrowers.
+
+        A cohort on the preemptor's path is kept even when it does not borrow.
+        """
+        snap, fp = self.fp.snap, self.fp
+        best_cohort: quota.QuotaNode | None = None
+        best_cohort_drs = NEGATIVE
         for child in cohort.children:
             if not child.is_cohort or child.name in self.pruned_cohorts:
                 continue
@@ -459,9 +494,4 @@ class _TargetOrdering:
                 self.pruned_cohorts.add(child.name)
             elif compare(drs, best_cohort_drs) >= 0:
                 best_cohort, best_cohort_drs = child, drs
-        if best_cohort is None and best_cq is None:
-            self.pruned_cohorts.add(cohort.name)
-            return None
-        if best_cohort is not None and compare(best_cohort_drs, best_cq_drs) >= 0:
-            return self._next(best_cohort)
-        return best_cq
+        return best_cohort, best_cohort_drs

@@ -412,10 +412,12 @@ class FlavorAssigner:
                 PreemptionMode.NO_FIT,
                 0,
                 [
-                    f"insufficient quota for {res} in flavor {fr.flavor}, previously considered "
-                    f"podsets requests ({resources.fmt(res, assumed)}) + current podset request "
-                    f"({resources.fmt(res, request)}) > maximum capacity "
-                    f"({resources.fmt(res, max_capacity)})"
+                    (
+                        f"insufficient quota for {res} in flavor {fr.flavor}, previously "
+                        f"considered podsets requests ({resources.fmt(res, assumed)}) + current "
+                        f"podset request ({resources.fmt(res, request)}) > maximum capacity "
+                        f"({resources.fmt(res, max_capacity)})"
+                    )
                 ],
                 conditions.PendingReason.EXCEEDS_MAX_QUOTA.value,
             )
@@ -423,8 +425,10 @@ class FlavorAssigner:
         if val <= available:
             return PreemptionMode.FIT, borrow, [], ""
         msgs = [
-            f"insufficient unused quota for {res} in flavor {fr.flavor}, "
-            f"{resources.fmt(res, val - available)} more needed"
+            (
+                f"insufficient unused quota for {res} in flavor {fr.flavor}, "
+                f"{resources.fmt(res, val - available)} more needed"
+            )
         ]
         if node.nominal(fr) >= val or may_reclaim or self._can_preempt_while_borrowing():
             mode, borrow_after = self.oracle(fr, val)

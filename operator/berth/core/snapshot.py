@@ -51,7 +51,10 @@ class ClusterQueueInfo:
     fair_weight: int
     """Fair-sharing weight in thousandths (1000 = weight 1)."""
     inactive_reason: str | None = None
-    """Why the queue cannot admit (``FlavorNotFound``, ``Stopped``, a cohort cycle); None if active."""
+    """Why the queue cannot admit (``FlavorNotFound``, ``Stopped``, a cohort cycle).
+
+    None while the queue is active.
+    """
     inactive_message: str = ""
 
     @property

@@ -124,10 +124,10 @@ def pod_set_info(ps: workload.PodSet, *, excluded_prefixes: tuple[str, ...] = ()
         and affinity.node_affinity.required_during_scheduling_ignored_during_execution is not None
     ):
         required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
-        for term in required.node_selector_terms:
-            terms.append(
-                tuple((e.key, e.operator, tuple(e.values)) for e in term.match_expressions)
-            )
+        terms.extend(
+            tuple((e.key, e.operator, tuple(e.values)) for e in term.match_expressions)
+            for term in required.node_selector_terms
+        )
     return PodSetInfo(
         name=ps.name,
         count=ps.count,
