@@ -43,11 +43,11 @@ class _TimedSimulator(engine.Simulator):
             finally:
                 self.cycle_seconds.append(time.perf_counter() - start)
 
-        cycle.schedule = timed  # type: ignore[assignment]  # timing wrapper for this run only
+        cycle.schedule = timed  # timing wrapper for this run only
         try:
             super()._settle()
         finally:
-            cycle.schedule = original  # type: ignore[assignment]
+            cycle.schedule = original
 
 
 def _percentile(values: list[float], pct: float) -> float:
