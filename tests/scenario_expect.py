@@ -1,5 +1,6 @@
-"""Checks a simulation's events against a scenario's ``.expect.yaml`` (format: shared/scenarios/README.md).
+"""Checks a simulation's events against a scenario's ``.expect.yaml``.
 
+The format is described in shared/scenarios/README.md.
 ``check(events, expect)`` returns a list of human-readable mismatches (empty when the run matches).
 Keys in an expectation name a Workload (``ns/name``) or, in Job scenarios, the Job, matched
 through the ``job`` field of the events.
@@ -82,12 +83,24 @@ def _summary_keys(run: _Run, section: str) -> set[str]:
     return out
 
 
-def check(events: list[dict[str, Any]], expect: dict[str, Any]) -> list[str]:  # noqa: C901, PLR0912 - one branch per expectation key, in the README's order
-    """Return every way ``events`` differ from ``expect``."""
+def check(events: list[dict[str, Any]], expect: dict[str, Any]) -> list[str]:
+    """Return every way ``events`` differ from ``expect``, in the README's order of keys."""
     run = _Run(events)
     problems: list[str] = []
     if not run.summary:
         problems.append("the run did not end with a Summary line")
+    problems += _admitted_problems(run, expect)
+    problems += _preempted_problems(run, expect)
+    problems += _evicted_problems(run, expect)
+    problems += _final_list_problems(run, expect)
+    problems += _final_pending_problems(run, expect)
+    problems += _weighted_share_problems(run, expect)
+    return problems
+
+
+def _admitted_problems(run: _Run, expect: dict[str, Any]) -> list[str]:
+    """Check ``admitted``, ``admissions``, ``admission_count`` and ``never_admitted``."""
+    problems: list[str] = []
     for key, spec in (expect.get("admitted") or {}).items():
         got = run.named(key, "Admitted")
         if not got:
@@ -107,6 +120,12 @@ def check(events: list[dict[str, Any]], expect: dict[str, Any]) -> list[str]:  #
     for key in expect.get("never_admitted") or []:
         if run.named(key, "Admitted"):
             problems.append(f"{key}: admitted at {run.named(key, 'Admitted')[0]['t']}, want never")
+    return problems
+
+
+def _preempted_problems(run: _Run, expect: dict[str, Any]) -> list[str]:
+    """Check ``preempted`` and ``not_preempted``."""
+    problems: list[str] = []
     for spec in expect.get("preempted") or []:
         key = spec["workload"]
         found = [
@@ -119,36 +138,61 @@ def check(events: list[dict[str, Any]], expect: dict[str, Any]) -> list[str]:  #
         if not found:
             seen = [(e["t"], e["reason"], e["by"]) for e in run.named(key, "Preempted")]
             problems.append(f"{key}: no Preempted event like {spec}; saw {seen}")
-    for key in expect.get("not_preempted") or []:
-        if run.named(key, "Preempted"):
-            problems.append(f"{key}: preempted, want not preempted")
+    problems.extend(
+        f"{key}: preempted, want not preempted"
+        for key in expect.get("not_preempted") or []
+        if run.named(key, "Preempted")
+    )
+    return problems
+
+
+def _evicted_problems(run: _Run, expect: dict[str, Any]) -> list[str]:
+    """Check ``evicted``, ``not_evicted`` and ``deactivated``."""
+    problems: list[str] = []
     for spec in expect.get("evicted") or []:
         key = spec["workload"]
         with_reason = [e for e in run.named(key, "Evicted") if e["reason"] == spec["reason"]]
         if "count" in spec and len(with_reason) != spec["count"]:
             problems.append(
-                f"{key}: evicted {len(with_reason)} times for {spec['reason']}, want {spec['count']}"
+                f"{key}: evicted {len(with_reason)} times for {spec['reason']}, "
+                f"want {spec['count']}"
             )
         if spec.get("count") != 0 and not any(_time_ok(spec, e["t"]) for e in with_reason):
             seen = [(e["t"], e["reason"]) for e in run.named(key, "Evicted")]
             problems.append(f"{key}: no Evicted event like {spec}; saw {seen}")
-    for key in expect.get("not_evicted") or []:
-        if run.named(key, "Evicted"):
-            problems.append(f"{key}: evicted, want not evicted")
+    problems.extend(
+        f"{key}: evicted, want not evicted"
+        for key in expect.get("not_evicted") or []
+        if run.named(key, "Evicted")
+    )
     for item in expect.get("deactivated") or []:
         spec = item if isinstance(item, dict) else {"workload": item}
         key = spec["workload"]
         if not any(_time_ok(spec, e["t"]) for e in run.named(key, "Deactivated")):
             problems.append(f"{key}: no Deactivated event like {spec}")
+    return problems
+
+
+def _final_list_problems(run: _Run, expect: dict[str, Any]) -> list[str]:
+    """Check ``final_pending``, ``final_running`` and ``final_finished`` against the summary."""
+    problems: list[str] = []
     for section, name in (
         ("pending", "final_pending"),
         ("running", "final_running"),
         ("finished", "final_finished"),
     ):
         have = _summary_keys(run, section)
-        for key in expect.get(name) or []:
-            if key not in have:
-                problems.append(f"{key}: not in the summary's {section} list")
+        problems.extend(
+            f"{key}: not in the summary's {section} list"
+            for key in expect.get(name) or []
+            if key not in have
+        )
+    return problems
+
+
+def _final_pending_problems(run: _Run, expect: dict[str, Any]) -> list[str]:
+    """Check ``pending_reason`` against the summary's pending list."""
+    problems: list[str] = []
     pending_by_key: dict[str, dict[str, Any]] = {}
     for item in run.summary.get("pending", []):
         for alias in run.alias(item["workload"]) | ({item["job"]} if "job" in item else set()):
@@ -161,6 +205,12 @@ def check(events: list[dict[str, Any]], expect: dict[str, Any]) -> list[str]:  #
             problems.append(
                 f"{key}: pending with {item['reason']} ({item['message']}), want {reason}"
             )
+    return problems
+
+
+def _weighted_share_problems(run: _Run, expect: dict[str, Any]) -> list[str]:
+    """Check ``weighted_share`` against the summary's ClusterQueues."""
+    problems: list[str] = []
     for cq, share in (expect.get("weighted_share") or {}).items():
         got = run.summary.get("clusterQueues", {}).get(cq, {}).get("weightedShare")
         if got is None or abs(got - share) > 1:

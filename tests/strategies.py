@@ -24,74 +24,81 @@ def queue_trees(draw: st.DrawFn, *, fair_sharing: bool = False) -> list[dict[str
         for f in FLAVORS
     ]
     cohorts = draw(st.sampled_from([[], ["root"], ["root", "left"], ["root", "left", "right"]]))
-    for name in cohorts:
-        spec: dict[str, Any] = {}
-        if name != "root":
-            spec["parentName"] = "root"
-        if draw(st.booleans()):
-            quota: dict[str, Any] = {"name": GPU, "nominalQuota": draw(st.integers(0, 4))}
-            if name != "root" and draw(st.booleans()):
-                quota["lendingLimit"] = draw(st.integers(0, quota["nominalQuota"]))
-            spec["resourceGroups"] = [
-                {"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [quota]}]}
-            ]
-        if fair_sharing:
-            spec["fairSharing"] = {"weight": draw(st.sampled_from([1, 2, "500m"]))}
-        docs.append(
-            {
-                "apiVersion": "berth.dev/v1beta1",
-                "kind": "Cohort",
-                "metadata": {"name": name},
-                "spec": spec,
-            }
-        )
+    docs.extend(_cohort(draw, name, fair_sharing=fair_sharing) for name in cohorts)
     n_queues = draw(st.integers(1, 4))
     for i in range(n_queues):
-        cohort = draw(st.sampled_from(cohorts)) if cohorts and draw(st.integers(0, 4)) else None
-        flavors = []
-        for flavor in draw(st.sampled_from([["a100"], ["a100", "h100"], ["h100", "a100"]])):
-            quota = {"name": GPU, "nominalQuota": draw(st.integers(0, 8))}
-            if cohort is not None and draw(st.booleans()):
-                quota["borrowingLimit"] = draw(st.integers(0, 6))
-            if cohort is not None and draw(st.booleans()):
-                quota["lendingLimit"] = draw(st.integers(0, quota["nominalQuota"]))
-            flavors.append({"name": flavor, "resources": [quota]})
-        reclaim = draw(st.sampled_from(["Never", "LowerPriority", "Any"]))
-        preemption: dict[str, Any] = {
-            "withinClusterQueue": draw(
-                st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])
-            ),
-            "reclaimWithinCohort": reclaim,
-        }
-        if reclaim != "Never" and draw(st.booleans()):
-            preemption["borrowWithinCohort"] = {"policy": "LowerPriority"}
-        spec = {
-            "namespaceSelector": {},
-            "queueingStrategy": draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO"])),
-            "resourceGroups": [{"coveredResources": [GPU], "flavors": flavors}],
-            "preemption": preemption,
-        }
-        if cohort is not None:
-            spec["cohortName"] = cohort
-        if fair_sharing:
-            spec["fairSharing"] = {"weight": draw(st.sampled_from([0, 1, 2, "500m"]))}
-        docs.append(
-            {
-                "apiVersion": "berth.dev/v1beta1",
-                "kind": "ClusterQueue",
-                "metadata": {"name": f"cq{i}"},
-                "spec": spec,
-            }
-        )
-        docs.append(
-            {
-                "apiVersion": "berth.dev/v1beta1",
-                "kind": "LocalQueue",
-                "metadata": {"name": f"lq{i}", "namespace": "ns"},
-                "spec": {"clusterQueue": f"cq{i}"},
-            }
-        )
+        docs.extend(_queue_pair(draw, i, cohorts, fair_sharing=fair_sharing))
     return docs
+
+
+def _cohort(draw: st.DrawFn, name: str, *, fair_sharing: bool) -> dict[str, Any]:
+    """A Cohort under ``root`` (unless it is the root), perhaps with quota of its own."""
+    spec: dict[str, Any] = {}
+    if name != "root":
+        spec["parentName"] = "root"
+    if draw(st.booleans()):
+        quota: dict[str, Any] = {"name": GPU, "nominalQuota": draw(st.integers(0, 4))}
+        if name != "root" and draw(st.booleans()):
+            quota["lendingLimit"] = draw(st.integers(0, quota["nominalQuota"]))
+        spec["resourceGroups"] = [
+            {"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [quota]}]}
+        ]
+    if fair_sharing:
+        spec["fairSharing"] = {"weight": draw(st.sampled_from([1, 2, "500m"]))}
+    return {
+        "apiVersion": "berth.dev/v1beta1",
+        "kind": "Cohort",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _queue_pair(
+    draw: st.DrawFn, i: int, cohorts: list[str], *, fair_sharing: bool
+) -> list[dict[str, Any]]:
+    """ClusterQueue ``cq<i>``, perhaps in one of ``cohorts``, and its LocalQueue ``ns/lq<i>``."""
+    cohort = draw(st.sampled_from(cohorts)) if cohorts and draw(st.integers(0, 4)) else None
+    flavors = []
+    for flavor in draw(st.sampled_from([["a100"], ["a100", "h100"], ["h100", "a100"]])):
+        quota = {"name": GPU, "nominalQuota": draw(st.integers(0, 8))}
+        if cohort is not None and draw(st.booleans()):
+            quota["borrowingLimit"] = draw(st.integers(0, 6))
+        if cohort is not None and draw(st.booleans()):
+            quota["lendingLimit"] = draw(st.integers(0, quota["nominalQuota"]))
+        flavors.append({"name": flavor, "resources": [quota]})
+    reclaim = draw(st.sampled_from(["Never", "LowerPriority", "Any"]))
+    preemption: dict[str, Any] = {
+        "withinClusterQueue": draw(
+            st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])
+        ),
+        "reclaimWithinCohort": reclaim,
+    }
+    if reclaim != "Never" and draw(st.booleans()):
+        preemption["borrowWithinCohort"] = {"policy": "LowerPriority"}
+    spec = {
+        "namespaceSelector": {},
+        "queueingStrategy": draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO"])),
+        "resourceGroups": [{"coveredResources": [GPU], "flavors": flavors}],
+        "preemption": preemption,
+    }
+    if cohort is not None:
+        spec["cohortName"] = cohort
+    if fair_sharing:
+        spec["fairSharing"] = {"weight": draw(st.sampled_from([0, 1, 2, "500m"]))}
+    return [
+        {
+            "apiVersion": "berth.dev/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": f"cq{i}"},
+            "spec": spec,
+        },
+        {
+            "apiVersion": "berth.dev/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": f"lq{i}", "namespace": "ns"},
+            "spec": {"clusterQueue": f"cq{i}"},
+        },
+    ]
 
 
 @st.composite

@@ -1,4 +1,4 @@
-"""Every scenario, public and the project's own, runs through ``berth simulate`` as its expectation says.
+"""Every scenario, public and the project's own, runs through ``berth simulate`` as expected.
 
 The public examples live in ``../shared/scenarios`` beside the repository (``BERTH_SHARED_DIR``
 overrides the location); the project's own are in ``tests/scenarios``. Each run must exit 0,

@@ -1,4 +1,4 @@
-"""Flavor assignment: which flavor each resource gets, in which mode, and why others were skipped."""
+"""Flavor assignment: which flavor each resource gets, in which mode, why others were skipped."""
 
 from __future__ import annotations
 
@@ -91,7 +91,10 @@ CASES = [
             "nvidia.com/gpu in flavor h100, 2 more needed",
             usage={"a100": 2, "h100": 7},
         ),
-        id="no room now but within nominal: preemption mode without candidates, saying how much more each flavor needs",
+        id=(
+            "no room now but within nominal: preemption mode without candidates, "
+            "saying how much more each flavor needs"
+        ),
     ),
     pytest.param(
         Case(
@@ -178,7 +181,9 @@ CASES = [
             wl(1, cpu=1, gpu=1, node_selector={"model": "h100"}),
             flavors.Mode.NO_FIT,
             want_reason="NoMatchingFlavor",
-            want_message="couldn't assign flavors to pod set main: flavor a100 doesn't match node affinity",
+            want_message=(
+                "couldn't assign flavors to pod set main: flavor a100 doesn't match node affinity"
+            ),
         ),
         id="no flavor matching the selector: NoMatchingFlavor",
     ),
@@ -188,7 +193,10 @@ CASES = [
             wl(1, cpu=1, gpu=1, memory="1Gi"),
             flavors.Mode.NO_FIT,
             want_reason="NoMatchingFlavor",
-            want_message="couldn't assign flavors to pod set main: resource memory unavailable in ClusterQueue",
+            want_message=(
+                "couldn't assign flavors to pod set main: "
+                "resource memory unavailable in ClusterQueue"
+            ),
         ),
         id="a request for a resource the queue does not cover is never admitted",
     ),

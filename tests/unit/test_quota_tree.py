@@ -90,7 +90,10 @@ CASES = [
             want_potential={"a": 15, "b": 9},
             want_cohort_usage={"co": 2},
         ),
-        id="usage beyond local quota bubbles up: a uses 8 of which 6 stay local, 2 reach the cohort",
+        id=(
+            "usage beyond local quota bubbles up: a uses 8 of which 6 stay local, "
+            "2 reach the cohort"
+        ),
     ),
     pytest.param(
         Case(
