@@ -12,8 +12,8 @@
 from __future__ import annotations
 
 import copy
-import os
 import io
+import os
 from typing import Any
 
 import yaml
