@@ -207,6 +207,7 @@ class _Cycle:
         self.blocked = policy.block_admission and not all_pods_ready
         self.result = CycleResult()
         self.preempted: dict[names.WorkloadKey, snapshot.AdmittedWorkload] = {}
+        self._preempted_by_root: dict[str, dict[names.WorkloadKey, snapshot.AdmittedWorkload]] = {}
 
     def nominate(self, head: Head) -> Entry | None:
         """Check that a head may be considered at all, then assign flavors and find targets."""
@@ -341,7 +342,9 @@ class _Cycle:
             self._take(entry, mode, message)
 
     def _fits_with_victims_gone(self, entry: Entry) -> bool:
-        victims = dict(self.preempted)
+        # Only victims in the entry's own quota tree can make room for it.
+        root = self.snap.node(entry.cq.name).root().name
+        victims = dict(self._preempted_by_root.get(root, {}))
         victims.update({t.victim.info.key: t.victim for t in entry.targets})
         return _fits_without(self.snap, entry, victims)
 
@@ -350,6 +353,10 @@ class _Cycle:
         snap, info, cq = self.snap, entry.info, entry.cq
         for target in entry.targets:
             self.preempted[target.victim.info.key] = target.victim
+            victim_root = self.snap.node(target.victim.cluster_queue).root().name
+            self._preempted_by_root.setdefault(victim_root, {})[target.victim.info.key] = (
+                target.victim
+            )
         snap.add_usage(cq.name, entry.assignment.usage)
         if mode == flavors.Mode.PREEMPT:
             preemptor_path = preemption.queue_path(snap, cq.name)

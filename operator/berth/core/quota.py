@@ -154,7 +154,11 @@ class QuotaNode:
 
     def within_nominal(self, frs: set[resources.FlavorResource]) -> bool:
         """Tell whether usage is at most the subtree quota on every one of ``frs``."""
-        return not any(self.borrowing(fr) for fr in frs)
+        usage, subtree = self.usage, self.subtree_quota
+        for fr in frs:  # noqa: SIM110 - a plain loop: runs for every sibling of every preemptor
+            if subtree.get(fr, 0) < usage.get(fr, 0):
+                return False
+        return True
 
     # Usage ------------------------------------------------------------------------------------
 

@@ -115,6 +115,8 @@ class Simulator:
         self.global_default: str | None = None
         self.usage_tracker = events.UsageTracker()
         self._timers: list[_Timer] = []
+        self._queues_due = False
+        self._drain_due = False
         self._seq = itertools.count()
         self._tokens = itertools.count(1)
         self._created = itertools.count()
@@ -140,6 +142,13 @@ class Simulator:
             while self._timers and self._timers[0].at == at:
                 timer = heapq.heappop(self._timers)
                 self._fire(timer)
+            # Queue-level consequences of this instant's changes, once, after all of them.
+            if self._drain_due:
+                self._drain_due = False
+                self._drain_stopped()
+            if self._queues_due:
+                self._queues_due = False
+                self._refresh_queues()
             self._settle()
         end = self.until if self.until is not None else self.now
         self.now = end
@@ -203,11 +212,11 @@ class Simulator:
             self.cache.upsert_cohort(obj)
         elif isinstance(obj, clusterqueue.ClusterQueue):
             self.cache.upsert_cluster_queue(obj)
-            self._drain_stopped()
+            self._drain_due = True
         elif isinstance(obj, localqueue.LocalQueue):
             self._ensure_namespace(doc.namespace)
             self.cache.upsert_local_queue(obj)
-            self._drain_stopped()
+            self._drain_due = True
         else:
             return
         self._queues_changed()
@@ -246,7 +255,7 @@ class Simulator:
 
     def _ensure_namespace(self, namespace: str) -> None:
         # Namespaces referenced but never declared exist, with no labels.
-        if self.cache.snapshot.namespace_labels(namespace) is None:
+        if self.cache.namespace_labels(namespace) is None:
             self.cache.upsert_namespace(namespace, {})
 
     def _classes(self) -> priority.PriorityClasses:
@@ -410,13 +419,17 @@ class Simulator:
             self.out.emit(self.now, "Pending", sim, reason=reason, message=message)
 
     def _queues_changed(self) -> None:
+        """Note that queues, flavors, cohorts or namespaces changed at this instant."""
+        self._queues_due = True
+
+    def _refresh_queues(self) -> None:
         self.queues.refresh(self.now)
         for key in sorted(self.queues.outside):
             self._note_blocker(self.workloads[key])
         self._resume_stopped()
         self.queues.requeue_all_inadmissible(self.now)
 
-    def _drain_stopped(self) -> None:
+    def _drain_stopped(self) -> None:  # runs once per instant, after its documents
         """Evict admitted workloads of queues stopped with HoldAndDrain."""
         drain = clusterqueue.StopPolicy.HOLD_AND_DRAIN
         for key in sorted(self.cache.admitted):

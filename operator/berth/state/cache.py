@@ -13,7 +13,8 @@ import dataclasses
 
 from berth.api import clusterqueue, cohort, conditions, localqueue, names, resourceflavor
 from berth.api import quota as api_quota
-from berth.core import quota, resources, snapshot, workload
+from berth.core import quota, resources, workload
+from berth.core import snapshot as core_snapshot
 
 _ACTIVE = conditions.QueueActiveReason
 
@@ -45,8 +46,9 @@ class Cache:
         self.cluster_queues: dict[names.ClusterQueueName, clusterqueue.ClusterQueue] = {}
         self.cohorts: dict[names.CohortName, cohort.Cohort] = {}
         self.local_queues: dict[tuple[str, str], localqueue.LocalQueue] = {}
-        self.admitted: dict[names.WorkloadKey, snapshot.AdmittedWorkload] = {}
-        self.snapshot = snapshot.Snapshot()
+        self.admitted: dict[names.WorkloadKey, core_snapshot.AdmittedWorkload] = {}
+        self._snapshot = core_snapshot.Snapshot()
+        self._stale = False
         self.generations: dict[str, int] = {}
         """A counter per root of the quota tree, bumped whenever usage or quota there changes."""
 
@@ -55,32 +57,32 @@ class Cache:
     def upsert_flavor(self, obj: resourceflavor.ResourceFlavor) -> None:
         """Add or replace a ResourceFlavor."""
         self.flavors[names.FlavorName(obj.name)] = obj
-        self.rebuild()
+        self._stale = True
 
     def delete_flavor(self, name: str) -> None:
         """Remove a ResourceFlavor."""
         self.flavors.pop(names.FlavorName(name), None)
-        self.rebuild()
+        self._stale = True
 
     def upsert_cluster_queue(self, obj: clusterqueue.ClusterQueue) -> None:
         """Add or replace a ClusterQueue."""
         self.cluster_queues[names.ClusterQueueName(obj.name)] = obj
-        self.rebuild()
+        self._stale = True
 
     def delete_cluster_queue(self, name: str) -> None:
         """Remove a ClusterQueue."""
         self.cluster_queues.pop(names.ClusterQueueName(name), None)
-        self.rebuild()
+        self._stale = True
 
     def upsert_cohort(self, obj: cohort.Cohort) -> None:
         """Add or replace a Cohort."""
         self.cohorts[names.CohortName(obj.name)] = obj
-        self.rebuild()
+        self._stale = True
 
     def delete_cohort(self, name: str) -> None:
         """Remove a Cohort (it lives on implicitly while queues name it)."""
         self.cohorts.pop(names.CohortName(name), None)
-        self.rebuild()
+        self._stale = True
 
     def upsert_local_queue(self, obj: localqueue.LocalQueue) -> None:
         """Add or replace a LocalQueue."""
@@ -94,11 +96,16 @@ class Cache:
         """Add or relabel a namespace."""
         merged = dict(labels)
         merged.setdefault("kubernetes.io/metadata.name", name)
-        self.snapshot.namespaces[name] = merged
+        # The snapshot shares this mapping, so a namespace change needs no rebuild.
+        self._snapshot.namespaces[name] = merged
+
+    def namespace_labels(self, name: str) -> dict[str, str] | None:
+        """A namespace's labels, or None if it does not exist."""
+        return self._snapshot.namespaces.get(name)
 
     def delete_namespace(self, name: str) -> None:
         """Remove a namespace."""
-        self.snapshot.namespaces.pop(name, None)
+        self._snapshot.namespaces.pop(name, None)
 
     # Queue resolution -------------------------------------------------------------------------
 
@@ -138,13 +145,13 @@ class Cache:
 
     def assume(self, info: workload.WorkloadInfo, admission: workload.Admission, at: float) -> None:
         """Count an admission before it is written anywhere."""
-        adm = snapshot.AdmittedWorkload(info, admission, at)
+        adm = core_snapshot.AdmittedWorkload(info, admission, at)
         self.admitted[info.key] = adm
         self.snapshot.add_workload(adm)
         self.snapshot.commit()
         self._bump(admission.cluster_queue)
 
-    def forget(self, key: names.WorkloadKey) -> snapshot.AdmittedWorkload | None:
+    def forget(self, key: names.WorkloadKey) -> core_snapshot.AdmittedWorkload | None:
         """Stop counting a workload's admission (finished, evicted and stopped, or write failed)."""
         adm = self.admitted.pop(key, None)
         if adm is None:
@@ -188,12 +195,24 @@ class Cache:
 
     # Snapshot building -------------------------------------------------------------------------
 
+    @property
+    def snapshot(self) -> core_snapshot.Snapshot:
+        """The live snapshot, rebuilt first if queues, cohorts or flavors changed since."""
+        if self._stale:
+            self.rebuild()
+        return self._snapshot
+
     def rebuild(self) -> None:
-        """Rebuild the quota tree and queue settings after an object changed."""
-        snap = snapshot.Snapshot()
-        snap.namespaces = self.snapshot.namespaces
+        """Rebuild the quota tree and queue settings after objects changed.
+
+        Changes only mark the snapshot stale, so a burst of them (a thousand ClusterQueues
+        applied at start) costs one rebuild, on the next read.
+        """
+        self._stale = False
+        snap = core_snapshot.Snapshot()
+        snap.namespaces = self._snapshot.namespaces
         snap.flavors = {
-            name: snapshot.FlavorInfo(
+            name: core_snapshot.FlavorInfo(
                 name=name,
                 node_labels=dict(rf.spec.node_labels),
                 node_taints=tuple(rf.spec.node_taints),
@@ -208,7 +227,7 @@ class Cache:
                 quota.build_subtree_quota(node)
         self._add_admitted(snap)
         snap.commit()
-        self.snapshot = snap
+        self._snapshot = snap
         for root in {self.root_of(n) for n in snap.cq_nodes}:
             self.generations[root] = self.generations.get(root, 0) + 1
 
@@ -224,7 +243,7 @@ class Cache:
                 parents.setdefault(co.spec.parent_name, None)
         return parents
 
-    def _add_cohort_nodes(self, snap: snapshot.Snapshot) -> set[names.CohortName]:
+    def _add_cohort_nodes(self, snap: core_snapshot.Snapshot) -> set[names.CohortName]:
         """Add a node per cohort, linked to its parent; return the cohorts caught in cycles.
 
         A cohort on or below a cycle of parent references stays unlinked.
@@ -249,7 +268,7 @@ class Cache:
                 snap.cohort_nodes[parent].children.append(child_node)
         return cycles
 
-    def _add_queue_nodes(self, snap: snapshot.Snapshot, cycles: set[names.CohortName]) -> None:
+    def _add_queue_nodes(self, snap: core_snapshot.Snapshot, cycles: set[names.CohortName]) -> None:
         """Add a node and the settings of every ClusterQueue, under its cohort unless in a cycle."""
         for name in sorted(self.cluster_queues):
             cq = self.cluster_queues[name]
@@ -266,7 +285,7 @@ class Cache:
             snap.cq_nodes[name] = node
             snap.cluster_queues[name] = self._cq_info(cq, cycles)
 
-    def _add_admitted(self, snap: snapshot.Snapshot) -> None:
+    def _add_admitted(self, snap: core_snapshot.Snapshot) -> None:
         """Put every admitted workload, and its usage, back into the new tree."""
         for key in sorted(self.admitted):
             adm = self.admitted[key]
@@ -275,10 +294,10 @@ class Cache:
 
     def _cq_info(
         self, cq: clusterqueue.ClusterQueue, cycles: set[names.CohortName]
-    ) -> snapshot.ClusterQueueInfo:
+    ) -> core_snapshot.ClusterQueueInfo:
         spec = cq.spec
         groups = tuple(
-            snapshot.ResourceGroupInfo(
+            core_snapshot.ResourceGroupInfo(
                 covered=tuple(g.covered_resources), flavors=tuple(f.name for f in g.flavors)
             )
             for g in spec.resource_groups
@@ -298,7 +317,7 @@ class Cache:
         elif spec.cohort_name is not None and spec.cohort_name in cycles:
             reason, message = "CohortCycle", f"Cohort {spec.cohort_name} is part of a cycle"
         weight = spec.fair_sharing.weight if spec.fair_sharing is not None else 1000
-        return snapshot.ClusterQueueInfo(
+        return core_snapshot.ClusterQueueInfo(
             name=names.ClusterQueueName(cq.name),
             cohort=spec.cohort_name,
             groups=groups,

@@ -288,9 +288,6 @@ class QueueManager:
         pw = self.pending.pop(key, None)
         if pw is not None:
             self._detach(pw)
-            for q in self.queues.values():
-                if q.sticky == key:
-                    q.sticky = None
 
     def requeue_inadmissible(self, root: str, now: float) -> bool:
         """Move inadmissible workloads of every ClusterQueue in quota tree ``root`` back.
