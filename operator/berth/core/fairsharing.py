@@ -152,6 +152,11 @@ def tournament(
 ) -> Iterator[T]:
     """Yield entries in fair order; shares are recomputed after each yielded entry is decided."""
     by_cq: dict[str, T] = {cq_of(e): e for e in entries}
+    # Shares per queue, kept across pops: deciding an entry changes usage only on its own path,
+    # so only queues under the same child of the root can see different shares afterwards.
+    shares: dict[tuple[str, str], DRS] = {}
+    requested: dict[str, resources.FlavorResourceAmounts] = {}
+    known: set[str] = set()
     while by_cq:
         first = min(by_cq)
         node = snap.cq_nodes[names.ClusterQueueName(first)]
@@ -159,14 +164,13 @@ def tournament(
             yield by_cq.pop(first)
             continue
         root = node.root()
-        shares: dict[tuple[str, str], DRS] = {}
-        requested: dict[str, resources.FlavorResourceAmounts] = {}
         for cq_node in root.subtree_cluster_queues():
             entry = by_cq.get(cq_node.name)
-            if entry is None:
+            if entry is None or cq_node.name in known:
                 continue
             usage = usage_of(entry)
             requested[cq_node.name] = usage
+            known.add(cq_node.name)
             with snap.what_if():
                 snap.add_usage(names.ClusterQueueName(cq_node.name), usage)
                 current = share(snap, cq_node)
@@ -176,9 +180,22 @@ def tournament(
         round_ = _Round(by_cq, shares, requested, info_of, preemptor_of)
         winner = round_.winner(root)
         if winner is None:  # pragma: no cover - a root with entries always yields one
-            yield by_cq.pop(first)
-            continue
+            winner = first
         yield by_cq.pop(winner)
+        decided = _top_child(snap.cq_nodes[names.ClusterQueueName(winner)], root)
+        known = {
+            q
+            for q in known
+            if _top_child(snap.cq_nodes[names.ClusterQueueName(q)], root) is not decided
+        }
+
+
+def _top_child(node: quota.QuotaNode, root: quota.QuotaNode) -> quota.QuotaNode:
+    """The child of ``root`` on ``node``'s path (``node`` itself if the root is its parent)."""
+    current = node
+    while current.parent is not None and current.parent is not root:
+        current = current.parent
+    return current
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
