@@ -1,0 +1,149 @@
+"""``berth simulate`` as a command: output formats, ``--until``, and its contract on bad input.
+
+Bad input exits 2, prints nothing on standard output, and names the file, the document index
+and the field path of every problem on standard error, without a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import builders
+from berth.entry import cli
+
+GPU = "nvidia.com/gpu"
+
+
+def _scenario(tmp_path: Path, *docs: dict[str, object]) -> str:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return str(path)
+
+
+def _world() -> list[dict[str, object]]:
+    return [
+        builders.ResourceFlavorBuilder("a100").raw(),
+        builders.ClusterQueueBuilder("cq")
+        .namespace_selector()
+        .flavor_quotas("a100", {GPU: 4})
+        .raw(),
+        builders.LocalQueueBuilder("lq", "ml").cluster_queue("cq").raw(),
+        builders.WorkloadBuilder("first", "ml")
+        .queue("lq")
+        .pod_set("main", 2, {GPU: 2})
+        .sim(duration="60s")
+        .raw(),
+        builders.WorkloadBuilder("second", "ml")
+        .queue("lq")
+        .pod_set("main", 1, {GPU: 4})
+        .sim(at="1s")
+        .raw(),
+    ]
+
+
+def test_jsonl_is_one_json_event_per_line_ending_with_the_summary(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli.main, ["simulate", _scenario(tmp_path, *_world())])
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["event"] for e in events] == [
+        "Admitted",
+        "Pending",
+        "Finished",
+        "Admitted",
+        "Summary",
+    ]
+    assert events[3] == {
+        "t": 60.0,
+        "event": "Admitted",
+        "workload": "ml/second",
+        "clusterQueue": "cq",
+        "podSets": [{"name": "main", "count": 1, "flavors": {GPU: "a100"}}],
+    }
+
+
+def test_until_stops_the_clock_with_running_and_pending_work(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli.main, ["simulate", _scenario(tmp_path, *_world()), "--until", "30s"]
+    )
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert summary["t"] == 30.0
+    assert summary["running"] == ["ml/first"]
+    assert [p["workload"] for p in summary["pending"]] == ["ml/second"]
+    assert summary["clusterQueues"]["cq"]["usage"] == {"a100": {GPU: "4"}}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "want"),
+    [
+        pytest.param(
+            "table", "1m    Admitted  ml/second  cq [mainx1] on a100", id="table is a timeline"
+        ),
+        pytest.param("summary", "a100/nvidia.com/gpu", id="summary has utilisation per flavor"),
+    ],
+)
+def test_human_formats(tmp_path: Path, fmt: str, want: str) -> None:
+    result = CliRunner().invoke(
+        cli.main, ["simulate", _scenario(tmp_path, *_world()), "--output", fmt]
+    )
+    assert result.exit_code == 0
+    assert want in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("doc", "want"),
+    [
+        pytest.param(
+            builders.ClusterQueueBuilder("cq").flavor_quotas("a100", {GPU: "4x"}).raw(),
+            "document 0: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota:",
+            id="bad quantity in a ClusterQueue",
+        ),
+        pytest.param(
+            builders.WorkloadBuilder("w").pod_set("main", 2, {GPU: 1}, min_count=3).raw(),
+            "document 0: spec.podSets[0].minCount:",
+            id="minCount above count",
+        ),
+        pytest.param(
+            builders.JobBuilder("j").queue("lq").parallelism(2).min_parallelism(5).raw(),
+            "document 0: metadata.annotations[berth.dev/job-min-parallelism]:",
+            id="Job min-parallelism above parallelism, found before the run",
+        ),
+        pytest.param(
+            builders.WorkloadBuilder("w").pod_set("main", 1, {GPU: 1}).sim(at="soon").raw(),
+            "document 0: metadata.annotations[sim.berth.dev/at]:",
+            id="bad simulation annotation",
+        ),
+        pytest.param(
+            {"apiVersion": "example.com/v1", "kind": "Gadget"},
+            "document 0: kind:",
+            id="unknown kind",
+        ),
+    ],
+)
+def test_bad_input_exits_2_naming_file_document_and_path(
+    tmp_path: Path, doc: dict[str, object], want: str
+) -> None:
+    path = _scenario(tmp_path, doc)
+    result = CliRunner().invoke(cli.main, ["simulate", path])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert f"{path}: {want}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    path = _scenario(
+        tmp_path,
+        builders.ClusterQueueBuilder("cq")
+        .strategy("Fifo")
+        .flavor_quotas("a100", {GPU: "4x"})
+        .raw(),
+        builders.WorkloadBuilder("w").pod_set("main", 2, {GPU: 1}, min_count=3).raw(),
+    )
+    result = CliRunner().invoke(cli.main, ["simulate", path])
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 3
