@@ -6,10 +6,16 @@ queue from the ``berth.dev/queue-name`` label and the priority class from
 ``berth.dev/priority-class``.
 The Workload is named ``job-<job name>-<5 hex chars>`` like Kueue's. Used by the simulator and
 by the operator's job handlers, so both build identical Workloads.
+
+The rest of the integration's pure half is here too: the merge patch that starts a Job for an
+admission (the flavors' node labels and tolerations injected), the patch that restores the
+original template after it was stopped, and reading a Job's status (finished, pods ready, pods
+still active). The operator's job controller applies these patches.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import Any
 
@@ -140,3 +146,131 @@ def _template_path(path: str) -> str:
     if path.startswith(prefix):
         return "spec.template" + path[len(prefix) :]
     return path
+
+
+# Running a Job for an admission, stopping it, reading its status -----------------------------
+
+POD_SET_LABEL = "berth.dev/podset"
+"""Put on the pod template of a started Job: the pod set its pods belong to."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FlavorPlacement:
+    """What a flavor adds to the pods admitted on it: node labels to select, taints to tolerate."""
+
+    node_labels: dict[str, str]
+    tolerations: tuple[dict[str, Any], ...] = ()
+
+
+def _map_patch(current: dict[str, Any], target: dict[str, Any]) -> dict[str, Any] | None:
+    """A JSON merge patch turning map ``current`` into ``target`` (None when they are equal)."""
+    if current == target:
+        return None
+    patch: dict[str, Any] = {k: None for k in current if k not in target}
+    patch.update({k: v for k, v in target.items() if current.get(k) != v})
+    return patch
+
+
+def _template_patch(
+    job: dict[str, Any],
+    labels: dict[str, Any],
+    node_selector: dict[str, Any],
+    tolerations: list[dict[str, Any]],
+) -> dict[str, Any]:
+    template = (job.get("spec") or {}).get("template") or {}
+    current_labels = (template.get("metadata") or {}).get("labels") or {}
+    pod_spec = template.get("spec") or {}
+    out: dict[str, Any] = {}
+    label_patch = _map_patch(current_labels, labels)
+    if label_patch is not None:
+        out["metadata"] = {"labels": label_patch}
+    spec: dict[str, Any] = {}
+    selector_patch = _map_patch(pod_spec.get("nodeSelector") or {}, node_selector)
+    if selector_patch is not None:
+        spec["nodeSelector"] = selector_patch
+    if (pod_spec.get("tolerations") or []) != tolerations:
+        spec["tolerations"] = tolerations
+    if spec:
+        out["spec"] = spec
+    return out
+
+
+def start_patch(
+    job: dict[str, Any],
+    original: dict[str, Any],
+    *,
+    pod_set: str,
+    count: int,
+    flavors: list[FlavorPlacement],
+) -> dict[str, Any]:
+    """Return the merge patch that starts ``job`` for its admission.
+
+    ``original`` is the pod template the Workload recorded; the started template is that one
+    with ``nodeSelector`` += the node labels of every flavor assigned to the pod set,
+    ``tolerations`` += those flavors' tolerations, the ``berth.dev/podset`` label, and
+    ``parallelism`` set to the admitted count when it was reduced (partial admission).
+    """
+    meta = original.get("metadata") or {}
+    spec = original.get("spec") or {}
+    labels = dict(meta.get("labels") or {})
+    labels[POD_SET_LABEL] = pod_set
+    selector = dict(spec.get("nodeSelector") or {})
+    tolerations = list(spec.get("tolerations") or [])
+    for flavor in flavors:
+        selector.update(flavor.node_labels)
+        tolerations.extend(t for t in flavor.tolerations if t not in tolerations)
+    patch: dict[str, Any] = {"spec": {"suspend": False}}
+    template = _template_patch(job, labels, selector, tolerations)
+    if template:
+        patch["spec"]["template"] = template
+    if count != pod_count(job):
+        patch["spec"]["parallelism"] = count
+    return patch
+
+
+def restore_patch(
+    job: dict[str, Any], original: dict[str, Any], *, count: int
+) -> dict[str, Any] | None:
+    """Return the merge patch that gives a stopped ``job`` its original template back (or None).
+
+    ``count`` is the pod set's count as the Workload recorded it (the original parallelism).
+    """
+    meta = original.get("metadata") or {}
+    spec = original.get("spec") or {}
+    patch: dict[str, Any] = {"spec": {}}
+    template = _template_patch(
+        job,
+        dict(meta.get("labels") or {}),
+        dict(spec.get("nodeSelector") or {}),
+        list(spec.get("tolerations") or []),
+    )
+    if template:
+        patch["spec"]["template"] = template
+    if pod_count(job) != count and (job.get("spec") or {}).get("parallelism") is not None:
+        patch["spec"]["parallelism"] = count
+    return patch if patch["spec"] else None
+
+
+def is_suspended(job: dict[str, Any]) -> bool:
+    """Tell whether the Job is suspended."""
+    return bool((job.get("spec") or {}).get("suspend"))
+
+
+def active_pods(job: dict[str, Any]) -> int:
+    """Pods of the Job that run or are still terminating, by the Job's status."""
+    status = job.get("status") or {}
+    return int(status.get("active") or 0) + int(status.get("terminating") or 0)
+
+
+def finished(job: dict[str, Any]) -> tuple[bool, bool]:
+    """Tell whether the Job finished and, if so, whether it succeeded (Complete vs Failed)."""
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("status") == "True" and c.get("type") in {"Complete", "Failed"}:
+            return True, c.get("type") == "Complete"
+    return False, False
+
+
+def pods_ready(job: dict[str, Any], count: int) -> bool:
+    """Tell whether the admitted ``count`` pods are ready or done (ready + succeeded >= count)."""
+    status = job.get("status") or {}
+    return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) >= count

@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "berth.entry.bench_cmd",
         "Benchmarks that print figures: the scheduling core at Kueue's performance shapes.",
     ),
+    "run": (
+        "berth.entry.run_cmd",
+        "Run the operator against the current kubeconfig.",
+    ),
     "simulate": (
         "berth.entry.simulate_cmd",
         "Replay queues and jobs through the scheduler in virtual time, offline.",

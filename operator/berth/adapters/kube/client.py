@@ -1,0 +1,151 @@
+"""A session with the API server: an ``ApiClient`` from a kubeconfig, and raw JSON requests.
+
+Every other module of the adapter sends its requests through ``Kube.request``, which returns
+decoded JSON and raises only ``berth.adapters.kube.errors``. ``connection`` tells kopf how to
+reach the same server with the same credentials. Called by the operator's composition root.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client import exceptions as k8s_exceptions
+
+from berth.adapters.kube import errors
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Connection:
+    """Where the API server is and how to authenticate: what kopf's login needs."""
+
+    server: str
+    ca_path: str | None
+    token: str | None
+    certificate_path: str | None
+    private_key_path: str | None
+    insecure: bool
+
+
+class Kube:
+    """An open session with one API server."""
+
+    def __init__(self, api: k8s.ApiClient) -> None:
+        self.api = api
+
+    @classmethod
+    async def open(cls, kubeconfig: str | None = None) -> Kube:
+        """Open a session from ``kubeconfig`` (or the default one, or in-cluster config)."""
+        configuration = k8s.Configuration()
+        try:
+            await k8s_config.load_kube_config(
+                config_file=kubeconfig, client_configuration=configuration
+            )
+        except k8s_config.ConfigException:
+            if kubeconfig is not None:
+                raise
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        return cls(k8s.ApiClient(configuration))
+
+    def connection(self) -> Connection:
+        """The server and credentials of this session."""
+        c = self.api.configuration
+        auth = (c.api_key or {}).get("authorization") or (c.api_key or {}).get("BearerToken")
+        token = None
+        if auth:
+            token = auth.removeprefix("Bearer ").strip()
+        return Connection(
+            server=c.host,
+            ca_path=c.ssl_ca_cert,
+            token=token,
+            certificate_path=c.cert_file,
+            private_key_path=c.key_file,
+            insecure=not c.verify_ssl,
+        )
+
+    async def close(self) -> None:
+        """Close the session."""
+        await self.api.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,  # noqa: ANN401 - any JSON
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request; return the decoded JSON answer."""
+        try:
+            response = await self.api.call_api(
+                path,
+                method,
+                query_params=list((query or {}).items()),
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=30,
+            )
+            data = await response.read()
+            status = int(response.status)
+        except k8s_exceptions.ApiException as e:
+            raise errors.from_status(int(e.status or 0), _message(e)) from e
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise errors.TransientError(f"{method} {path}: {e}") from e
+        try:
+            decoded: dict[str, Any] = json.loads(data) if data else {}
+        except ValueError as e:
+            raise errors.PermanentError(f"{method} {path}: {status}, not JSON") from e
+        if status >= 300:
+            message = decoded.get("message") or data.decode(errors="replace")
+            raise errors.from_status(status, f"{method} {path}: {status} {message}")
+        return decoded
+
+    async def list_items(self, path: str) -> tuple[list[dict[str, Any]], str]:
+        """List every object under ``path``; return the items and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        query: dict[str, str] = {"limit": "500"}
+        while True:
+            page = await self.request("GET", path, query=query)
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+            query = {"limit": "500", "continue": token}
+
+
+def _message(e: k8s_exceptions.ApiException) -> str:
+    body = e.body
+    if isinstance(body, bytes):
+        body = body.decode(errors="replace")
+    try:
+        parsed = json.loads(body) if body else {}
+    except ValueError:
+        parsed = {}
+    if isinstance(parsed, dict) and parsed.get("message"):
+        return f"{e.status} {parsed['message']}"
+    return f"{e.status} {e.reason}"
+
+
+async def apply(kube: Kube, collection: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Create ``body`` under ``collection``, or replace the object of that name if it exists."""
+    name = body["metadata"]["name"]
+    try:
+        current = await kube.request("GET", f"{collection}/{name}")
+    except errors.NotFoundError:
+        return await kube.request("POST", collection, body=body)
+    replaced = dict(body)
+    replaced["metadata"] = {
+        **body["metadata"],
+        "resourceVersion": current["metadata"]["resourceVersion"],
+    }
+    return await kube.request("PUT", f"{collection}/{name}", body=replaced)

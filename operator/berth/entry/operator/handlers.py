@@ -1,0 +1,115 @@
+"""kopf handlers: watch events of every kind Berth reads, fed into the ``World``. No API calls.
+
+Only ``on.event`` handlers are registered, so kopf never adds finalizers, and the progress and
+diff-base storages below store nothing, so kopf never writes annotations or status onto any
+object — neither users' Jobs and Pods nor Berth's own kinds. kopf's own Events are off.
+Called by ``main``, which runs kopf in the operator's event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from berth.adapters.kube import client
+from berth.api import base
+from berth.entry.operator import world as world_mod
+
+WATCHED = (
+    ("ResourceFlavor", base.GROUP, base.VERSION, "resourceflavors"),
+    ("Cohort", base.GROUP, base.VERSION, "cohorts"),
+    ("ClusterQueue", base.GROUP, base.VERSION, "clusterqueues"),
+    ("LocalQueue", base.GROUP, base.VERSION, "localqueues"),
+    ("WorkloadPriorityClass", base.GROUP, base.VERSION, "workloadpriorityclasses"),
+    ("Workload", base.GROUP, base.VERSION, "workloads"),
+    ("Job", "batch", "v1", "jobs"),
+    ("Pod", "", "v1", "pods"),
+    ("Namespace", "", "v1", "namespaces"),
+    ("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses"),
+)
+"""(kind, group, version, plural) of everything the operator watches, in priming order."""
+
+
+class _NoProgress(kopf.ProgressStorage):
+    """Stores nothing: event handlers have no progress to keep."""
+
+    def fetch(self, **_: Any) -> None:
+        return None
+
+    def store(self, **_: Any) -> None:
+        return None
+
+    def purge(self, **_: Any) -> None:
+        return None
+
+    def touch(self, **_: Any) -> None:
+        return None
+
+    def clear(self, *, essence: Any) -> Any:  # noqa: ANN401 - kopf's body essence
+        return essence
+
+
+class _NoDiffBase(kopf.DiffBaseStorage):
+    """Stores nothing: no change handlers need a last-handled state."""
+
+    def fetch(self, **_: Any) -> None:
+        return None
+
+    def store(self, **_: Any) -> None:
+        return None
+
+
+def settings() -> kopf.OperatorSettings:
+    """kopf settings that write nothing onto watched objects."""
+    s = kopf.OperatorSettings()
+    s.persistence.progress_storage = _NoProgress()
+    s.persistence.diffbase_storage = _NoDiffBase()
+    s.posting.enabled = False
+    s.watching.server_timeout = 300
+    s.watching.client_timeout = 330
+    s.watching.connect_timeout = 10
+    return s
+
+
+def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry:
+    """A kopf registry with a login handler and one event handler per watched kind."""
+    reg = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=reg)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        c = kube.connection()
+        return kopf.ConnectionInfo(
+            server=c.server,
+            ca_path=c.ca_path,
+            insecure=c.insecure,
+            scheme="Bearer" if c.token else None,
+            token=c.token,
+            certificate_path=c.certificate_path,
+            private_key_path=c.private_key_path,
+        )
+
+    for kind, group, version, plural in WATCHED:
+        _register(reg, world, kind, group, version, plural)
+    return reg
+
+
+def _register(
+    reg: kopf.OperatorRegistry,
+    world: world_mod.World,
+    kind: str,
+    group: str,
+    version: str,
+    plural: str,
+) -> None:
+    def on_event(event: kopf.RawEvent, logger: logging.Logger, **_: Any) -> None:  # noqa: ARG001 - kopf passes it
+        body = dict(event["object"])
+        if event.get("type") == "DELETED":
+            world.remove(kind, body)
+        else:
+            world.apply(kind, body)
+
+    kopf.on.event(group=group, version=version, plural=plural, registry=reg, id=f"berth-{plural}")(
+        on_event
+    )

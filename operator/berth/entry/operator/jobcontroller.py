@@ -1,0 +1,234 @@
+"""The Job controller: keeps each managed ``batch/v1`` Job and its Workload in step (leader only).
+
+For every Job a handler marked dirty, in Kueue's reconciler order (``jobframework/reconciler.go``):
+
+1. no Workload yet: create one (owner reference, pod set ``main``, priority resolved);
+2. the Job finished: mark the Workload ``Finished`` (its quota is released when that is seen);
+3. the Workload is being evicted: suspend the Job, wait until none of its pods is active,
+   restore the original template, and only then clear the admission (which releases quota);
+4. the Workload is admitted and the Job suspended: start it with the flavors' node labels and
+   tolerations (``core.batchjob.start_patch``); once running, keep ``PodsReady`` current;
+5. the Job runs but its Workload is not admitted: suspend it.
+
+Handlers only mark Jobs; all writes happen here, through ``berth.adapters.kube``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from berth.adapters.kube import client, errors, events, jobs, workloads
+from berth.api import conditions, names
+from berth.core import batchjob, priority
+from berth.entry.operator import world as world_mod
+
+log = logging.getLogger(__name__)
+_COND = conditions.WorkloadCondition
+_RETRY = 1.0
+
+
+class JobController:
+    """Reconciles dirty Jobs one at a time."""
+
+    def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
+        self.world = world
+        self.kube = kube
+
+    async def run(self) -> None:
+        """Reconcile until cancelled."""
+        w = self.world
+        while True:
+            w.wake.jobs.clear()
+            batch = sorted(w.dirty_jobs)
+            w.dirty_jobs.clear()
+            retry = False
+            for key in batch:
+                try:
+                    await self.reconcile(key)
+                except errors.KubeError as e:
+                    log.warning("job %s: %s", key, e)
+                    w.dirty_jobs.add(key)
+                    retry = True
+            if w.dirty_jobs and not retry:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(w.wake.jobs.wait(), _RETRY if retry else None)
+
+    async def reconcile(self, key: names.WorkloadKey) -> None:
+        """Bring one Job and its Workload in step."""
+        w = self.world
+        job = w.jobs.get(key)
+        if job is None or not w.managed(job):
+            return
+        wl_key = w.workload_for_job(job)
+        if wl_key is None:
+            if not batchjob.finished(job)[0]:
+                await self._create_workload(job)
+            return
+        wl = w.workloads.get(wl_key)
+        if wl is None or world_mod.condition_true(wl, _COND.FINISHED):
+            return
+        done, succeeded = batchjob.finished(job)
+        if done:
+            await self._finish(wl_key, wl, succeeded=succeeded)
+            return
+        status = wl.get("status") or {}
+        has_admission = bool(status.get("admission"))
+        if has_admission and world_mod.condition_true(wl, _COND.EVICTED):
+            await self._stop(job, wl_key, wl)
+        elif has_admission and world_mod.condition_true(wl, _COND.ADMITTED):
+            if batchjob.is_suspended(job):
+                await self._start(job, wl)
+            else:
+                await self._track_ready(job, wl_key, wl)
+        elif not batchjob.is_suspended(job) and not has_admission:
+            meta = job["metadata"]
+            await jobs.suspend(self.kube, meta["namespace"], meta["name"])
+
+    async def _create_workload(self, job: dict[str, Any]) -> None:
+        w = self.world
+        meta = job["metadata"]
+        honor = w.config.honor_kueue_labels
+        obj, problems = batchjob.to_workload(job, uid=meta["uid"], honor_kueue=honor)
+        if obj is None:
+            message = "; ".join(str(p) for p in problems)
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(self.kube, job, "CreatedWorkload", f"Cannot create Workload: {message}", w.clock(), warning=True)
+            return
+        template = obj.spec.pod_sets[0].template.spec
+        try:
+            resolved = priority.resolve(
+                w.classes(),
+                workload_class=batchjob.priority_class(job, honor_kueue=honor),
+                pod_class=template.priority_class_name,
+            )
+        except priority.UnknownPriorityClassError as e:
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(self.kube, job, "CreatedWorkload", str(e), w.clock(), warning=True)
+            return
+        body = obj.to_yaml_dict()
+        body["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        body["spec"]["priority"] = resolved.value
+        if resolved.class_name is not None:
+            group = "berth.dev" if resolved.class_kind == "WorkloadPriorityClass" else "scheduling.k8s.io"
+            body["spec"]["priorityClassRef"] = {
+                "group": group,
+                "kind": resolved.class_kind,
+                "name": resolved.class_name,
+            }
+        try:
+            stored = await workloads.create(self.kube, body)
+        except errors.ConflictError:
+            return  # created by an earlier attempt; its event is on its way
+        w.apply("Workload", stored)
+        with contextlib.suppress(errors.KubeError):
+            await events.emit(self.kube, job, "CreatedWorkload", f"Created Workload: {meta['namespace']}/{stored['metadata']['name']}", w.clock())
+
+    async def _finish(self, key: names.WorkloadKey, wl: dict[str, Any], *, succeeded: bool) -> None:
+        w = self.world
+        reason = conditions.FinishReason.SUCCEEDED if succeeded else conditions.FinishReason.FAILED
+        message = "Job finished successfully" if succeeded else "Job failed"
+        current = (wl.get("status") or {}).get("conditions") or []
+        change = workloads.condition(_COND.FINISHED, True, reason.value, message, w.clock())
+        status = {"conditions": workloads.merge_conditions(current, [change])}
+        stored = await workloads.patch_status(self.kube, key, wl["metadata"]["resourceVersion"], status)
+        w.apply("Workload", stored)
+        log.info("finished %s (%s)", key, reason.value)
+        with contextlib.suppress(errors.KubeError):
+            await events.emit(self.kube, stored, "Finished", message, w.clock())
+
+    def _original(self, wl: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
+        pod_set = ((wl.get("spec") or {}).get("podSets") or [{}])[0]
+        return pod_set.get("template") or {}, int(pod_set.get("count", 1)), pod_set.get("name", "main")
+
+    async def _start(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
+        w = self.world
+        original, _count, name = self._original(wl)
+        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [{}]
+        psa = next((a for a in assigned if a.get("name") == name), assigned[0])
+        placements = []
+        for flavor_name in sorted(set((psa.get("flavors") or {}).values())):
+            rf = w.cache.flavors.get(flavor_name)
+            if rf is None:
+                continue
+            placements.append(
+                batchjob.FlavorPlacement(
+                    dict(rf.spec.node_labels),
+                    tuple(t.to_yaml_dict() for t in rf.spec.tolerations),
+                )
+            )
+        count = int(psa.get("count") or batchjob.pod_count(job))
+        patch = batchjob.start_patch(job, original, pod_set=name, count=count, flavors=placements)
+        meta = job["metadata"]
+        stored = await jobs.patch(self.kube, meta["namespace"], meta["name"], patch)
+        w.apply("Job", stored)
+        log.info("started job %s/%s", meta["namespace"], meta["name"])
+        with contextlib.suppress(errors.KubeError):
+            await events.emit(self.kube, job, "Started", f"Admitted by ClusterQueue {(wl.get('status') or {}).get('admission', {}).get('clusterQueue')}", w.clock())
+
+    async def _track_ready(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
+        w = self.world
+        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [{}]
+        count = sum(int(a.get("count") or 0) for a in assigned) or batchjob.pod_count(job)
+        ready = batchjob.pods_ready(job, count)
+        if ready == world_mod.condition_true(wl, _COND.PODS_READY):
+            return
+        reason, message = ("PodsReady", "All pods reached readiness") if ready else ("PodsReady", "Not all pods are ready or succeeded")
+        current = (wl.get("status") or {}).get("conditions") or []
+        change = workloads.condition(_COND.PODS_READY, ready, reason, message, w.clock())
+        stored = await workloads.patch_status(
+            self.kube, key, wl["metadata"]["resourceVersion"], {"conditions": workloads.merge_conditions(current, [change])}
+        )
+        w.apply("Workload", stored)
+
+    async def _stop(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
+        w = self.world
+        meta = job["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        if not batchjob.is_suspended(job):
+            stored = await jobs.suspend(self.kube, ns, name)
+            w.apply("Job", stored)
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(self.kube, job, "Stopped", "The workload is evicted; the Job is suspended", w.clock())
+            return
+        if batchjob.active_pods(job) > 0 or w.pods_left(meta["uid"]) > 0:
+            return  # the pod and job events bring us back
+        original, count, _name = self._original(wl)
+        restore = batchjob.restore_patch(job, original, count=count)
+        if restore is not None:
+            if (job.get("status") or {}).get("startTime"):
+                await jobs.clear_start_time(self.kube, ns, name)
+            stored = await jobs.patch(self.kube, ns, name, restore)
+            w.apply("Job", stored)
+            return
+        # The Job is stopped and restored: release the quota.
+        evicted = next(
+            (c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") == _COND.EVICTED),
+            {},
+        )
+        reason = evicted.get("reason") or "Evicted"
+        now = w.clock()
+        current = (wl.get("status") or {}).get("conditions") or []
+        changes = [
+            workloads.condition(_COND.QUOTA_RESERVED, False, "Pending", evicted.get("message") or "Evicted", now),
+            workloads.condition(_COND.ADMITTED, False, "NoReservation", "The workload has no reservation", now),
+            workloads.condition(_COND.EVICTED, False, reason, "The workload is stopped and requeued", now),
+            workloads.condition(_COND.PODS_READY, False, "PodsReady", "The workload is not admitted", now),
+            workloads.condition(_COND.REQUEUED, True, reason, "The workload is requeued", now),
+        ]
+        status = {"admission": None, "conditions": workloads.merge_conditions(current, changes)}
+        stored = await workloads.patch_status(self.kube, key, wl["metadata"]["resourceVersion"], status)
+        w.apply("Workload", stored)
+        log.info("released %s after eviction (%s)", key, reason)

@@ -1,0 +1,223 @@
+"""The scheduler loop: one task on the leader that runs the core and writes its decisions.
+
+Each turn mirrors the simulator's ``_settle``/``_apply_result`` (``berth.sim.engine``): pop the
+heads, run ``core.cycle.schedule`` on the cache's snapshot, then, before any write, *assume*
+every admission in the cache, mark every victim evicted and put every pending head back where
+its queue's strategy says. Only then are the Workload statuses written, each with the
+resourceVersion the decision was based on. A failed admission write is undone: the admission is
+forgotten, the inadmissible workloads of its quota tree are requeued, and the workload returns
+to its queue after a backoff. Victims stay counted until the job controller has stopped their
+Jobs and cleared their admission. Started by ``main`` once the cache is primed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from typing import Any
+
+from berth.adapters.kube import client, errors, events, workloads
+from berth.api import conditions, names
+from berth.core import admission, cycle
+from berth.entry.operator import world as world_mod
+
+log = logging.getLogger(__name__)
+_COND = conditions.WorkloadCondition
+_BACKOFF_BASE = 1.0
+_BACKOFF_MAX = 30.0
+
+
+@dataclasses.dataclass(slots=True)
+class _Write:
+    key: names.WorkloadKey
+    kind: str
+    """admit, evict or pending."""
+    body: dict[str, Any]
+    rv: str | None
+    status: dict[str, Any]
+    event: tuple[str, str] | None = None
+
+
+class Scheduler:
+    """Runs cycles while there is work; applies decisions to state, then to the API."""
+
+    def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
+        self.world = world
+        self.kube = kube
+        self.failures: dict[names.WorkloadKey, int] = {}
+        self.cycles = 0
+
+    async def run(self) -> None:
+        """Schedule until cancelled."""
+        w = self.world
+        while True:
+            now = w.clock()
+            self._backoffs_done(now)
+            writes, progressed = self.decide(now)
+            if writes:
+                await asyncio.gather(*(self._write(x) for x in writes))
+            if progressed:
+                await asyncio.sleep(0)
+                continue
+            expiry = w.queues.next_backoff_expiry(w.clock())
+            timeout = None if expiry is None else max(0.05, expiry - w.clock())
+            w.wake.schedule.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(w.wake.schedule.wait(), timeout)
+
+    def _backoffs_done(self, now: float) -> None:
+        """Return workloads whose backoff ended to their queues (the simulator's backoff timer)."""
+        q = self.world.queues
+        for key, pw in list(q.pending.items()):
+            if 0 < pw.requeue_at <= now:
+                pw.requeue_at = 0.0
+                q.add(pw.info, now=now)
+
+    def decide(self, now: float) -> tuple[list[_Write], bool]:
+        """Run one cycle and apply it to state; return the writes it needs and whether it progressed."""
+        w = self.world
+        heads = w.queues.heads()
+        if not heads:
+            return [], False
+        self.cycles += 1
+        result = cycle.schedule(
+            w.cache.snapshot,
+            heads,
+            now,
+            w.policy,
+            cycle=w.queues.cycle,
+            generation=w.cache.generation,
+            all_pods_ready=all(k in w.ready for k in w.cache.admitted),
+        )
+        writes: list[_Write] = []
+        progressed = False
+        for p in result.preempted:
+            key = p.victim.info.key
+            if p.victim.evicted or key not in w.cache.admitted:
+                continue  # already on its way out
+            w.cache.mark_evicted(key)
+            progressed = True
+            writes.append(self._evict_write(key, p, now))
+        for a in result.admitted:
+            key = a.info.key
+            w.cache.assume(a.info, a.admission, now)
+            w.queues.admitted(key)
+            w.in_flight.add(key)
+            progressed = True
+            writes.append(self._admit_write(key, a, now))
+        for pending in result.pending:
+            parked = w.queues.requeue(pending)
+            for same in [pending.info, *(pw.info for pw in parked)]:
+                write = self._pending_write(same.key, pending.reason, pending.message, now)
+                if write is not None:
+                    writes.append(write)
+            pw = w.queues.pending.get(pending.info.key)
+            if pw is not None and pw.cluster_queue is not None:
+                q = w.queues.queues[pw.cluster_queue]
+                if pending.info.key in q.inadmissible or (
+                    pending.progress is not None
+                    and any(idx != -1 for tried in pending.progress.tried for idx in tried.values())
+                ):
+                    progressed = True
+        return writes, progressed
+
+    # Status bodies ------------------------------------------------------------------------------
+
+    def _body(self, key: names.WorkloadKey) -> tuple[dict[str, Any], str | None]:
+        body = self.world.workloads.get(key) or {}
+        return body, (body.get("metadata") or {}).get("resourceVersion")
+
+    def _admit_write(self, key: names.WorkloadKey, a: cycle.Admit, now: float) -> _Write:
+        body, rv = self._body(key)
+        cq = a.admission.cluster_queue
+        current = (body.get("status") or {}).get("conditions") or []
+        changes = [
+            workloads.condition(
+                _COND.QUOTA_RESERVED, True, "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", now
+            ),
+            workloads.condition(_COND.ADMITTED, True, "Admitted", "The workload is admitted", now),
+        ]
+        for kind in (_COND.EVICTED, _COND.PREEMPTED, _COND.REQUEUED):
+            if any(c.get("type") == kind and c.get("status") == "True" for c in current):
+                changes.append(workloads.condition(kind, False, "Admitted", "The workload is admitted", now))
+        status = {
+            "admission": admission.to_status(a.admission),
+            "conditions": workloads.merge_conditions(current, changes),
+        }
+        return _Write(key, "admit", body, rv, status, ("QuotaReserved", f"Quota reserved in ClusterQueue {cq}"))
+
+    def _evict_write(self, key: names.WorkloadKey, p: cycle.Preempt, now: float) -> _Write:
+        body, rv = self._body(key)
+        current = (body.get("status") or {}).get("conditions") or []
+        changes = [
+            workloads.condition(_COND.EVICTED, True, conditions.EvictionReason.PREEMPTED, p.message, now),
+            workloads.condition(_COND.PREEMPTED, True, p.reason.value, p.message, now),
+        ]
+        status = {"conditions": workloads.merge_conditions(current, changes)}
+        return _Write(key, "evict", body, rv, status, ("Preempted", p.message))
+
+    def _pending_write(
+        self, key: names.WorkloadKey, reason: str, message: str, now: float
+    ) -> _Write | None:
+        body, rv = self._body(key)
+        current = (body.get("status") or {}).get("conditions") or []
+        for c in current:
+            if (
+                c.get("type") == _COND.QUOTA_RESERVED
+                and c.get("status") == "False"
+                and c.get("reason") == reason
+                and c.get("message") == message
+            ):
+                return None
+        changes = [workloads.condition(_COND.QUOTA_RESERVED, False, reason, message, now)]
+        return _Write(key, "pending", body, rv, {"conditions": workloads.merge_conditions(current, changes)})
+
+    # Writing ------------------------------------------------------------------------------------
+
+    async def _write(self, x: _Write) -> None:
+        w = self.world
+        try:
+            stored = await workloads.patch_status(self.kube, x.key, x.rv, x.status)
+        except errors.KubeError as e:
+            self._undo(x, e)
+            return
+        finally:
+            if x.kind == "admit":
+                w.in_flight.discard(x.key)
+        self.failures.pop(x.key, None)
+        if x.kind == "admit":
+            a = x.status["admission"]
+            log.info("admitted %s in ClusterQueue %s", x.key, a["clusterQueue"])
+        w.apply("Workload", stored)
+        w.settle_workload(x.key)  # events held while the write was in flight
+        if x.event is not None:
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(self.kube, stored, x.event[0], x.event[1], w.clock())
+                if x.kind == "admit":
+                    await events.emit(self.kube, stored, "Admitted", "The workload is admitted", w.clock())
+
+    def _undo(self, x: _Write, e: errors.KubeError) -> None:
+        w = self.world
+        if x.kind == "pending":
+            return  # advisory; the next cycle writes it again if it still holds
+        log.warning("%s of %s failed: %s", x.kind, x.key, e)
+        if x.kind == "evict":
+            adm = w.cache.forget(x.key)
+            if adm is not None:
+                w.cache.assume(adm.info, adm.admission, adm.reserved_at)
+            w.settle_workload(x.key)
+            w.wake.schedule.set()
+            return
+        w.release(x.key)
+        n = self.failures.get(x.key, 0) + 1
+        self.failures[x.key] = n
+        now = w.clock()
+        info = w.infos.get(x.key)
+        if isinstance(e, errors.NotFoundError) or info is None:
+            return
+        w.queues.add(info, now=now, requeue_at=now + min(_BACKOFF_BASE * 2 ** (n - 1), _BACKOFF_MAX))
+        # A newer body may have arrived while the write was in flight.
+        w.settle_workload(x.key)
+        w.wake.schedule.set()

@@ -1,0 +1,178 @@
+"""ClusterQueue and LocalQueue statuses: counts, flavor reservation and usage, share, Active.
+
+Built from the cache and queues (``build_*`` are pure over them) and written when they change,
+at most a few times a second. Started by ``main`` on the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from berth.adapters.kube import client, errors, queues_status, workloads
+from berth.api import conditions, names, quantity
+from berth.core import fairsharing, resources
+from berth.entry.operator import world as world_mod
+
+log = logging.getLogger(__name__)
+_INTERVAL = 0.5
+
+
+def _flavor_usage(
+    node_quotas: dict[resources.FlavorResource, Any],
+    usage: dict[resources.FlavorResource, int],
+    nominal: dict[resources.FlavorResource, int],
+) -> list[dict[str, Any]]:
+    by_flavor: dict[str, list[dict[str, Any]]] = {}
+    for fr in sorted(node_quotas):
+        total = usage.get(fr, 0)
+        borrowed = max(0, total - nominal.get(fr, 0))
+        by_flavor.setdefault(fr.flavor, []).append(
+            {
+                "name": fr.resource,
+                "total": quantity.format(fr.resource, total),
+                "borrowed": quantity.format(fr.resource, borrowed),
+            }
+        )
+    return [{"name": f, "resources": r} for f, r in by_flavor.items()]
+
+
+def _active(reason: str | None, message: str, now: float) -> dict[str, Any]:
+    if reason is None:
+        return workloads.condition("Active", True, conditions.QueueActiveReason.READY, message, now)
+    return workloads.condition("Active", False, reason, message, now)
+
+
+def build_cluster_queue(world: world_mod.World, name: names.ClusterQueueName, now: float) -> dict[str, Any]:
+    """The status of one ClusterQueue."""
+    snap = world.cache.snapshot
+    info = snap.cluster_queues[name]
+    node = snap.cq_nodes[name]
+    admitted = snap.admitted.get(name, {})
+    usage: dict[resources.FlavorResource, int] = {}
+    admitted_only: dict[resources.FlavorResource, int] = {}
+    n_admitted = 0
+    for key, adm in admitted.items():
+        resources.add_into(usage, adm.admission.usage)
+        body = world.workloads.get(key) or {}
+        if world_mod.condition_true(body, conditions.WorkloadCondition.ADMITTED):
+            resources.add_into(admitted_only, adm.admission.usage)
+            n_admitted += 1
+    nominal = {fr: q.nominal for fr, q in node.quotas.items()}
+    pending = sum(
+        1 for pw in world.queues.pending.values() if world.cache.cluster_queue_for(pw.info) == name
+    )
+    return {
+        "pendingWorkloads": pending,
+        "reservingWorkloads": len(admitted),
+        "admittedWorkloads": n_admitted,
+        "flavorsReservation": _flavor_usage(node.quotas, usage, nominal),
+        "flavorsUsage": _flavor_usage(node.quotas, admitted_only, nominal),
+        "fairSharing": {"weightedShare": fairsharing.share(snap, node).rounded()},
+        "conditions": [_active(info.inactive_reason, info.inactive_message, now)],
+    }
+
+
+def build_local_queue(
+    world: world_mod.World, namespace: str, name: str, now: float
+) -> dict[str, Any]:
+    """The status of one LocalQueue."""
+    lq = world.cache.local_queue(namespace, name)
+    assert lq is not None  # noqa: S101 - callers pass known queues
+    cq_name = lq.spec.cluster_queue
+    pending = sum(
+        1
+        for pw in world.queues.pending.values()
+        if pw.info.key.namespace == namespace and pw.info.local_queue == name
+    )
+    usage: dict[resources.FlavorResource, int] = {}
+    admitted_only: dict[resources.FlavorResource, int] = {}
+    reserving = n_admitted = 0
+    for key, adm in world.cache.admitted.items():
+        if key.namespace != namespace or adm.info.local_queue != name:
+            continue
+        reserving += 1
+        resources.add_into(usage, adm.admission.usage)
+        if world_mod.condition_true(world.workloads.get(key) or {}, conditions.WorkloadCondition.ADMITTED):
+            n_admitted += 1
+            resources.add_into(admitted_only, adm.admission.usage)
+    cq = world.cache.snapshot.cluster_queues.get(cq_name)
+    if cq is None:
+        active = workloads.condition("Active", False, "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue", now)
+    elif not cq.active:
+        active = workloads.condition("Active", False, conditions.QueueActiveReason.CLUSTER_QUEUE_IS_INACTIVE, "Can't submit new workloads to clusterQueue", now)
+    else:
+        active = workloads.condition("Active", True, conditions.QueueActiveReason.READY, "Can submit new workloads to localQueue", now)
+
+    def listing(amounts: dict[resources.FlavorResource, int]) -> list[dict[str, Any]]:
+        by_flavor: dict[str, list[dict[str, str]]] = {}
+        for fr in sorted(amounts):
+            by_flavor.setdefault(fr.flavor, []).append({"name": fr.resource, "total": quantity.format(fr.resource, amounts[fr])})
+        return [{"name": f, "resources": r} for f, r in by_flavor.items()]
+
+    return {
+        "pendingWorkloads": pending,
+        "reservingWorkloads": reserving,
+        "admittedWorkloads": n_admitted,
+        "flavorsReservation": listing(usage),
+        "flavorsUsage": listing(admitted_only),
+        "conditions": [active],
+    }
+
+
+def _comparable(status: dict[str, Any]) -> Any:  # noqa: ANN401 - a JSON value
+    """A status without condition times, to tell whether anything changed."""
+    out = dict(status)
+    out["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status["conditions"]]
+    return out
+
+
+class StatusWriter:
+    """Writes queue statuses that changed since they were last written."""
+
+    def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
+        self.world = world
+        self.kube = kube
+        self.written: dict[tuple[str, str, str], Any] = {}
+
+    async def run(self) -> None:
+        """Write statuses until cancelled."""
+        w = self.world
+        while True:
+            await w.wake.statuses.wait()
+            w.wake.statuses.clear()
+            try:
+                await self.write_all()
+            except errors.KubeError as e:
+                log.warning("queue status: %s", e)
+                w.wake.statuses.set()
+            await asyncio.sleep(_INTERVAL)
+
+    async def write_all(self) -> None:
+        """Write every queue status that changed."""
+        w = self.world
+        now = w.clock()
+        for name in sorted(w.cache.cluster_queues):
+            if name not in w.cache.snapshot.cluster_queues:
+                continue
+            status = build_cluster_queue(w, name, now)
+            if self._changed(("cq", "", name), status):
+                try:
+                    await queues_status.patch_cluster_queue(self.kube, name, status)
+                except errors.NotFoundError:
+                    continue
+        for namespace, name in sorted(w.cache.local_queues):
+            status = build_local_queue(w, namespace, name, now)
+            if self._changed(("lq", namespace, name), status):
+                try:
+                    await queues_status.patch_local_queue(self.kube, namespace, name, status)
+                except errors.NotFoundError:
+                    continue
+
+    def _changed(self, ident: tuple[str, str, str], status: dict[str, Any]) -> bool:
+        comparable = _comparable(status)
+        if self.written.get(ident) == comparable:
+            return False
+        self.written[ident] = comparable
+        return True

@@ -1,0 +1,247 @@
+"""Admission webhooks over TLS: suspend queued Jobs, guard their start, default and validate Berth kinds.
+
+Routes (AdmissionReview v1, served by aiohttp with a certificate this module issues):
+
+- ``/mutate-job``: a Job that Berth manages and that is not suspended is created suspended.
+- ``/validate-job``: a Job's ``berth.dev/job-min-parallelism`` must make sense on create; on
+  update, unsuspending a queued Job is denied unless its Workload is admitted, and its queue
+  label may not change while it is admitted.
+- ``/mutate-berth``: Berth's kinds get their defaults filled in (the models' full dump of spec).
+- ``/validate-berth``: Berth's kinds are checked with ``berth.api.validation``; every field error
+  is returned.
+
+``configurations`` builds the Mutating/ValidatingWebhookConfiguration objects pointing at a URL
+with the CA bundle; ``main`` applies them. Decisions read the ``World`` only.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from berth.adapters.devcluster import pki
+from berth.api import base, kinds, validation
+from berth.core import batchjob
+from berth.entry.operator import world as world_mod
+
+NAME = "berth"
+BERTH_PLURALS = (
+    "resourceflavors",
+    "cohorts",
+    "clusterqueues",
+    "localqueues",
+    "workloadpriorityclasses",
+    "workloads",
+)
+
+
+def _review(request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": request.get("uid", ""), **response},
+    }
+
+
+def _allow(patch: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"allowed": True}
+    if patch:
+        out["patchType"] = "JSONPatch"
+        out["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    return out
+
+
+def _deny(message: str, code: int = 403) -> dict[str, Any]:
+    return {"allowed": False, "status": {"code": code, "message": message}}
+
+
+def mutate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, Any]:
+    """Suspend a managed Job at creation."""
+    job = request.get("object") or {}
+    if request.get("operation") != "CREATE" or not world.managed(job):
+        return _allow()
+    if batchjob.is_suspended(job):
+        return _allow()
+    spec = job.get("spec") or {}
+    op = "replace" if "suspend" in spec else "add"
+    return _allow([{"op": op, "path": "/spec/suspend", "value": True}])
+
+
+def validate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, Any]:
+    """Deny starting a queued Job by hand, and moving an admitted Job to another queue."""
+    job = request.get("object") or {}
+    old = request.get("oldObject") or {}
+    honor = world.config.honor_kueue_labels
+    meta = job.get("metadata") or {}
+    name = f"{meta.get('namespace')}/{meta.get('name')}"
+    if request.get("operation") == "CREATE":
+        if not world.managed(job):
+            return _allow()
+        _obj, problems = batchjob.to_workload(job, uid=str(meta.get("uid") or "new"), honor_kueue=honor)
+        if problems:
+            return _deny("; ".join(str(p) for p in problems), 422)
+        return _allow()
+    if request.get("operation") != "UPDATE" or not (world.managed(job) or world.managed(old)):
+        return _allow()
+    admitted = world.admitted_for_job(old)
+    if batchjob.is_suspended(old) and not batchjob.is_suspended(job) and not admitted:
+        queue = batchjob.queue_name(job, honor_kueue=honor)
+        return _deny(
+            f"Job {name} is queued in LocalQueue {queue}: Berth starts it when its Workload "
+            "is admitted; setting spec.suspend to false by hand is not allowed"
+        )
+    old_queue = batchjob.queue_name(old, honor_kueue=honor)
+    new_queue = batchjob.queue_name(job, honor_kueue=honor)
+    if old_queue != new_queue and admitted:
+        return _deny(
+            f"Job {name} is admitted in LocalQueue {old_queue}: its {batchjob.QUEUE_LABEL} label "
+            "may not change while it is admitted"
+        )
+    return _allow()
+
+
+def _load(request: dict[str, Any]) -> tuple[base.Object | None, list[str]]:
+    obj, problems = kinds.try_load(request.get("object") or {})
+    return obj, [str(p) for p in problems]
+
+
+def mutate_berth(request: dict[str, Any]) -> dict[str, Any]:
+    """Fill in the defaults of a Berth object's spec."""
+    raw = request.get("object") or {}
+    obj, problems = _load(request)
+    if obj is None or problems or "spec" not in raw:
+        return _allow()  # validation explains what is wrong
+    spec = obj.to_full_dict().get("spec")
+    if spec is None or spec == raw.get("spec"):
+        return _allow()
+    return _allow([{"op": "replace", "path": "/spec", "value": spec}])
+
+
+def validate_berth(request: dict[str, Any]) -> dict[str, Any]:
+    """Check a Berth object; deny with every field error."""
+    if request.get("operation") == "DELETE":
+        return _allow()
+    obj, problems = _load(request)
+    if obj is not None and not problems:
+        problems = [str(p) for p in validation.validate(obj)]
+    if problems:
+        return _deny("; ".join(problems), 422)
+    return _allow()
+
+
+def app(world: world_mod.World) -> web.Application:
+    """The aiohttp application serving every route."""
+
+    def route(decide: Any) -> Any:  # noqa: ANN401 - an aiohttp handler
+        async def handle(request: web.Request) -> web.Response:
+            review = await request.json()
+            req = review.get("request") or {}
+            return web.json_response(_review(req, decide(req)))
+
+        return handle
+
+    application = web.Application()
+    application.router.add_post("/mutate-job", route(lambda r: mutate_job(world, r)))
+    application.router.add_post("/validate-job", route(lambda r: validate_job(world, r)))
+    application.router.add_post("/mutate-berth", route(mutate_berth))
+    application.router.add_post("/validate-berth", route(validate_berth))
+    return application
+
+
+class Certificates:
+    """A CA and a serving certificate for the webhook host, written to a private directory."""
+
+    def __init__(self, host: str) -> None:
+        self.ca = pki.new_certificate_authority("berth-webhook-ca")
+        self.serving = pki.issue_serving_certificate(self.ca, [host], "berth-webhook")
+        self._dir = tempfile.TemporaryDirectory(prefix="berth-webhook-")
+        d = Path(self._dir.name)
+        self.cert_file = d / "tls.crt"
+        self.key_file = d / "tls.key"
+        self.cert_file.write_bytes(self.serving.cert_pem)
+        self.key_file.write_bytes(self.serving.key_pem)
+        self.key_file.chmod(0o600)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A server-side TLS context with the serving certificate."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.cert_file, self.key_file)
+        return context
+
+    @property
+    def ca_bundle(self) -> str:
+        """The CA certificate, base64 encoded, for ``clientConfig.caBundle``."""
+        return base64.b64encode(self.ca.cert_pem).decode()
+
+    def cleanup(self) -> None:
+        """Delete the key files."""
+        self._dir.cleanup()
+
+
+def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> list[dict[str, Any]]:
+    """The webhook configurations that send admission requests to ``base_url``."""
+
+    def hook(name: str, path: str, rules: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        return {
+            "name": f"{name}.berth.dev",
+            "clientConfig": {"url": f"{base_url}{path}", "caBundle": ca_bundle},
+            "rules": rules,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Fail",
+            "timeoutSeconds": 10,
+            **extra,
+        }
+
+    def rule(group: str, plurals: list[str], operations: list[str]) -> dict[str, Any]:
+        return {
+            "apiGroups": [group],
+            "apiVersions": ["v1" if group == "batch" else base.VERSION],
+            "resources": plurals,
+            "operations": operations,
+        }
+
+    queued = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "Exists"}]}
+    job_hooks = [
+        hook("mjob", "/mutate-job", [rule("batch", ["jobs"], ["CREATE"])], objectSelector=queued),
+    ]
+    selector = world.config.managed_jobs_namespace_selector
+    if world.config.manage_jobs_without_queue_name:
+        job_hooks.append(
+            hook(
+                "mjob-managed-namespaces",
+                "/mutate-job",
+                [rule("batch", ["jobs"], ["CREATE"])],
+                namespaceSelector=selector.to_yaml_dict() if selector is not None else {},
+                objectSelector={"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]},
+            )
+        )
+    berth_rules = [rule(base.GROUP, list(BERTH_PLURALS), ["CREATE", "UPDATE"])]
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": NAME},
+            "webhooks": [*job_hooks, hook("mberth", "/mutate-berth", berth_rules)],
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": NAME},
+            "webhooks": [
+                hook(
+                    "vjob",
+                    "/validate-job",
+                    [rule("batch", ["jobs"], ["CREATE", "UPDATE"])],
+                    objectSelector=queued,
+                ),
+                hook("vberth", "/validate-berth", berth_rules),
+            ],
+        },
+    ]

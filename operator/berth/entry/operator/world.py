@@ -1,0 +1,407 @@
+"""Everything the operator knows, fed by watch events: the cache, the queues, Jobs and Workloads.
+
+The kopf handlers call ``World.apply`` and ``World.remove`` with raw bodies; nothing here calls
+the API. Objects are translated into ``berth.api`` models and fed into ``berth.state`` exactly
+as the simulator does (``berth.sim.engine``): a released admission is forgotten and the
+inadmissible workloads of its quota tree are requeued; a pending workload is added to its queue,
+after its backoff if it has one. Stale events (an older resourceVersion than already seen, or an
+object already deleted) are ignored, so a full list can be applied on top of a watch at any time.
+
+Workloads whose admission the scheduler loop has assumed but not yet written are *in flight*:
+events that do not show the admission yet are held until the write settles.
+Used by the handlers, the scheduler loop, the job controller, the status writer and webhooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from berth.api import (
+    clusterqueue,
+    cohort,
+    conditions,
+    configuration,
+    kinds,
+    localqueue,
+    names,
+    priorityclass,
+    resourceflavor,
+)
+from berth.api import workload as api_workload
+from berth.core import admission, batchjob, cycle, priority, workload
+from berth.state import cache as cache_mod
+from berth.state import queues as queues_mod
+
+log = logging.getLogger(__name__)
+_COND = conditions.WorkloadCondition
+
+Body = dict[str, Any]
+
+
+def parse_time(text: str | None) -> float:
+    """Seconds since the epoch of an RFC 3339 time (0 when missing)."""
+    if not text:
+        return 0.0
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _rv(body: Body) -> int:
+    try:
+        return int((body.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _key(body: Body) -> names.WorkloadKey:
+    meta = body.get("metadata") or {}
+    return names.WorkloadKey(meta.get("namespace") or "", meta.get("name") or "")
+
+
+def condition_true(body: Body, kind: str) -> bool:
+    """Tell whether a status condition of this type is True."""
+    for c in (body.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return bool(c.get("status") == "True")
+    return False
+
+
+def owner_job_uid(body: Body) -> str | None:
+    """The uid of the Job that controls an object (a Workload or a Pod), if any."""
+    for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
+            return str(ref.get("uid"))
+    return None
+
+
+@dataclasses.dataclass(slots=True)
+class Wakeups:
+    """Signals from the handlers to the tasks that act on what changed."""
+
+    schedule: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    statuses: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    jobs: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+
+
+class World:
+    """The operator's memory of the cluster, and the state and queues the core is fed from."""
+
+    def __init__(
+        self, config: configuration.Configuration, clock: Callable[[], float]
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.cache = cache_mod.Cache()
+        self.queues = queues_mod.QueueManager(self.cache)
+        wfpr = config.wait_for_pods_ready
+        self.policy = cycle.Policy(
+            fair_sharing=config.fair_sharing is not None,
+            fair_sharing_strategies=tuple(
+                s.value
+                for s in (config.fair_sharing.preemption_strategies if config.fair_sharing else [])
+            ),
+            block_admission=wfpr is not None and wfpr.block_admission,
+        )
+        self.wake = Wakeups()
+        self.workloads: dict[names.WorkloadKey, Body] = {}
+        self.infos: dict[names.WorkloadKey, workload.WorkloadInfo] = {}
+        self.jobs: dict[names.WorkloadKey, Body] = {}
+        self.workload_of_job: dict[str, names.WorkloadKey] = {}
+        self.job_of_uid: dict[str, names.WorkloadKey] = {}
+        self.pods_of_job: dict[str, set[str]] = {}
+        self.workload_classes: dict[str, int] = {}
+        self.pod_classes: dict[str, int] = {}
+        self.global_default: str | None = None
+        self.in_flight: set[names.WorkloadKey] = set()
+        self.ready: set[names.WorkloadKey] = set()
+        self.dirty_jobs: set[names.WorkloadKey] = set()
+        self._seen: dict[tuple[str, str, str], int] = {}
+        self._gone: dict[tuple[str, str, str], int] = {}
+
+    # Intake -------------------------------------------------------------------------------------
+
+    def _fresh(self, kind: str, body: Body, *, deleted: bool) -> bool:
+        """Tell whether this body is newer than anything seen of the object; remember it."""
+        meta = body.get("metadata") or {}
+        ident = (kind, meta.get("namespace") or "", meta.get("name") or "")
+        rv = _rv(body)
+        if rv and (rv < self._seen.get(ident, 0) or rv <= self._gone.get(ident, 0)):
+            return False
+        if deleted:
+            self._gone[ident] = max(rv, self._seen.pop(ident, 0))
+        else:
+            self._seen[ident] = rv
+        return True
+
+    def apply(self, kind: str, body: Body) -> None:
+        """Take in an object that was added or changed (or listed)."""
+        if not self._fresh(kind, body, deleted=False):
+            return
+        self._dispatch(kind, body, deleted=False)
+
+    def remove(self, kind: str, body: Body) -> None:
+        """Take in an object that was deleted."""
+        if not self._fresh(kind, body, deleted=True):
+            return
+        self._dispatch(kind, body, deleted=True)
+
+    def _dispatch(self, kind: str, body: Body, *, deleted: bool) -> None:
+        if kind == "Job":
+            self._job(body, deleted=deleted)
+        elif kind == "Pod":
+            self._pod(body, deleted=deleted)
+        elif kind == "Workload":
+            self._workload(body, deleted=deleted)
+        elif kind == "Namespace":
+            self._namespace(body, deleted=deleted)
+        elif kind == "PriorityClass":
+            self._pod_class(body, deleted=deleted)
+        else:
+            self._queue_object(kind, body, deleted=deleted)
+
+    def _queues_changed(self) -> None:
+        # As the simulator does once per instant after queue objects change.
+        now = self.clock()
+        self.queues.refresh(now)
+        self.queues.requeue_all_inadmissible(now)
+        self.wake.schedule.set()
+        self.wake.statuses.set()
+
+    def _queue_object(self, kind: str, body: Body, *, deleted: bool) -> None:
+        obj, problems = kinds.try_load(body)
+        if obj is None:
+            log.warning("ignoring invalid %s %s: %s", kind, _key(body), problems)
+            return
+        if isinstance(obj, resourceflavor.ResourceFlavor):
+            (self.cache.delete_flavor(obj.name) if deleted else self.cache.upsert_flavor(obj))
+        elif isinstance(obj, cohort.Cohort):
+            (self.cache.delete_cohort(obj.name) if deleted else self.cache.upsert_cohort(obj))
+        elif isinstance(obj, clusterqueue.ClusterQueue):
+            if deleted:
+                self.cache.delete_cluster_queue(obj.name)
+            else:
+                self.cache.upsert_cluster_queue(obj)
+        elif isinstance(obj, localqueue.LocalQueue):
+            namespace = obj.metadata.namespace or "default"
+            if deleted:
+                self.cache.delete_local_queue(namespace, obj.name)
+            else:
+                if self.cache.namespace_labels(namespace) is None:
+                    self.cache.upsert_namespace(namespace, {})
+                self.cache.upsert_local_queue(obj)
+        elif isinstance(obj, priorityclass.WorkloadPriorityClass):
+            if deleted:
+                self.workload_classes.pop(obj.name, None)
+            else:
+                self.workload_classes[obj.name] = obj.value
+            return
+        else:
+            return
+        self._queues_changed()
+
+    def _namespace(self, body: Body, *, deleted: bool) -> None:
+        meta = body.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if deleted:
+            self.cache.delete_namespace(name)
+        else:
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            if self.cache.namespace_labels(name) == {"kubernetes.io/metadata.name": name, **labels}:
+                return
+            self.cache.upsert_namespace(name, labels)
+        self._queues_changed()
+
+    def _pod_class(self, body: Body, *, deleted: bool) -> None:
+        name = str((body.get("metadata") or {}).get("name") or "")
+        if deleted:
+            self.pod_classes.pop(name, None)
+            if self.global_default == name:
+                self.global_default = None
+            return
+        self.pod_classes[name] = int(body.get("value") or 0)
+        if body.get("globalDefault"):
+            self.global_default = name
+
+    def classes(self) -> priority.PriorityClasses:
+        """The priority classes known now."""
+        return priority.PriorityClasses(
+            dict(self.workload_classes), dict(self.pod_classes), self.global_default
+        )
+
+    # Jobs and pods ------------------------------------------------------------------------------
+
+    def _job(self, body: Body, *, deleted: bool) -> None:
+        key = _key(body)
+        uid = str((body.get("metadata") or {}).get("uid") or "")
+        if deleted:
+            self.jobs.pop(key, None)
+            self.job_of_uid.pop(uid, None)
+            return
+        self.jobs[key] = body
+        self.job_of_uid[uid] = key
+        self.mark_job(key)
+
+    def _pod(self, body: Body, *, deleted: bool) -> None:
+        job_uid = owner_job_uid(body)
+        if job_uid is None:
+            return
+        name = str((body.get("metadata") or {}).get("name") or "")
+        phase = (body.get("status") or {}).get("phase")
+        pods = self.pods_of_job.setdefault(job_uid, set())
+        if deleted or phase in {"Succeeded", "Failed"}:
+            pods.discard(name)
+        else:
+            pods.add(name)
+        if not pods:
+            self.pods_of_job.pop(job_uid, None)
+        job = self.job_of_uid.get(job_uid)
+        if job is not None:
+            self.mark_job(job)
+
+    def pods_left(self, job_uid: str) -> int:
+        """Pods of a Job that exist and have not finished."""
+        return len(self.pods_of_job.get(job_uid, ()))
+
+    def mark_job(self, key: names.WorkloadKey) -> None:
+        """Ask the job controller to look at a Job again."""
+        self.dirty_jobs.add(key)
+        self.wake.jobs.set()
+
+    def managed(self, job: Body) -> bool:
+        """Tell whether Berth manages a Job: it names a LocalQueue, or every Job is managed."""
+        if batchjob.queue_name(job, honor_kueue=self.config.honor_kueue_labels) is not None:
+            return True
+        return self.config.manage_jobs_without_queue_name
+
+    # Workloads ----------------------------------------------------------------------------------
+
+    def info_of(self, body: Body) -> workload.WorkloadInfo | None:
+        """The core's view of a Workload body (None if it does not load)."""
+        obj, problems = kinds.try_load(_without_status(body))
+        if not isinstance(obj, api_workload.Workload):
+            log.warning("ignoring invalid Workload %s: %s", _key(body), problems)
+            return None
+        ref = obj.spec.priority_class_ref
+        job_uid = owner_job_uid(body)
+        job = self.job_of_uid.get(job_uid) if job_uid else None
+        return workload.from_api(
+            obj,
+            priority=obj.spec.priority or 0,
+            creation_time=parse_time((body.get("metadata") or {}).get("creationTimestamp")),
+            uid=str((body.get("metadata") or {}).get("uid") or ""),
+            priority_class=None if ref is None else ref.name,
+            job=job,
+            excluded_prefixes=tuple(self.config.resources.exclude_resource_prefixes),
+        )
+
+    def _workload(self, body: Body, *, deleted: bool) -> None:
+        key = _key(body)
+        job_uid = owner_job_uid(body)
+        if job_uid is not None:
+            if deleted:
+                self.workload_of_job.pop(job_uid, None)
+            else:
+                self.workload_of_job[job_uid] = key
+            job = self.job_of_uid.get(job_uid)
+            if job is not None:
+                self.mark_job(job)
+        if deleted:
+            self.workloads.pop(key, None)
+            self.infos.pop(key, None)
+            self.ready.discard(key)
+            self.release(key)
+            self.queues.delete(key)
+            self.wake.schedule.set()
+            self.wake.statuses.set()
+            return
+        self.workloads[key] = body
+        if key in self.in_flight:
+            return  # the scheduler loop settles it when its write returns
+        self.settle_workload(key)
+
+    def settle_workload(self, key: names.WorkloadKey) -> None:
+        """Bring state in line with the latest body of a Workload."""
+        body = self.workloads.get(key)
+        if body is None:
+            return
+        info = self.infos.get(key)
+        if info is None:
+            info = self.info_of(body)
+            if info is None:
+                return
+            self.infos[key] = info
+        status = body.get("status") or {}
+        if condition_true(body, _COND.PODS_READY):
+            self.ready.add(key)
+        else:
+            self.ready.discard(key)
+        self.wake.statuses.set()
+        if condition_true(body, _COND.FINISHED) or not info.active:
+            self.release(key)
+            self.queues.delete(key)
+            self.wake.schedule.set()
+            return
+        raw_admission = status.get("admission")
+        if raw_admission and condition_true(body, _COND.QUOTA_RESERVED):
+            self.queues.delete(key)
+            if key not in self.cache.admitted:
+                adm = api_workload.Admission.model_validate(raw_admission)
+                reserved = _transition_time(body, _COND.QUOTA_RESERVED)
+                self.cache.assume(info, admission.from_status(info, adm), reserved)
+            if condition_true(body, _COND.EVICTED):
+                self.cache.mark_evicted(key)
+            return
+        if key in self.cache.admitted:
+            self.release(key)
+        if key not in self.queues.pending:
+            now = self.clock()
+            requeue_at = parse_time((status.get("requeueState") or {}).get("requeueAt"))
+            self.queues.add(info, now=now, requeue_at=requeue_at if requeue_at > now else 0.0)
+            self.wake.schedule.set()
+
+    def release(self, key: names.WorkloadKey) -> None:
+        """Stop counting an admission and requeue what waited in its quota tree (as the simulator)."""
+        adm = self.cache.forget(key)
+        if adm is not None:
+            self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), self.clock())
+            self.wake.schedule.set()
+            self.wake.statuses.set()
+
+    def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
+        """The Workload of a Job, if it exists."""
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        return self.workload_of_job.get(uid)
+
+    def admitted_for_job(self, job: Body) -> bool:
+        """Tell whether a Job's Workload is admitted and not being evicted."""
+        key = self.workload_for_job(job)
+        body = None if key is None else self.workloads.get(key)
+        return (
+            body is not None
+            and condition_true(body, _COND.ADMITTED)
+            and not condition_true(body, _COND.EVICTED)
+            and bool((body.get("status") or {}).get("admission"))
+        )
+
+
+def _without_status(body: Body) -> Body:
+    meta = body.get("metadata") or {}
+    return {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": {
+            k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}
+        },
+        "spec": body.get("spec") or {},
+    }
+
+
+def _transition_time(body: Body, kind: str) -> float:
+    for c in (body.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return parse_time(c.get("lastTransitionTime"))
+    return 0.0
