@@ -2,17 +2,25 @@
 
 The command line contract is SIMULATE.md: files (``-`` for standard input), ``--until``,
 ``--output jsonl|table|summary``; exit 2 with the document, field path and problem on bad input,
-printing nothing on standard output in that case.
+printing nothing on standard output in that case. ``--metrics-out FILE`` writes the Prometheus
+exposition of the run's metrics at the end; ``--record URL`` writes the run into the history
+store (the same schema the operator writes), so ``berth report`` works on simulated runs.
+Neither changes what is printed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
+import pathlib
 import sys
 
 import click
 
+from berth.adapters import metrics
+from berth.adapters.history import store, writer
 from berth.api import duration
-from berth.sim import documents, engine, output
+from berth.sim import documents, engine, observe, output
 
 
 def _until(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
@@ -35,16 +43,55 @@ def _until(_ctx: click.Context, _param: click.Parameter, value: str | None) -> f
     show_default=True,
     help="jsonl: one event per line; table: a timeline; summary: per-queue figures.",
 )
-def command(files: tuple[str, ...], until: float | None, fmt: str) -> None:
+@click.option(
+    "--metrics-out",
+    type=click.Path(dir_okay=False, writable=True, path_type=pathlib.Path),
+    help="Write the run's metrics (Prometheus text format) to this file at the end.",
+)
+@click.option(
+    "--record",
+    "record_url",
+    metavar="URL",
+    help="Record the run in a history database (sqlite:///FILE, postgresql://..., or a path).",
+)
+def command(
+    files: tuple[str, ...],
+    until: float | None,
+    fmt: str,
+    metrics_out: pathlib.Path | None,
+    record_url: str | None,
+) -> None:
     """Replay queue configuration and jobs in FILES through Berth's scheduler, offline."""
+    sink = metrics.Metrics()
+    buffer = writer.Buffer()
+    observers: list[engine.Observer] = []
+    if metrics_out is not None:
+        observers.append(observe.MetricsObserver(sink))
+    if record_url is not None:
+        observers.append(observe.HistoryRecorder(buffer))
     try:
         docs = documents.read_files(list(files), sys.stdin)
-        sim = engine.Simulator(docs, until=until)
+        sim = engine.Simulator(docs, until=until, observers=observers)
         lines = sim.run()
     except documents.ScenarioError as err:
         for line in str(err).splitlines():
             click.echo(f"berth simulate: {line}", err=True)
         sys.exit(2)
+    if metrics_out is not None:
+        metrics_out.write_text(sink.exposition())
+    if record_url is not None:
+        try:
+            asyncio.run(
+                writer.record_run(
+                    record_url,
+                    buffer,
+                    kind="simulator",
+                    label=" ".join(files),
+                    started_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
+                )
+            )
+        except store.HistoryError as err:
+            raise click.ClickException(str(err)) from err
     if fmt == "jsonl":
         click.echo(output.jsonl(lines), nl=False)
     elif fmt == "table":

@@ -12,10 +12,13 @@ Called by ``berth simulate``, tests and benchmarks.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import heapq
 import itertools
-from typing import Any
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from berth.api import (
     clusterqueue,
@@ -62,6 +65,21 @@ class SimWorkload:
     waited: list[float] = dataclasses.field(default_factory=list)
     class_kind: str | None = None
     """Kind of the priority class its priority came from: WorkloadPriorityClass or PriorityClass."""
+    admission: workload.Admission | None = None
+    """Its latest admission (kept after it ends, for observers)."""
+
+
+class Observer(Protocol):
+    """Watches a run without changing it: the history recorder and the metrics feed."""
+
+    def on_event(self, simulator: Simulator, line: dict[str, Any], sim: SimWorkload) -> None:
+        """Take one event (``line`` in SIMULATE.md's shape, plus Queued and Deleted)."""
+
+    def on_cycle(self, simulator: Simulator, result: cycle.CycleResult, seconds: float) -> None:
+        """Take one scheduling cycle's decisions and its wall-clock duration."""
+
+    def on_end(self, simulator: Simulator) -> None:
+        """Take the state at the end of the run."""
 
 
 @dataclasses.dataclass(order=True, slots=True)
@@ -85,8 +103,15 @@ def _uid(seq: int, *parts: str) -> str:
 class Simulator:
     """Runs one scenario; ``run`` returns the events, ending with the summary."""
 
-    def __init__(self, docs: list[documents.Document], *, until: float | None = None) -> None:
+    def __init__(
+        self,
+        docs: list[documents.Document],
+        *,
+        until: float | None = None,
+        observers: Sequence[Observer] = (),
+    ) -> None:
         self.until = until
+        self.observers = tuple(observers)
         self.config = configuration.Configuration()
         for doc in docs:
             if isinstance(doc.obj, configuration.Configuration):
@@ -108,6 +133,7 @@ class Simulator:
         self.queues = queues_mod.QueueManager(self.cache)
         self.now = 0.0
         self.out = events.EventLog()
+        self.out.listeners.extend(functools.partial(o.on_event, self) for o in self.observers)
         self.workloads: dict[names.WorkloadKey, SimWorkload] = {}
         self.job_to_workload: dict[names.WorkloadKey, names.WorkloadKey] = {}
         self.workload_classes: dict[str, int] = {}
@@ -153,6 +179,8 @@ class Simulator:
         end = self.until if self.until is not None else self.now
         self.now = end
         self.out.summary(self._summary(end))
+        for observer in self.observers:
+            observer.on_end(self)
         return self.out.lines
 
     def _fire(self, timer: _Timer) -> None:
@@ -371,6 +399,7 @@ class Simulator:
         if not info.active:
             sim.state = "deactivated"
             return
+        self.out.notify(self.now, "Queued", sim)
         self._enqueue(sim)
 
     def _update_workload(self, sim: SimWorkload, obj: api_workload.Workload) -> None:
@@ -393,6 +422,8 @@ class Simulator:
         sim = self.workloads.get(key)
         if sim is None:
             return
+        if sim.state in ("admitted", "pending"):
+            self.out.notify(self.now, "Deleted", sim, state=sim.state)
         if sim.state == "admitted":
             self._release(sim)
         self.queues.delete(key)
@@ -471,6 +502,7 @@ class Simulator:
             heads = self.queues.heads()
             if not heads:
                 return
+            started = time.perf_counter()
             result = cycle.schedule(
                 self.cache.snapshot,
                 heads,
@@ -480,6 +512,9 @@ class Simulator:
                 generation=self.cache.generation,
                 all_pods_ready=self._all_ready(),
             )
+            elapsed = time.perf_counter() - started
+            for observer in self.observers:
+                observer.on_cycle(self, result, elapsed)
             progressed = self._apply_result(result)
             if not progressed:
                 return
@@ -528,6 +563,7 @@ class Simulator:
         )
         sim.state = "admitted"
         sim.admitted_at = self.now
+        sim.admission = decision.admission
         sim.reason = sim.message = ""
         sim.token = next(self._tokens)
         sim.waited.append(self.now - sim.info.order_time)
@@ -688,6 +724,11 @@ class Simulator:
         return entry
 
 
-def simulate(docs: list[documents.Document], *, until: float | None = None) -> list[dict[str, Any]]:
+def simulate(
+    docs: list[documents.Document],
+    *,
+    until: float | None = None,
+    observers: Sequence[Observer] = (),
+) -> list[dict[str, Any]]:
     """Run a scenario and return its events."""
-    return Simulator(docs, until=until).run()
+    return Simulator(docs, until=until, observers=observers).run()

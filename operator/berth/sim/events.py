@@ -7,6 +7,7 @@ time for utilisation figures. Called by ``berth.sim.engine``; printed by ``berth
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from berth.core import resources, workload
@@ -19,19 +20,37 @@ def _t(now: float) -> float:
     return round(now, 6)
 
 
+Listener = Callable[[dict[str, Any], "SimWorkload"], None]
+"""Told of every event as it happens (history, metrics); may not change it."""
+
+
 class EventLog:
-    """The ordered list of events of one run."""
+    """The ordered list of events of one run, and the listeners told of each."""
 
     def __init__(self) -> None:
         self.lines: list[dict[str, Any]] = []
+        self.listeners: list[Listener] = []
 
-    def emit(self, now: float, event: str, sim: SimWorkload, **fields: Any) -> None:  # noqa: ANN401 - event fields are JSON values of several types
-        """Record one event about a workload."""
+    @staticmethod
+    def _line(now: float, event: str, sim: SimWorkload, fields: dict[str, Any]) -> dict[str, Any]:
         line: dict[str, Any] = {"t": _t(now), "event": event, "workload": str(sim.info.key)}
         if sim.job is not None:
             line["job"] = str(sim.job)
         line.update(fields)
+        return line
+
+    def emit(self, now: float, event: str, sim: SimWorkload, **fields: Any) -> None:  # noqa: ANN401 - event fields are JSON values of several types
+        """Record one event about a workload."""
+        line = self._line(now, event, sim, fields)
         self.lines.append(line)
+        for listener in self.listeners:
+            listener(line, sim)
+
+    def notify(self, now: float, event: str, sim: SimWorkload, **fields: Any) -> None:  # noqa: ANN401 - as for emit
+        """Tell the listeners of an event that SIMULATE.md's output leaves out (Queued, Deleted)."""
+        line = self._line(now, event, sim, fields)
+        for listener in self.listeners:
+            listener(line, sim)
 
     def admitted(self, now: float, sim: SimWorkload, admission: workload.Admission) -> None:
         """Record an admission with its ClusterQueue and the flavors of every pod set."""

@@ -1,0 +1,1 @@
+"""Migration revisions of the history store, oldest first."""

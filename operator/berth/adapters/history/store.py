@@ -1,0 +1,294 @@
+"""Engines, migrations, and reading and writing runs of the history store.
+
+URLs: ``sqlite:///PATH`` (or a bare file path) uses aiosqlite with WAL journaling, the embedded
+default in the operator's data directory; ``postgresql://...`` uses asyncpg. ``open_store``
+creates the engine and runs the Alembic migrations to ``head`` before anything is written, so
+a new database and an old one are both ready. Library errors become ``HistoryError``.
+Called by the writer, ``berth simulate --record`` and ``berth report``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import pathlib
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic import config as al_config
+from sqlalchemy import event as sa_event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.ext import asyncio as sa_asyncio
+
+from berth.adapters.history import models, records
+
+MIGRATIONS = pathlib.Path(__file__).parent / "migrations"
+DEFAULT_FILE = "history.db"
+
+
+class HistoryError(Exception):
+    """The history store could not be opened, migrated, written or read."""
+
+
+def async_url(url: str) -> str:
+    """Turn a user's database URL (or a file path) into an async SQLAlchemy URL."""
+    if "://" not in url:
+        return f"sqlite+aiosqlite:///{pathlib.Path(url).resolve()}"
+    scheme, rest = url.split("://", 1)
+    driver = scheme.split("+", 1)[0]
+    if driver == "sqlite":
+        return f"sqlite+aiosqlite://{rest}"
+    if driver in ("postgresql", "postgres"):
+        return f"postgresql+asyncpg://{rest}"
+    raise HistoryError(
+        f"unsupported database URL scheme {scheme!r}: use sqlite:// or postgresql://"
+    )
+
+
+def default_url(data_dir: pathlib.Path) -> str:
+    """The embedded database in the operator's data directory."""
+    return f"sqlite:///{data_dir / DEFAULT_FILE}"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:  # noqa: ANN401 - DB-API objects are untyped
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+def create_engine(url: str) -> sa_asyncio.AsyncEngine:
+    """An async engine for ``url``; SQLite files get WAL journaling and foreign keys."""
+    engine = sa_asyncio.create_async_engine(async_url(url))
+    if engine.dialect.name == "sqlite":
+        sa_event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def alembic_config(connection: sa.Connection) -> al_config.Config:
+    """Alembic's configuration for the migrations shipped in this package."""
+    cfg = al_config.Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+async def upgrade(engine: sa_asyncio.AsyncEngine, revision: str = "head") -> None:
+    """Run the migrations up to ``revision``."""
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: command.upgrade(alembic_config(c), revision))
+    except sa_exc.SQLAlchemyError as err:
+        raise HistoryError(f"cannot migrate the history store: {err}") from err
+
+
+async def downgrade(engine: sa_asyncio.AsyncEngine, revision: str = "base") -> None:
+    """Run the migrations down to ``revision``."""
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: command.downgrade(alembic_config(c), revision))
+    except sa_exc.SQLAlchemyError as err:
+        raise HistoryError(f"cannot migrate the history store: {err}") from err
+
+
+async def current_revision(engine: sa_asyncio.AsyncEngine) -> str | None:
+    """The revision the database is at (None before the first migration)."""
+
+    def read(conn: sa.Connection) -> str | None:
+        if not sa.inspect(conn).has_table("alembic_version"):
+            return None
+        row = conn.execute(sa.text("SELECT version_num FROM alembic_version")).first()
+        return None if row is None else str(row[0])
+
+    async with engine.connect() as conn:
+        return await conn.run_sync(read)
+
+
+async def open_store(url: str) -> sa_asyncio.AsyncEngine:
+    """Create the engine and migrate the database to the newest schema (start-up)."""
+    if "://" not in url or url.startswith("sqlite"):
+        path = async_url(url).split(":///", 1)[1]
+        if path and path != ":memory:":
+            pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url)
+    await upgrade(engine)
+    return engine
+
+
+# Writing --------------------------------------------------------------------------------------
+
+
+def _event_row(run_id: int, started: dt.datetime, r: records.Record) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "t": r.t,
+        "at": started + dt.timedelta(seconds=r.t),
+        "kind": r.kind.value,
+        "workload": r.workload,
+        "uid": r.uid,
+        "job": r.job,
+        "namespace": r.namespace,
+        "local_queue": r.local_queue,
+        "cluster_queue": r.cluster_queue,
+        "priority": r.priority,
+        "priority_class": r.priority_class,
+        "reason": r.reason,
+        "message": r.message,
+        "by": r.by,
+        "flavors": r.flavors,
+        "resources": r.resources,
+        "wait_seconds": r.wait_seconds,
+    }
+
+
+def _quota_row(run_id: int, q: records.QuotaRow) -> dict[str, Any]:
+    row = dataclasses.asdict(q)
+    row["run_id"] = run_id
+    return row
+
+
+async def start_run(
+    engine: sa_asyncio.AsyncEngine, *, kind: str, label: str, started_at: dt.datetime
+) -> int:
+    """Open a run and return its id."""
+    try:
+        async with engine.begin() as conn:
+            result = await conn.execute(
+                sa.insert(models.Run).values(kind=kind, label=label, started_at=started_at)
+            )
+            key = result.inserted_primary_key
+            assert key is not None  # noqa: S101 - an insert always has a primary key
+            return int(key[0])
+    except sa_exc.SQLAlchemyError as err:
+        raise HistoryError(f"cannot write to the history store: {err}") from err
+
+
+async def write(
+    engine: sa_asyncio.AsyncEngine,
+    run_id: int,
+    started_at: dt.datetime,
+    events: Iterable[records.Record],
+    quotas: Iterable[records.QuotaRow] = (),
+) -> int:
+    """Insert events and quota rows of a run in one transaction; return the rows written."""
+    event_rows = [_event_row(run_id, started_at, r) for r in events]
+    quota_rows = [_quota_row(run_id, q) for q in quotas]
+    try:
+        async with engine.begin() as conn:
+            if event_rows:
+                await conn.execute(sa.insert(models.Event), event_rows)
+            if quota_rows:
+                await conn.execute(sa.insert(models.Quota), quota_rows)
+    except sa_exc.SQLAlchemyError as err:
+        raise HistoryError(f"cannot write to the history store: {err}") from err
+    return len(event_rows) + len(quota_rows)
+
+
+async def end_run(
+    engine: sa_asyncio.AsyncEngine, run_id: int, started_at: dt.datetime, duration: float
+) -> None:
+    """Close a run ``duration`` seconds after its start."""
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.update(models.Run)
+                .where(models.Run.id == run_id)
+                .values(ended_at=started_at + dt.timedelta(seconds=duration), duration=duration)
+            )
+    except sa_exc.SQLAlchemyError as err:
+        raise HistoryError(f"cannot write to the history store: {err}") from err
+
+
+# Reading --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunInfo:
+    """A run as stored."""
+
+    id: int
+    kind: str
+    label: str
+    started_at: dt.datetime
+    duration: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunData:
+    """A run with all its events and quota rows, in the order they happened."""
+
+    run: RunInfo
+    events: list[records.Record]
+    quotas: list[records.QuotaRow]
+
+
+def _as_utc(when: dt.datetime) -> dt.datetime:
+    # SQLite hands timezone-aware columns back naive; they were written in UTC.
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
+async def read_run(engine: sa_asyncio.AsyncEngine, run_id: int | None = None) -> RunData | None:
+    """Read one run (the latest if ``run_id`` is None); None if there is none."""
+    try:
+        async with engine.connect() as conn:
+            query = sa.select(models.Run).order_by(models.Run.id.desc()).limit(1)
+            if run_id is not None:
+                query = sa.select(models.Run).where(models.Run.id == run_id)
+            run_row = (await conn.execute(query)).first()
+            if run_row is None:
+                return None
+            run = RunInfo(
+                id=run_row.id,
+                kind=run_row.kind,
+                label=run_row.label,
+                started_at=_as_utc(run_row.started_at),
+                duration=run_row.duration,
+            )
+            ev = models.Event
+            event_rows = (
+                await conn.execute(sa.select(ev).where(ev.run_id == run.id).order_by(ev.t, ev.id))
+            ).mappings()
+            events = [
+                records.Record(
+                    t=row["t"],
+                    kind=records.EventKind(row["kind"]),
+                    workload=row["workload"],
+                    uid=row["uid"],
+                    job=row["job"],
+                    namespace=row["namespace"],
+                    local_queue=row["local_queue"],
+                    cluster_queue=row["cluster_queue"],
+                    priority=row["priority"],
+                    priority_class=row["priority_class"],
+                    reason=row["reason"],
+                    message=row["message"],
+                    by=row["by"],
+                    flavors=row["flavors"],
+                    resources=row["resources"],
+                    wait_seconds=row["wait_seconds"],
+                )
+                for row in event_rows
+            ]
+            qu = models.Quota
+            quota_rows = (
+                await conn.execute(sa.select(qu).where(qu.run_id == run.id).order_by(qu.t, qu.id))
+            ).mappings()
+            quotas = [
+                records.QuotaRow(
+                    t=row["t"],
+                    cluster_queue=row["cluster_queue"],
+                    cohort=row["cohort"],
+                    flavor=row["flavor"],
+                    resource=row["resource"],
+                    nominal=row["nominal"],
+                    borrowing_limit=row["borrowing_limit"],
+                    lending_limit=row["lending_limit"],
+                )
+                for row in quota_rows
+            ]
+    except sa_exc.SQLAlchemyError as err:
+        raise HistoryError(f"cannot read the history store: {err}") from err
+    return RunData(run, events, quotas)
