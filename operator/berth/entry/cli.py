@@ -38,6 +38,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "berth.entry.simulate_cmd",
         "Replay queues and jobs through the scheduler in virtual time, offline.",
     ),
+    "report": (
+        "berth.entry.report_cmd",
+        "Per-queue admissions, waits, utilisation and preemption rate from the history store.",
+    ),
+    "explain": (
+        "berth.entry.explain_cmd",
+        "Say why a job waits: reason, queue position, what must free up, what it could preempt.",
+    ),
+    "queues": (
+        "berth.entry.queues_cmd",
+        "List queues with usage bars and pending counts.",
+    ),
 }
 """Every subcommand: its module (which defines ``command``) and its summary."""
 

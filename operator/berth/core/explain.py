@@ -1,0 +1,262 @@
+"""Why a workload is not admitted, computed by running the core on the current snapshot.
+
+``explain`` answers, for one pending workload: the blocker before any quota is looked at
+(missing or inactive ClusterQueue, a namespace the queue's ``namespaceSelector`` rejects), its
+place in its LocalQueue and ClusterQueue and, under StrictFIFO, the head it waits behind; what
+would have to free up (per flavor and resource, the amount beyond what is available now, or that
+the request exceeds what the queue could ever get); and which admitted workloads the core's own
+preemption search would evict for it under the ClusterQueue's policy. It runs flavor assignment
+and the preemption search inside ``Snapshot.what_if``, so the snapshot is left unchanged.
+
+Pure: the operator (against its live state) and ``berth explain --scenario`` (against a
+simulated state) both call it through ``berth.state.explain``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from berth.api import clusterqueue, conditions, names
+from berth.core import cycle, flavors, resources, snapshot, workload
+
+_PENDING = conditions.PendingReason
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Shortfall:
+    """What must free up in one flavor-resource for the workload to fit there."""
+
+    flavor: str
+    resource: str
+    requested: int
+    available: int
+    """What the ClusterQueue could use there now (own quota and borrowable)."""
+    maximum: int
+    """What it could use if nothing else ran (nominal plus what it may borrow)."""
+
+    @property
+    def needed(self) -> int:
+        """How much must free up."""
+        return max(0, self.requested - self.available)
+
+    @property
+    def never_fits(self) -> bool:
+        """The request exceeds what the ClusterQueue could ever get there."""
+        return self.requested > self.maximum
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Victim:
+    """An admitted workload the preemption search would evict, and why."""
+
+    workload: str
+    cluster_queue: str
+    priority: int
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Explanation:
+    """Everything ``berth explain`` says about one workload."""
+
+    workload: str
+    cluster_queue: str | None
+    local_queue: str | None
+    reason: str
+    """The core's reason (Kueue's vocabulary: WaitingForQuota, NoMatchingFlavor, ...)."""
+    message: str
+    blocker: str
+    """Which of the checks stopped it: queue, namespace, head-of-line, quota, flavor, none."""
+    position_in_cluster_queue: int | None = None
+    position_in_local_queue: int | None = None
+    ahead: tuple[str, ...] = ()
+    """Workloads before it in its ClusterQueue, in order."""
+    head: str | None = None
+    """Under StrictFIFO, the blocked head it waits behind."""
+    head_reason: str = ""
+    head_message: str = ""
+    shortfalls: tuple[Shortfall, ...] = ()
+    victims: tuple[Victim, ...] = ()
+    preemption_policy: str = ""
+    """The ClusterQueue's preemption settings, as a person reads them."""
+    details: tuple[str, ...] = ()
+    """Further facts a person can act on (selectors, labels, missing flavors)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Queued:
+    """Where the workload waits: its ClusterQueue's pending workloads in queue order."""
+
+    order: tuple[workload.WorkloadInfo, ...]
+    strategy: clusterqueue.QueueingStrategy
+
+
+def _policy_text(cq: snapshot.ClusterQueueInfo) -> str:
+    p = cq.preemption
+    return (
+        f"withinClusterQueue={p.within_cluster_queue.value}, "
+        f"reclaimWithinCohort={p.reclaim_within_cohort.value}, "
+        f"borrowWithinCohort={p.borrow_within_cohort.policy.value}"
+    )
+
+
+def _selector_text(cq: snapshot.ClusterQueueInfo) -> str:
+    sel = cq.namespace_selector
+    if sel is None:
+        return "none (matches no namespace)"
+    parts = [f"{k}={v}" for k, v in sorted(sel.match_labels.items())]
+    parts.extend(
+        f"{e.key} {e.operator.value} ({', '.join(e.values)})" for e in sel.match_expressions
+    )
+    return ", ".join(parts) or "{} (matches every namespace)"
+
+
+def _shortfalls(
+    snap: snapshot.Snapshot, cq: snapshot.ClusterQueueInfo, assignment: flavors.Assignment
+) -> list[Shortfall]:
+    node = snap.node(cq.name)
+    out: list[Shortfall] = []
+    for ps in assignment.pod_sets:
+        for res in sorted(ps.requests):
+            group = cq.group_by_resource.get(res)
+            amount = ps.requests[res]
+            if group is None or not amount:
+                continue
+            for flavor in group.flavors:
+                if flavor not in snap.flavors:
+                    continue
+                attempt = ps.attempts.get(flavor)
+                if attempt is not None and attempt[1] == _PENDING.NO_MATCHING_FLAVOR.value:
+                    continue
+                fr = resources.FlavorResource(flavor, res)
+                available = node.available(fr)
+                if amount > available:
+                    out.append(
+                        Shortfall(flavor, res, amount, available, node.potential_available(fr))
+                    )
+    return out
+
+
+def _position(
+    info: workload.WorkloadInfo, queued: Queued | None
+) -> tuple[int | None, int | None, tuple[str, ...]]:
+    if queued is None:
+        return None, None, ()
+    keys = [w.key for w in queued.order]
+    if info.key not in keys:
+        return None, None, ()
+    at = keys.index(info.key)
+    same_lq = [
+        w.key
+        for w in queued.order
+        if w.local_queue == info.local_queue and w.key.namespace == info.key.namespace
+    ]
+    return at, same_lq.index(info.key), tuple(str(k) for k in keys[:at])
+
+
+def explain(
+    snap: snapshot.Snapshot,
+    info: workload.WorkloadInfo,
+    cluster_queue: names.ClusterQueueName | None,
+    policy: cycle.Policy,
+    *,
+    queued: Queued | None = None,
+) -> Explanation:
+    """Explain why ``info`` is not admitted in ``cluster_queue`` on this snapshot."""
+    made = functools.partial(Explanation, str(info.key), cluster_queue, info.local_queue)
+    if cluster_queue is None:
+        return made(
+            reason=_PENDING.MISCONFIGURED,
+            message=f"LocalQueue {info.local_queue} doesn't exist",
+            blocker="queue",
+            details=(f"create LocalQueue {info.key.namespace}/{info.local_queue}",),
+        )
+    cq = snap.cluster_queues.get(cluster_queue)
+    if cq is None or cluster_queue not in snap.cq_nodes:
+        return made(
+            reason=_PENDING.MISCONFIGURED,
+            message=f"ClusterQueue {cluster_queue} doesn't exist",
+            blocker="queue",
+        )
+    policy_text = _policy_text(cq)
+    if not cq.active:
+        missing = cq.inactive_reason == conditions.QueueActiveReason.FLAVOR_NOT_FOUND
+        return made(
+            reason=_PENDING.SUSPENDED,
+            message=f"ClusterQueue {cq.name} is inactive: {cq.inactive_message}",
+            blocker="flavor" if missing else "queue",
+            preemption_policy=policy_text,
+            details=(f"{cq.inactive_reason}: {cq.inactive_message}",),
+        )
+    labels = snap.namespace_labels(info.key.namespace)
+    if labels is None or cq.namespace_selector is None or not cq.namespace_selector.matches(labels):
+        shown = ", ".join(f"{k}={v}" for k, v in sorted((labels or {}).items())) or "none"
+        return made(
+            reason=_PENDING.MISCONFIGURED,
+            message="workload namespace doesn't match ClusterQueue selector",
+            blocker="namespace",
+            preemption_policy=policy_text,
+            details=(
+                f"ClusterQueue {cq.name} namespaceSelector: {_selector_text(cq)}",
+                f"namespace {info.key.namespace} labels: {shown}",
+            ),
+        )
+    cq_pos, lq_pos, ahead = _position(info, queued)
+    with snap.what_if():
+        assignment, targets = cycle.get_assignment(snap, cq, info, policy)
+        shortfalls = _shortfalls(snap, cq, assignment)
+        head_info = None
+        if (
+            queued is not None
+            and queued.strategy == clusterqueue.QueueingStrategy.STRICT_FIFO
+            and cq_pos
+        ):
+            head_info = queued.order[0]
+            head_assignment, _ = cycle.get_assignment(snap, cq, head_info, policy)
+    victims = tuple(
+        Victim(str(t.victim.info.key), t.victim.cluster_queue, t.victim.info.priority, t.reason)
+        for t in targets
+    )
+    mode = assignment.mode
+    if mode == flavors.Mode.FIT:
+        reason, message, blocker = "", "it fits now; it will be admitted in the next cycle", "none"
+    elif mode == flavors.Mode.PREEMPT and victims:
+        reason = _PENDING.WAITING_FOR_PREEMPTED_WORKLOADS
+        message = f"{assignment.message()}. Fits after preempting {len(victims)} workload(s)"
+        blocker = "quota"
+    else:
+        reason = assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA
+        message = assignment.message()
+        blocker = "flavor" if reason == _PENDING.NO_MATCHING_FLAVOR else "quota"
+    if head_info is not None:
+        head_reason = head_assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA
+        return made(
+            reason=_PENDING.PENDING_EVALUATION,
+            message=(
+                f"StrictFIFO: waits behind the head of ClusterQueue {cq.name}, "
+                f"{head_info.key}, which cannot be admitted"
+            ),
+            blocker="head-of-line",
+            position_in_cluster_queue=cq_pos,
+            position_in_local_queue=lq_pos,
+            ahead=ahead,
+            head=str(head_info.key),
+            head_reason=head_reason,
+            head_message=head_assignment.message(),
+            shortfalls=tuple(shortfalls),
+            victims=victims,
+            preemption_policy=policy_text,
+            details=(f"on its own: {reason or 'fits'}: {message}",),
+        )
+    return made(
+        reason=reason,
+        message=message,
+        blocker=blocker,
+        position_in_cluster_queue=cq_pos,
+        position_in_local_queue=lq_pos,
+        ahead=ahead,
+        shortfalls=tuple(shortfalls),
+        victims=victims,
+        preemption_policy=policy_text,
+    )

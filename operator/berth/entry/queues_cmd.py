@@ -1,0 +1,84 @@
+"""``berth queues --scenario FILE... [--at DURATION]``: queues with usage bars and pending counts.
+
+Plays the scenario through the simulator up to ``--at`` and prints every ClusterQueue (cohort,
+strategy, status, pending active/inadmissible, admitted, and a bar of usage against nominal
+quota per flavor and resource) and every LocalQueue. The live source comes with the operator
+and reads the same state.
+"""
+
+from __future__ import annotations
+
+import click
+
+from berth.adapters import metrics
+from berth.api import duration
+from berth.core import resources
+from berth.entry import explain_cmd
+from berth.state import cache as cache_mod
+from berth.state import queues as queues_mod
+
+BAR = 20
+
+
+def bar(used: int, nominal: int, width: int = BAR) -> str:
+    """A usage bar: ``#`` within nominal quota, ``+`` borrowed beyond it, ``.`` free."""
+    if nominal <= 0:
+        return "[" + ("+" * width if used else "." * width) + "]"
+    filled = min(width, round(width * used / nominal))
+    over = used > nominal
+    return "[" + ("+" if over else "#") * filled + "." * (width - filled) + "]"
+
+
+def render(cache: cache_mod.Cache, queues: queues_mod.QueueManager) -> str:
+    """Every ClusterQueue with its cells, then every LocalQueue."""
+    snap = cache.snapshot
+    counts: dict[str, dict[str, int]] = {}
+    lq_counts: dict[tuple[str, str], int] = {}
+    for key, pw in sorted(queues.pending.items()):
+        status = metrics.pending_status(queues, pw)
+        cq_name = cache.cluster_queue_for(pw.info)
+        if cq_name is not None:
+            counts.setdefault(cq_name, {}).setdefault(status, 0)
+            counts[cq_name][status] += 1
+        lq_key = (key.namespace, pw.info.local_queue or "")
+        lq_counts[lq_key] = lq_counts.get(lq_key, 0) + 1
+    lines = []
+    for name in sorted(snap.cluster_queues):
+        info = snap.cluster_queues[name]
+        c = counts.get(name, {})
+        status = "active" if info.active else f"inactive ({info.inactive_reason})"
+        lines.append(
+            f"{name}  cohort={info.cohort or '-'}  {info.strategy.value}  {status}  "
+            f"pending={c.get(metrics.PENDING_ACTIVE, 0)} active/"
+            f"{c.get(metrics.PENDING_INADMISSIBLE, 0)} inadmissible  "
+            f"admitted={len(snap.admitted.get(name, {}))}"
+        )
+        for cell in metrics.cluster_queue_cells(cache, name):
+            used = resources.fmt(cell.resource, cell.usage)
+            nominal = resources.fmt(cell.resource, cell.nominal)
+            lines.append(
+                f"  {cell.flavor + '/' + cell.resource:<28} {bar(cell.usage, cell.nominal)} "
+                f"{used}/{nominal}"
+            )
+    lines.append("")
+    lines.append("LOCALQUEUE  CLUSTERQUEUE  PENDING  ADMITTED")
+    admitted: dict[tuple[str, str], int] = {}
+    for key, adm in cache.admitted.items():
+        lq_key = (key.namespace, adm.info.local_queue or "")
+        admitted[lq_key] = admitted.get(lq_key, 0) + 1
+    for (namespace, lq_name), local_queue in sorted(cache.local_queues.items()):
+        lines.append(
+            f"{namespace}/{lq_name}  {local_queue.spec.cluster_queue}  "
+            f"{lq_counts.get((namespace, lq_name), 0)}  {admitted.get((namespace, lq_name), 0)}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@click.command(name="queues")
+@click.option("--scenario", "files", multiple=True, required=True, help="Scenario files to play.")
+@click.option("--at", callback=explain_cmd.parse_at, help="Show the state at this virtual time.")
+def command(files: tuple[str, ...], at: float | None) -> None:
+    """List ClusterQueues with usage bars and pending counts, then LocalQueues."""
+    sim = explain_cmd.run_scenario(files, at, "queues")
+    click.echo(f"at {duration.format(sim.now)}")
+    click.echo(render(sim.cache, sim.queues), nl=False)
