@@ -1,0 +1,154 @@
+import asyncio
+import datetime as dt
+import json
+import pathlib
+
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+from sqlalchemy.ext import asyncio as sa_asyncio
+
+from berth.adapters import metrics
+from berth.adapters.history import models, records, store, writer
+from berth.entry import cli
+
+SAMPLES = ("config/samples/queues.yaml", "config/samples/jobs.yaml")
+
+
+async def _tables(engine: sa_asyncio.AsyncEngine) -> dict[str, set[str]]:
+    def read(conn: sa.Connection) -> dict[str, set[str]]:
+        insp = sa.inspect(conn)
+        return {
+            t: {c["name"] for c in insp.get_columns(t)}
+            for t in insp.get_table_names()
+            if t != "alembic_version"
+        }
+
+    async with engine.connect() as conn:
+        return await conn.run_sync(read)
+
+
+def _model_tables() -> dict[str, set[str]]:
+    return {name: {c.name for c in t.columns} for name, t in models.metadata.tables.items()}
+
+
+def test_migrations_upgrade_downgrade_upgrade(database_url: str) -> None:
+    async def scenario() -> list[tuple[str | None, dict[str, set[str]]]]:
+        engine = store.create_engine(database_url)
+        seen = [(await store.current_revision(engine), await _tables(engine))]
+        try:
+            for step in (store.upgrade, store.downgrade, store.upgrade):
+                await step(engine)
+                seen.append((await store.current_revision(engine), await _tables(engine)))
+        finally:
+            await engine.dispose()
+        return seen
+
+    models_tables = _model_tables()
+    assert asyncio.run(scenario()) == [
+        (None, {}),
+        ("0001", models_tables),
+        (None, {}),
+        ("0001", models_tables),
+    ]
+
+
+def test_sqlite_store_uses_wal(tmp_path: pathlib.Path) -> None:
+    async def mode() -> str:
+        engine = await store.open_store(str(tmp_path / "data" / "history.db"))
+        try:
+            async with engine.connect() as conn:
+                return str((await conn.execute(sa.text("PRAGMA journal_mode"))).scalar())
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(mode()) == "wal"
+
+
+@pytest.mark.parametrize(
+    ("url", "want"),
+    [
+        ("sqlite:////var/lib/berth/history.db", "sqlite+aiosqlite:////var/lib/berth/history.db"),
+        ("postgresql://u@127.0.0.1:5432/berth", "postgresql+asyncpg://u@127.0.0.1:5432/berth"),
+        ("postgres://u@127.0.0.1/berth", "postgresql+asyncpg://u@127.0.0.1/berth"),
+        ("postgresql+psycopg://u@h/b", "postgresql+asyncpg://u@h/b"),
+    ],
+    ids=["sqlite file", "postgresql", "postgres alias", "other driver replaced"],
+)
+def test_urls_get_async_drivers(url: str, want: str) -> None:
+    assert store.async_url(url) == want
+
+
+def _record(t: float, workload: str = "ns/w") -> records.Record:
+    return records.Record(
+        t=t,
+        kind=records.EventKind.QUEUED,
+        workload=workload,
+        uid="u",
+        job=None,
+        namespace="ns",
+        local_queue="lq",
+        cluster_queue="cq",
+        priority=0,
+        priority_class=None,
+    )
+
+
+def test_writer_drops_and_counts_when_its_queue_is_full(tmp_path: pathlib.Path) -> None:
+    sink = metrics.Metrics()
+
+    async def scenario() -> tuple[int, int, int]:
+        engine = await store.open_store(str(tmp_path / "h.db"))
+        started = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+        run_id = await store.start_run(engine, kind="operator", label="", started_at=started)
+        w = writer.Writer(engine, run_id, started, maxsize=3, counters=sink)
+        for i in range(10):  # the writer task is not running: nothing drains the queue
+            w.submit(_record(float(i)))
+        w.end(9.0)
+        task = asyncio.create_task(w.run())
+        await w.close(task)
+        data = await store.read_run(engine)
+        await engine.dispose()
+        assert data is not None
+        return w.dropped, w.written, len(data.events)
+
+    assert asyncio.run(scenario()) == (7, 3, 3)
+    text = sink.exposition()
+    assert "berth_history_dropped_total 7.0" in text
+    assert "berth_history_writes_total 3.0" in text
+
+
+def _simulate(args: list[str]) -> list[dict[str, object]]:
+    result = CliRunner().invoke(cli.main, ["simulate", *SAMPLES, *args])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.output.splitlines()]
+
+
+def test_simulate_record_writes_a_row_for_every_transition(database_url: str) -> None:
+    lines = _simulate(["--record", database_url])
+    assert lines == _simulate([])  # recording does not change the output
+
+    async def read() -> store.RunData | None:
+        engine = await store.open_store(database_url)
+        try:
+            return await store.read_run(engine)
+        finally:
+            await engine.dispose()
+
+    data = asyncio.run(read())
+    assert data is not None
+    assert data.run.kind == "simulator"
+    summary = lines[-1]
+    assert data.run.duration == summary["t"]
+    want = [
+        (line["t"], line["event"], line["workload"])
+        for line in lines[:-1]
+        if line["event"] != "Pending"
+    ]
+    got = [(r.t, r.kind.value, r.workload) for r in data.events if r.kind != "Queued"]
+    assert sorted(got) == sorted(want)
+    queued = {r.workload for r in data.events if r.kind == "Queued"}
+    assert queued == {line["workload"] for line in lines[:-1]}
+    admitted = [r for r in data.events if r.kind == "Admitted"]
+    assert all(r.resources and r.flavors and r.wait_seconds is not None for r in admitted)
+    assert {q.cluster_queue for q in data.quotas} == set(summary["clusterQueues"])
