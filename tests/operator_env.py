@@ -1,0 +1,165 @@
+"""Helpers for tests that run the Berth operator against a real control plane.
+
+``OperatorProcess`` runs ``berth run`` as a subprocess (so a test can SIGKILL it), waits until it
+leads, and removes its webhook configurations when stopped. The builders return the queue
+objects and GPU Jobs the operator tests submit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from berth.adapters.devcluster import errors, kwok, launcher
+
+ROOT = Path(__file__).resolve().parent.parent
+QUEUE_LABEL = "berth.dev/queue-name"
+
+
+class OperatorProcess:
+    """``berth run`` against one control plane, logging into ``log``."""
+
+    def __init__(self, plane: launcher.ControlPlane, log: Path, *, lease_duration: int = 4) -> None:
+        self.plane = plane
+        self.log = log
+        self.lease_duration = lease_duration
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start it and wait until it leads and its webhooks answer."""
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as out:
+            self.process = self._spawn(out)
+        deadline = time.monotonic() + timeout
+        while "primed:" not in self.log.read_text(errors="replace")[offset:]:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                msg = f"the operator did not start; see {self.log}"
+                raise RuntimeError(msg)
+            time.sleep(0.2)
+
+    def _spawn(self, out: Any) -> subprocess.Popen[bytes]:  # noqa: ANN401 - a binary file
+        return subprocess.Popen(  # noqa: S603 - argv built here
+            [
+                str(Path(sys.executable).parent / "berth"),
+                "run",
+                f"--kubeconfig={self.plane.kubeconfig}",
+                f"--lease-duration={self.lease_duration}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
+
+    def kill(self) -> None:
+        """SIGKILL it, as a crash would."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def stop(self) -> None:
+        """Stop it and remove its webhook configurations."""
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+            self.process = None
+        client = self.plane.kubectl()
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            with contextlib.suppress(errors.CommandError):
+                client.run("delete", kind, "berth", "--ignore-not-found")
+
+
+def flavor(name: str, labels: dict[str, str], tolerations: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nodeLabels": labels}
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"apiVersion": "berth.dev/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+
+
+def cluster_queue(
+    name: str,
+    namespace: str,
+    quotas: dict[str, int],
+    *,
+    cohort: str | None = None,
+    preemption: dict[str, str] | None = None,
+    borrowing_limit: int | None = None,
+) -> dict[str, Any]:
+    """A ClusterQueue for ``namespace`` with GPU quota per flavor."""
+    flavors = []
+    for flavor_name, gpus in quotas.items():
+        res: dict[str, Any] = {"name": kwok.GPU_RESOURCE, "nominalQuota": str(gpus)}
+        if borrowing_limit is not None:
+            res["borrowingLimit"] = str(borrowing_limit)
+        flavors.append({"name": flavor_name, "resources": [res]})
+    spec: dict[str, Any] = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "resourceGroups": [{"coveredResources": [kwok.GPU_RESOURCE], "flavors": flavors}],
+    }
+    if cohort is not None:
+        spec["cohortName"] = cohort
+    if preemption is not None:
+        spec["preemption"] = preemption
+    return {"apiVersion": "berth.dev/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def local_queue(name: str, namespace: str, cq: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "berth.dev/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cq},
+    }
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "berth.dev/v1beta1", "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def gpu_job(
+    name: str,
+    namespace: str,
+    queue: str,
+    pods: int,
+    *,
+    runs_for: str,
+    priority: str | None = None,
+) -> dict[str, Any]:
+    """A queued Job of ``pods`` parallel one-GPU pods that kwok runs for ``runs_for``."""
+    labels = {QUEUE_LABEL: queue}
+    if priority is not None:
+        labels["berth.dev/priority-class"] = priority
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": kwok.pod_timing(runs_for)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "train",
+                            "image": "registry.invalid/train:never-pulled",
+                            "resources": {"limits": {kwok.GPU_RESOURCE: "1"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
