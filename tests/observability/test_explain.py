@@ -196,3 +196,15 @@ def test_queues_command_shows_bars_and_pending_counts(tmp_path: pathlib.Path) ->
     )
     assert any("a100/nvidia.com/gpu" in ln and "[###############.....] 3/4" in ln for ln in lines)
     assert "ml/training  gpu-cq  2  1" in lines
+
+
+def test_a_stopped_local_queue_is_the_blocker() -> None:
+    stopped = st.LOCAL_QUEUE + "  stopPolicy: Hold\n"
+    sim = _simulate(st.stream(st.FLAVOR, st.cluster_queue(), stopped, st.workload("big", 1)))
+    wl = sim.workloads[names.WorkloadKey.parse("ml/big")]
+    exp = state_explain.explain(sim.cache, sim.queues, wl.info, sim.policy)
+    assert (exp.reason, exp.message, exp.blocker) == (
+        "Suspended",
+        "LocalQueue training is stopped",
+        "queue",
+    )

@@ -162,8 +162,13 @@ def explain(
     policy: cycle.Policy,
     *,
     queued: Queued | None = None,
+    held: tuple[str, str] | None = None,
 ) -> Explanation:
-    """Explain why ``info`` is not admitted in ``cluster_queue`` on this snapshot."""
+    """Explain why ``info`` is not admitted in ``cluster_queue`` on this snapshot.
+
+    ``held`` is the reason and message of a queue-level hold the snapshot does not show (a
+    stopped LocalQueue), from the state.
+    """
     made = functools.partial(Explanation, str(info.key), cluster_queue, info.local_queue)
     if cluster_queue is None:
         return made(
@@ -189,6 +194,8 @@ def explain(
             preemption_policy=policy_text,
             details=(f"{cq.inactive_reason}: {cq.inactive_message}",),
         )
+    if held is not None:
+        return made(reason=held[0], message=held[1], blocker="queue", preemption_policy=policy_text)
     labels = snap.namespace_labels(info.key.namespace)
     if labels is None or cq.namespace_selector is None or not cq.namespace_selector.matches(labels):
         shown = ", ".join(f"{k}={v}" for k, v in sorted((labels or {}).items())) or "none"

@@ -30,7 +30,9 @@ def explain(
         queued = core_explain.Queued(
             order=tuple(queues.pending[k].info for k in q.ordered()), strategy=q.strategy
         )
-    return core_explain.explain(cache.snapshot, info, cq_name, policy, queued=queued)
+    blocker = cache.blocker(info)
+    held = None if blocker is None else (blocker.reason, blocker.message)
+    return core_explain.explain(cache.snapshot, info, cq_name, policy, queued=queued, held=held)
 
 
 def find(
