@@ -43,7 +43,7 @@ class OperatorProcess:
                 raise RuntimeError(msg)
             time.sleep(0.2)
 
-    def _spawn(self, out: Any) -> subprocess.Popen[bytes]:  # noqa: ANN401 - a binary file
+    def _spawn(self, out: Any) -> subprocess.Popen[bytes]:
         return subprocess.Popen(  # noqa: S603 - argv built here
             [
                 str(Path(sys.executable).parent / "berth"),
@@ -80,11 +80,18 @@ class OperatorProcess:
                 client.run("delete", kind, "berth", "--ignore-not-found")
 
 
-def flavor(name: str, labels: dict[str, str], tolerations: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def flavor(
+    name: str, labels: dict[str, str], tolerations: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"nodeLabels": labels}
     if tolerations:
         spec["tolerations"] = tolerations
-    return {"apiVersion": "berth.dev/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "berth.dev/v1beta1",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def cluster_queue(
@@ -111,7 +118,12 @@ def cluster_queue(
         spec["cohortName"] = cohort
     if preemption is not None:
         spec["preemption"] = preemption
-    return {"apiVersion": "berth.dev/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "berth.dev/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def local_queue(name: str, namespace: str, cq: str) -> dict[str, Any]:
@@ -124,7 +136,12 @@ def local_queue(name: str, namespace: str, cq: str) -> dict[str, Any]:
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:
-    return {"apiVersion": "berth.dev/v1beta1", "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+    return {
+        "apiVersion": "berth.dev/v1beta1",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
 
 
 def gpu_job(

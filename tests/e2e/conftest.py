@@ -1,13 +1,13 @@
-"""The operator for the e2e tier: ``berth run`` against the session's GPU cluster, CRDs installed."""
+"""The operator for the e2e tier: ``berth run`` on the session's GPU cluster, CRDs installed."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from operator_env import ROOT, OperatorProcess
 
 from berth.adapters.devcluster import launcher
+from operator_env import ROOT, OperatorProcess
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
+from berth.adapters.devcluster import errors, kwok, launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,
@@ -20,14 +22,12 @@ from operator_env import (
     priority_class,
 )
 
-from berth.adapters.devcluster import errors, kwok, launcher
-
 pytestmark = pytest.mark.e2e
 A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
 Wait = Callable[..., None]
 
 
-def _get(plane: launcher.ControlPlane, *args: str) -> Any:  # noqa: ANN401 - kubectl JSON
+def _get(plane: launcher.ControlPlane, *args: str) -> Any:
     return plane.kubectl().json("get", *args)
 
 
@@ -79,20 +79,51 @@ def test_queued_job_is_suspended_admitted_started_on_flavor_and_releases_quota(
     wait_until: Wait,
 ) -> None:
     ns = new_namespace(gpu_cluster, "one")
-    _setup(gpu_cluster, [flavor(f"{ns}-a100", A100), cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 8}), local_queue("lq", ns, f"{ns}-cq")])
+    _setup(
+        gpu_cluster,
+        [
+            flavor(f"{ns}-a100", A100),
+            cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 8}),
+            local_queue("lq", ns, f"{ns}-cq"),
+        ],
+    )
     created = gpu_cluster.kubectl().run(
-        "create", "-o", "jsonpath={.spec.suspend}", "-f", "-", stdin=_yaml(gpu_job("train", ns, "lq", 4, runs_for="4s"))
+        "create",
+        "-o",
+        "jsonpath={.spec.suspend}",
+        "-f",
+        "-",
+        stdin=_yaml(gpu_job("train", ns, "lq", 4, runs_for="4s")),
     )
     assert created == "true", "the mutating webhook suspends a queued Job at creation"
-    wait_until(lambda: _condition(_workload_of(gpu_cluster, ns, "train"), "Admitted").get("status") == "True", timeout=30)
+    wait_until(
+        lambda: (
+            _condition(_workload_of(gpu_cluster, ns, "train"), "Admitted").get("status") == "True"
+        ),
+        timeout=30,
+    )
     job = _get(gpu_cluster, "job", "train", "-n", ns)
     assert job["spec"]["template"]["spec"]["nodeSelector"] == A100
     wait_until(lambda: _running(gpu_cluster, ns, "train") == 4, timeout=30)
     nodes = {p["spec"]["nodeName"] for p in _pods(gpu_cluster, ns, "train")}
     assert all(n.startswith("a100-") for n in nodes)
     wait_until(lambda: _job_complete(gpu_cluster, ns, "train"), timeout=60)
-    wait_until(lambda: _condition(_workload_of(gpu_cluster, ns, "train"), "Finished").get("status") == "True", timeout=30)
-    wait_until(lambda: _get(gpu_cluster, "clusterqueue", f"{ns}-cq").get("status", {}).get("reservingWorkloads") == 0 and _reserved_gpus(gpu_cluster, f"{ns}-cq") == 0, timeout=30)
+    wait_until(
+        lambda: (
+            _condition(_workload_of(gpu_cluster, ns, "train"), "Finished").get("status") == "True"
+        ),
+        timeout=30,
+    )
+    wait_until(
+        lambda: (
+            _get(gpu_cluster, "clusterqueue", f"{ns}-cq")
+            .get("status", {})
+            .get("reservingWorkloads")
+            == 0
+            and _reserved_gpus(gpu_cluster, f"{ns}-cq") == 0
+        ),
+        timeout=30,
+    )
 
 
 def test_gang_of_eight_creates_no_pod_until_eight_fit(
@@ -102,11 +133,24 @@ def test_gang_of_eight_creates_no_pod_until_eight_fit(
     wait_until: Wait,
 ) -> None:
     ns = new_namespace(gpu_cluster, "gang")
-    _setup(gpu_cluster, [flavor(f"{ns}-a100", A100), cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 8}), local_queue("lq", ns, f"{ns}-cq")])
+    _setup(
+        gpu_cluster,
+        [
+            flavor(f"{ns}-a100", A100),
+            cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 8}),
+            local_queue("lq", ns, f"{ns}-cq"),
+        ],
+    )
     gpu_cluster.kubectl().create([gpu_job("small", ns, "lq", 2, runs_for="10s")])
     wait_until(lambda: _running(gpu_cluster, ns, "small") == 2, timeout=30)
     gpu_cluster.kubectl().create([gpu_job("gang", ns, "lq", 8, runs_for="30s")])
-    wait_until(lambda: _condition(_workload_of(gpu_cluster, ns, "gang"), "QuotaReserved").get("reason") == "WaitingForQuota", timeout=30)
+    wait_until(
+        lambda: (
+            _condition(_workload_of(gpu_cluster, ns, "gang"), "QuotaReserved").get("reason")
+            == "WaitingForQuota"
+        ),
+        timeout=30,
+    )
     # While 6 GPUs are free the gang makes no pod at all. Pods are read before the small Job's
     # state, so a gang pod seen there must mean the small Job had completed by the second read.
     while True:
@@ -126,11 +170,20 @@ def test_unsuspending_a_queued_job_is_denied(
     wait_until: Wait,
 ) -> None:
     ns = new_namespace(gpu_cluster, "deny")
-    _setup(gpu_cluster, [flavor(f"{ns}-a100", A100), cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 2}), local_queue("lq", ns, f"{ns}-cq")])
+    _setup(
+        gpu_cluster,
+        [
+            flavor(f"{ns}-a100", A100),
+            cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 2}),
+            local_queue("lq", ns, f"{ns}-cq"),
+        ],
+    )
     gpu_cluster.kubectl().create([gpu_job("big", ns, "lq", 4, runs_for="5s")])
     wait_until(lambda: _workload_of(gpu_cluster, ns, "big") is not None, timeout=30)
     with pytest.raises(errors.CommandError) as denied:
-        gpu_cluster.kubectl().run("patch", "job", "big", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":false}}')
+        gpu_cluster.kubectl().run(
+            "patch", "job", "big", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":false}}'
+        )
     assert "setting spec.suspend to false by hand is not allowed" in str(denied.value)
     assert _pods(gpu_cluster, ns, "big") == []
 
@@ -148,13 +201,22 @@ def test_priority_preemption_suspends_victim_and_starts_preemptor(
             flavor(f"{ns}-a100", A100),
             priority_class(f"{ns}-low", 10),
             priority_class(f"{ns}-high", 100),
-            cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 4}, preemption={"withinClusterQueue": "LowerPriority"}),
+            cluster_queue(
+                f"{ns}-cq",
+                ns,
+                {f"{ns}-a100": 4},
+                preemption={"withinClusterQueue": "LowerPriority"},
+            ),
             local_queue("lq", ns, f"{ns}-cq"),
         ],
     )
-    gpu_cluster.kubectl().create([gpu_job("low", ns, "lq", 4, runs_for="300s", priority=f"{ns}-low")])
+    gpu_cluster.kubectl().create(
+        [gpu_job("low", ns, "lq", 4, runs_for="300s", priority=f"{ns}-low")]
+    )
     wait_until(lambda: _running(gpu_cluster, ns, "low") == 4, timeout=30)
-    gpu_cluster.kubectl().create([gpu_job("high", ns, "lq", 4, runs_for="300s", priority=f"{ns}-high")])
+    gpu_cluster.kubectl().create(
+        [gpu_job("high", ns, "lq", 4, runs_for="300s", priority=f"{ns}-high")]
+    )
     wait_until(lambda: _running(gpu_cluster, ns, "high") == 4, timeout=60)
     low = _workload_of(gpu_cluster, ns, "low")
     assert _condition(low, "Preempted").get("reason") == "InClusterQueue"
@@ -162,11 +224,21 @@ def test_priority_preemption_suspends_victim_and_starts_preemptor(
     assert _pods(gpu_cluster, ns, "low") == []
     assert _condition(low, "QuotaReserved").get("status") == "False"
     table = gpu_cluster.kubectl().run("get", "workloads,clusterqueues,localqueues", "-n", ns)
-    for column in ("QUEUE", "RESERVED IN", "ADMITTED", "COHORT", "PENDING WORKLOADS", "CLUSTERQUEUE"):
+    for column in (
+        "QUEUE",
+        "RESERVED IN",
+        "ADMITTED",
+        "COHORT",
+        "PENDING WORKLOADS",
+        "CLUSTERQUEUE",
+    ):
         assert column in table
     wait_until(
-        lambda: _get(gpu_cluster, "clusterqueue", f"{ns}-cq")["status"].get("pendingWorkloads") == 1
-        and _get(gpu_cluster, "clusterqueue", f"{ns}-cq")["status"].get("admittedWorkloads") == 1,
+        lambda: (
+            _get(gpu_cluster, "clusterqueue", f"{ns}-cq")["status"].get("pendingWorkloads") == 1
+            and _get(gpu_cluster, "clusterqueue", f"{ns}-cq")["status"].get("admittedWorkloads")
+            == 1
+        ),
         timeout=15,
     )
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")
@@ -186,7 +258,9 @@ def test_cohort_borrowing_then_reclaim_by_preemption(
         [
             flavor(rf, A100),
             cluster_queue(f"{ns}-a", ns, {rf: 4}, cohort=f"{ns}-co"),
-            cluster_queue(f"{ns}-b", ns, {rf: 4}, cohort=f"{ns}-co", preemption={"reclaimWithinCohort": "Any"}),
+            cluster_queue(
+                f"{ns}-b", ns, {rf: 4}, cohort=f"{ns}-co", preemption={"reclaimWithinCohort": "Any"}
+            ),
             local_queue("qa", ns, f"{ns}-a"),
             local_queue("qb", ns, f"{ns}-b"),
         ],
@@ -195,11 +269,16 @@ def test_cohort_borrowing_then_reclaim_by_preemption(
     wait_until(lambda: _running(gpu_cluster, ns, "borrower") == 8, timeout=30)
     usage = _get(gpu_cluster, "clusterqueue", f"{ns}-a")
     wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-a") == 8, timeout=15)
-    borrowed = [r["borrowed"] for f in usage["status"]["flavorsReservation"] for r in f["resources"]]
+    borrowed = [
+        r["borrowed"] for f in usage["status"]["flavorsReservation"] for r in f["resources"]
+    ]
     assert borrowed == ["4"], "team a runs 8 GPUs on a quota of 4 by borrowing team b's idle 4"
     gpu_cluster.kubectl().create([gpu_job("owner", ns, "qb", 4, runs_for="300s")])
     wait_until(lambda: _running(gpu_cluster, ns, "owner") == 4, timeout=60)
-    assert _condition(_workload_of(gpu_cluster, ns, "borrower"), "Preempted").get("reason") == "InCohortReclamation"
+    assert (
+        _condition(_workload_of(gpu_cluster, ns, "borrower"), "Preempted").get("reason")
+        == "InCohortReclamation"
+    )
     assert _pods(gpu_cluster, ns, "borrower") == []
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")
 

@@ -9,7 +9,12 @@ import pytest
 
 from berth.core import batchjob
 
-GPU_TOLERATION = {"key": "berth.dev/flavor", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}
+GPU_TOLERATION = {
+    "key": "berth.dev/flavor",
+    "operator": "Equal",
+    "value": "h100",
+    "effect": "NoSchedule",
+}
 
 
 def job(
@@ -89,7 +94,13 @@ START_CASES = [
 
 @pytest.mark.parametrize("case", START_CASES, ids=lambda c: c.id)
 def test_start_patch(case: StartCase) -> None:
-    patch = batchjob.start_patch(job(selector={"team": "a"}), ORIGINAL, pod_set="main", count=case.count, flavors=case.flavors)
+    patch = batchjob.start_patch(
+        job(selector={"team": "a"}),
+        ORIGINAL,
+        pod_set="main",
+        count=case.count,
+        flavors=case.flavors,
+    )
     spec = patch["spec"]
     assert spec["suspend"] is False
     template = spec["template"]
@@ -149,7 +160,9 @@ class StatusCase:
 STATUS_CASES = [
     StatusCase("new-job", {}, (False, False), False, 0),
     StatusCase("all-ready", {"active": 4, "ready": 4}, (False, False), True, 4),
-    StatusCase("ready-plus-succeeded", {"active": 2, "ready": 2, "succeeded": 2}, (False, False), True, 2),
+    StatusCase(
+        "ready-plus-succeeded", {"active": 2, "ready": 2, "succeeded": 2}, (False, False), True, 2
+    ),
     StatusCase("terminating-pods-are-active", {"terminating": 3}, (False, False), False, 3),
     StatusCase(
         "complete",
@@ -158,7 +171,9 @@ STATUS_CASES = [
         True,
         0,
     ),
-    StatusCase("failed", {"conditions": [{"type": "Failed", "status": "True"}]}, (True, False), False, 0),
+    StatusCase(
+        "failed", {"conditions": [{"type": "Failed", "status": "True"}]}, (True, False), False, 0
+    ),
 ]
 
 

@@ -50,7 +50,7 @@ class Kube:
         except k8s_config.ConfigException:
             if kubeconfig is not None:
                 raise
-            k8s_config.load_incluster_config(client_configuration=configuration)
+            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         return cls(k8s.ApiClient(configuration))
 
     def connection(self) -> Connection:
@@ -61,7 +61,7 @@ class Kube:
         if auth:
             token = auth.removeprefix("Bearer ").strip()
         return Connection(
-            server=c.host,
+            server=str(c.host),
             ca_path=c.ssl_ca_cert,
             token=token,
             certificate_path=c.cert_file,
@@ -124,9 +124,8 @@ class Kube:
 
 
 def _message(e: k8s_exceptions.ApiException) -> str:
-    body = e.body
-    if isinstance(body, bytes):
-        body = body.decode(errors="replace")
+    raw = e.body
+    body = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw or "")
     try:
         parsed = json.loads(body) if body else {}
     except ValueError:

@@ -42,7 +42,7 @@ def condition(kind: str, status: bool, reason: str, message: str, now: float) ->
 def merge_conditions(
     current: list[dict[str, Any]], changes: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Set ``changes`` into ``current``; a condition keeps its transition time if its status holds."""
+    """Set ``changes`` into ``current``; a condition whose status holds keeps its time."""
     out = [dict(c) for c in current]
     for change in changes:
         for i, old in enumerate(out):

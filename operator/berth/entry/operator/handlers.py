@@ -8,7 +8,6 @@ Called by ``main``, which runs kopf in the operator's event loop.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import kopf
@@ -35,16 +34,16 @@ WATCHED = (
 class _NoProgress(kopf.ProgressStorage):
     """Stores nothing: event handlers have no progress to keep."""
 
-    def fetch(self, **_: Any) -> None:
+    def fetch(self, **_: Any) -> None:  # noqa: ANN401 - kopf passes keywords of many types
         return None
 
-    def store(self, **_: Any) -> None:
+    def store(self, **_: Any) -> None:  # noqa: ANN401 - kopf passes keywords of many types
         return None
 
-    def purge(self, **_: Any) -> None:
+    def purge(self, **_: Any) -> None:  # noqa: ANN401 - kopf passes keywords of many types
         return None
 
-    def touch(self, **_: Any) -> None:
+    def touch(self, **_: Any) -> None:  # noqa: ANN401 - kopf passes keywords of many types
         return None
 
     def clear(self, *, essence: Any) -> Any:  # noqa: ANN401 - kopf's body essence
@@ -54,15 +53,15 @@ class _NoProgress(kopf.ProgressStorage):
 class _NoDiffBase(kopf.DiffBaseStorage):
     """Stores nothing: no change handlers need a last-handled state."""
 
-    def fetch(self, **_: Any) -> None:
+    def fetch(self, **_: Any) -> None:  # noqa: ANN401 - kopf passes keywords of many types
         return None
 
-    def store(self, **_: Any) -> None:
+    def store(self, **_: Any) -> None:  # noqa: ANN401 - kopf passes keywords of many types
         return None
 
 
 def settings() -> kopf.OperatorSettings:
-    """kopf settings that write nothing onto watched objects."""
+    """Kopf settings that write nothing onto watched objects."""
     s = kopf.OperatorSettings()
     s.persistence.progress_storage = _NoProgress()
     s.persistence.diffbase_storage = _NoDiffBase()
@@ -78,7 +77,7 @@ def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry
     reg = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=reg)
-    def login(**_: Any) -> kopf.ConnectionInfo:
+    def login(**_: Any) -> kopf.ConnectionInfo:  # noqa: ANN401 - kopf passes keywords of many types
         c = kube.connection()
         return kopf.ConnectionInfo(
             server=c.server,
@@ -95,7 +94,7 @@ def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry
     return reg
 
 
-def _register(
+def _register(  # noqa: PLR0917 - one watched kind's coordinates, as WATCHED lists them
     reg: kopf.OperatorRegistry,
     world: world_mod.World,
     kind: str,
@@ -103,7 +102,7 @@ def _register(
     version: str,
     plural: str,
 ) -> None:
-    def on_event(event: kopf.RawEvent, logger: logging.Logger, **_: Any) -> None:  # noqa: ARG001 - kopf passes it
+    def on_event(*, event: kopf.RawEvent, **_: Any) -> None:  # noqa: ANN401 - kopf's keywords
         body = dict(event["object"])
         if event.get("type") == "DELETED":
             world.remove(kind, body)

@@ -96,7 +96,14 @@ class JobController:
         if obj is None:
             message = "; ".join(str(p) for p in problems)
             with contextlib.suppress(errors.KubeError):
-                await events.emit(self.kube, job, "CreatedWorkload", f"Cannot create Workload: {message}", w.clock(), warning=True)
+                await events.emit(
+                    self.kube,
+                    job,
+                    "CreatedWorkload",
+                    f"Cannot create Workload: {message}",
+                    w.clock(),
+                    warning=True,
+                )
             return
         template = obj.spec.pod_sets[0].template.spec
         try:
@@ -107,7 +114,9 @@ class JobController:
             )
         except priority.UnknownPriorityClassError as e:
             with contextlib.suppress(errors.KubeError):
-                await events.emit(self.kube, job, "CreatedWorkload", str(e), w.clock(), warning=True)
+                await events.emit(
+                    self.kube, job, "CreatedWorkload", str(e), w.clock(), warning=True
+                )
             return
         body = obj.to_yaml_dict()
         body["metadata"]["ownerReferences"] = [
@@ -122,7 +131,11 @@ class JobController:
         ]
         body["spec"]["priority"] = resolved.value
         if resolved.class_name is not None:
-            group = "berth.dev" if resolved.class_kind == "WorkloadPriorityClass" else "scheduling.k8s.io"
+            group = (
+                "berth.dev"
+                if resolved.class_kind == "WorkloadPriorityClass"
+                else "scheduling.k8s.io"
+            )
             body["spec"]["priorityClassRef"] = {
                 "group": group,
                 "kind": resolved.class_kind,
@@ -134,7 +147,13 @@ class JobController:
             return  # created by an earlier attempt; its event is on its way
         w.apply("Workload", stored)
         with contextlib.suppress(errors.KubeError):
-            await events.emit(self.kube, job, "CreatedWorkload", f"Created Workload: {meta['namespace']}/{stored['metadata']['name']}", w.clock())
+            await events.emit(
+                self.kube,
+                job,
+                "CreatedWorkload",
+                f"Created Workload: {meta['namespace']}/{stored['metadata']['name']}",
+                w.clock(),
+            )
 
     async def _finish(self, key: names.WorkloadKey, wl: dict[str, Any], *, succeeded: bool) -> None:
         w = self.world
@@ -143,7 +162,9 @@ class JobController:
         current = (wl.get("status") or {}).get("conditions") or []
         change = workloads.condition(_COND.FINISHED, True, reason.value, message, w.clock())
         status = {"conditions": workloads.merge_conditions(current, [change])}
-        stored = await workloads.patch_status(self.kube, key, wl["metadata"]["resourceVersion"], status)
+        stored = await workloads.patch_status(
+            self.kube, key, wl["metadata"]["resourceVersion"], status
+        )
         w.apply("Workload", stored)
         log.info("finished %s (%s)", key, reason.value)
         with contextlib.suppress(errors.KubeError):
@@ -151,12 +172,18 @@ class JobController:
 
     def _original(self, wl: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
         pod_set = ((wl.get("spec") or {}).get("podSets") or [{}])[0]
-        return pod_set.get("template") or {}, int(pod_set.get("count", 1)), pod_set.get("name", "main")
+        return (
+            pod_set.get("template") or {},
+            int(pod_set.get("count", 1)),
+            pod_set.get("name", "main"),
+        )
 
     async def _start(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
         w = self.world
         original, _count, name = self._original(wl)
-        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [{}]
+        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [
+            {}
+        ]
         psa = next((a for a in assigned if a.get("name") == name), assigned[0])
         placements = []
         for flavor_name in sorted(set((psa.get("flavors") or {}).values())):
@@ -175,21 +202,39 @@ class JobController:
         stored = await jobs.patch(self.kube, meta["namespace"], meta["name"], patch)
         w.apply("Job", stored)
         log.info("started job %s/%s", meta["namespace"], meta["name"])
+        psa_cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
         with contextlib.suppress(errors.KubeError):
-            await events.emit(self.kube, job, "Started", f"Admitted by ClusterQueue {(wl.get('status') or {}).get('admission', {}).get('clusterQueue')}", w.clock())
+            await events.emit(
+                self.kube,
+                job,
+                "Started",
+                f"Admitted by ClusterQueue {psa_cq}",
+                w.clock(),
+            )
 
-    async def _track_ready(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
+    async def _track_ready(
+        self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]
+    ) -> None:
         w = self.world
-        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [{}]
+        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [
+            {}
+        ]
         count = sum(int(a.get("count") or 0) for a in assigned) or batchjob.pod_count(job)
         ready = batchjob.pods_ready(job, count)
         if ready == world_mod.condition_true(wl, _COND.PODS_READY):
             return
-        reason, message = ("PodsReady", "All pods reached readiness") if ready else ("PodsReady", "Not all pods are ready or succeeded")
+        reason, message = (
+            ("PodsReady", "All pods reached readiness")
+            if ready
+            else ("PodsReady", "Not all pods are ready or succeeded")
+        )
         current = (wl.get("status") or {}).get("conditions") or []
         change = workloads.condition(_COND.PODS_READY, ready, reason, message, w.clock())
         stored = await workloads.patch_status(
-            self.kube, key, wl["metadata"]["resourceVersion"], {"conditions": workloads.merge_conditions(current, [change])}
+            self.kube,
+            key,
+            wl["metadata"]["resourceVersion"],
+            {"conditions": workloads.merge_conditions(current, [change])},
         )
         w.apply("Workload", stored)
 
@@ -201,7 +246,13 @@ class JobController:
             stored = await jobs.suspend(self.kube, ns, name)
             w.apply("Job", stored)
             with contextlib.suppress(errors.KubeError):
-                await events.emit(self.kube, job, "Stopped", "The workload is evicted; the Job is suspended", w.clock())
+                await events.emit(
+                    self.kube,
+                    job,
+                    "Stopped",
+                    "The workload is evicted; the Job is suspended",
+                    w.clock(),
+                )
             return
         if batchjob.active_pods(job) > 0 or w.pods_left(meta["uid"]) > 0:
             return  # the pod and job events bring us back
@@ -214,21 +265,35 @@ class JobController:
             w.apply("Job", stored)
             return
         # The Job is stopped and restored: release the quota.
-        evicted = next(
-            (c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") == _COND.EVICTED),
+        evicted: dict[str, Any] = next(
+            (
+                c
+                for c in (wl.get("status") or {}).get("conditions") or []
+                if c.get("type") == _COND.EVICTED
+            ),
             {},
         )
         reason = evicted.get("reason") or "Evicted"
         now = w.clock()
         current = (wl.get("status") or {}).get("conditions") or []
         changes = [
-            workloads.condition(_COND.QUOTA_RESERVED, False, "Pending", evicted.get("message") or "Evicted", now),
-            workloads.condition(_COND.ADMITTED, False, "NoReservation", "The workload has no reservation", now),
-            workloads.condition(_COND.EVICTED, False, reason, "The workload is stopped and requeued", now),
-            workloads.condition(_COND.PODS_READY, False, "PodsReady", "The workload is not admitted", now),
+            workloads.condition(
+                _COND.QUOTA_RESERVED, False, "Pending", evicted.get("message") or "Evicted", now
+            ),
+            workloads.condition(
+                _COND.ADMITTED, False, "NoReservation", "The workload has no reservation", now
+            ),
+            workloads.condition(
+                _COND.EVICTED, False, reason, "The workload is stopped and requeued", now
+            ),
+            workloads.condition(
+                _COND.PODS_READY, False, "PodsReady", "The workload is not admitted", now
+            ),
             workloads.condition(_COND.REQUEUED, True, reason, "The workload is requeued", now),
         ]
         status = {"admission": None, "conditions": workloads.merge_conditions(current, changes)}
-        stored = await workloads.patch_status(self.kube, key, wl["metadata"]["resourceVersion"], status)
+        stored = await workloads.patch_status(
+            self.kube, key, wl["metadata"]["resourceVersion"], status
+        )
         w.apply("Workload", stored)
         log.info("released %s after eviction (%s)", key, reason)

@@ -111,7 +111,8 @@ async def run(
     )
     await site.start()
     server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
-    port = server.sockets[0].getsockname()[1] if server is not None else options.webhook_port
+    sockets = getattr(server, "sockets", None) or []
+    port = sockets[0].getsockname()[1] if sockets else options.webhook_port
     base_url = f"https://{options.webhook_host}:{port}"
     tasks: list[asyncio.Task[None]] = []
     kopf_stop = asyncio.Event()

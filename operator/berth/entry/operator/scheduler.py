@@ -70,13 +70,13 @@ class Scheduler:
     def _backoffs_done(self, now: float) -> None:
         """Return workloads whose backoff ended to their queues (the simulator's backoff timer)."""
         q = self.world.queues
-        for key, pw in list(q.pending.items()):
+        for pw in list(q.pending.values()):
             if 0 < pw.requeue_at <= now:
                 pw.requeue_at = 0.0
                 q.add(pw.info, now=now)
 
     def decide(self, now: float) -> tuple[list[_Write], bool]:
-        """Run one cycle and apply it to state; return the writes it needs and whether it progressed."""
+        """Run one cycle and apply it to state; return its writes and whether it progressed."""
         w = self.world
         heads = w.queues.heads()
         if not heads:
@@ -135,24 +135,39 @@ class Scheduler:
         current = (body.get("status") or {}).get("conditions") or []
         changes = [
             workloads.condition(
-                _COND.QUOTA_RESERVED, True, "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", now
+                _COND.QUOTA_RESERVED,
+                True,
+                "QuotaReserved",
+                f"Quota reserved in ClusterQueue {cq}",
+                now,
             ),
             workloads.condition(_COND.ADMITTED, True, "Admitted", "The workload is admitted", now),
         ]
-        for kind in (_COND.EVICTED, _COND.PREEMPTED, _COND.REQUEUED):
-            if any(c.get("type") == kind and c.get("status") == "True" for c in current):
-                changes.append(workloads.condition(kind, False, "Admitted", "The workload is admitted", now))
+        changes.extend(
+            workloads.condition(kind, False, "Admitted", "The workload is admitted", now)
+            for kind in (_COND.EVICTED, _COND.PREEMPTED, _COND.REQUEUED)
+            if any(c.get("type") == kind and c.get("status") == "True" for c in current)
+        )
         status = {
             "admission": admission.to_status(a.admission),
             "conditions": workloads.merge_conditions(current, changes),
         }
-        return _Write(key, "admit", body, rv, status, ("QuotaReserved", f"Quota reserved in ClusterQueue {cq}"))
+        return _Write(
+            key,
+            "admit",
+            body,
+            rv,
+            status,
+            ("QuotaReserved", f"Quota reserved in ClusterQueue {cq}"),
+        )
 
     def _evict_write(self, key: names.WorkloadKey, p: cycle.Preempt, now: float) -> _Write:
         body, rv = self._body(key)
         current = (body.get("status") or {}).get("conditions") or []
         changes = [
-            workloads.condition(_COND.EVICTED, True, conditions.EvictionReason.PREEMPTED, p.message, now),
+            workloads.condition(
+                _COND.EVICTED, True, conditions.EvictionReason.PREEMPTED, p.message, now
+            ),
             workloads.condition(_COND.PREEMPTED, True, p.reason.value, p.message, now),
         ]
         status = {"conditions": workloads.merge_conditions(current, changes)}
@@ -172,7 +187,9 @@ class Scheduler:
             ):
                 return None
         changes = [workloads.condition(_COND.QUOTA_RESERVED, False, reason, message, now)]
-        return _Write(key, "pending", body, rv, {"conditions": workloads.merge_conditions(current, changes)})
+        return _Write(
+            key, "pending", body, rv, {"conditions": workloads.merge_conditions(current, changes)}
+        )
 
     # Writing ------------------------------------------------------------------------------------
 
@@ -196,7 +213,9 @@ class Scheduler:
             with contextlib.suppress(errors.KubeError):
                 await events.emit(self.kube, stored, x.event[0], x.event[1], w.clock())
                 if x.kind == "admit":
-                    await events.emit(self.kube, stored, "Admitted", "The workload is admitted", w.clock())
+                    await events.emit(
+                        self.kube, stored, "Admitted", "The workload is admitted", w.clock()
+                    )
 
     def _undo(self, x: _Write, e: errors.KubeError) -> None:
         w = self.world
@@ -217,7 +236,9 @@ class Scheduler:
         info = w.infos.get(x.key)
         if isinstance(e, errors.NotFoundError) or info is None:
             return
-        w.queues.add(info, now=now, requeue_at=now + min(_BACKOFF_BASE * 2 ** (n - 1), _BACKOFF_MAX))
+        w.queues.add(
+            info, now=now, requeue_at=now + min(_BACKOFF_BASE * 2 ** (n - 1), _BACKOFF_MAX)
+        )
         # A newer body may have arrived while the write was in flight.
         w.settle_workload(x.key)
         w.wake.schedule.set()

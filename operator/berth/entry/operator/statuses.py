@@ -44,7 +44,9 @@ def _active(reason: str | None, message: str, now: float) -> dict[str, Any]:
     return workloads.condition("Active", False, reason, message, now)
 
 
-def build_cluster_queue(world: world_mod.World, name: names.ClusterQueueName, now: float) -> dict[str, Any]:
+def build_cluster_queue(
+    world: world_mod.World, name: names.ClusterQueueName, now: float
+) -> dict[str, Any]:
     """The status of one ClusterQueue."""
     snap = world.cache.snapshot
     info = snap.cluster_queues[name]
@@ -94,21 +96,43 @@ def build_local_queue(
             continue
         reserving += 1
         resources.add_into(usage, adm.admission.usage)
-        if world_mod.condition_true(world.workloads.get(key) or {}, conditions.WorkloadCondition.ADMITTED):
+        if world_mod.condition_true(
+            world.workloads.get(key) or {}, conditions.WorkloadCondition.ADMITTED
+        ):
             n_admitted += 1
             resources.add_into(admitted_only, adm.admission.usage)
     cq = world.cache.snapshot.cluster_queues.get(cq_name)
     if cq is None:
-        active = workloads.condition("Active", False, "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue", now)
+        active = workloads.condition(
+            "Active",
+            False,
+            "ClusterQueueDoesNotExist",
+            "Can't submit new workloads to clusterQueue",
+            now,
+        )
     elif not cq.active:
-        active = workloads.condition("Active", False, conditions.QueueActiveReason.CLUSTER_QUEUE_IS_INACTIVE, "Can't submit new workloads to clusterQueue", now)
+        active = workloads.condition(
+            "Active",
+            False,
+            conditions.QueueActiveReason.CLUSTER_QUEUE_IS_INACTIVE,
+            "Can't submit new workloads to clusterQueue",
+            now,
+        )
     else:
-        active = workloads.condition("Active", True, conditions.QueueActiveReason.READY, "Can submit new workloads to localQueue", now)
+        active = workloads.condition(
+            "Active",
+            True,
+            conditions.QueueActiveReason.READY,
+            "Can submit new workloads to localQueue",
+            now,
+        )
 
     def listing(amounts: dict[resources.FlavorResource, int]) -> list[dict[str, Any]]:
         by_flavor: dict[str, list[dict[str, str]]] = {}
         for fr in sorted(amounts):
-            by_flavor.setdefault(fr.flavor, []).append({"name": fr.resource, "total": quantity.format(fr.resource, amounts[fr])})
+            by_flavor.setdefault(fr.flavor, []).append(
+                {"name": fr.resource, "total": quantity.format(fr.resource, amounts[fr])}
+            )
         return [{"name": f, "resources": r} for f, r in by_flavor.items()]
 
     return {
@@ -124,7 +148,9 @@ def build_local_queue(
 def _comparable(status: dict[str, Any]) -> Any:  # noqa: ANN401 - a JSON value
     """A status without condition times, to tell whether anything changed."""
     out = dict(status)
-    out["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status["conditions"]]
+    out["conditions"] = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status["conditions"]
+    ]
     return out
 
 
@@ -153,13 +179,13 @@ class StatusWriter:
         """Write every queue status that changed."""
         w = self.world
         now = w.clock()
-        for name in sorted(w.cache.cluster_queues):
-            if name not in w.cache.snapshot.cluster_queues:
+        for cq_name in sorted(w.cache.cluster_queues):
+            if cq_name not in w.cache.snapshot.cluster_queues:
                 continue
-            status = build_cluster_queue(w, name, now)
-            if self._changed(("cq", "", name), status):
+            status = build_cluster_queue(w, cq_name, now)
+            if self._changed(("cq", "", cq_name), status):
                 try:
-                    await queues_status.patch_cluster_queue(self.kube, name, status)
+                    await queues_status.patch_cluster_queue(self.kube, cq_name, status)
                 except errors.NotFoundError:
                     continue
         for namespace, name in sorted(w.cache.local_queues):

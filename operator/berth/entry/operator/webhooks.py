@@ -1,4 +1,4 @@
-"""Admission webhooks over TLS: suspend queued Jobs, guard their start, default and validate Berth kinds.
+"""Admission webhooks over TLS: suspend queued Jobs, guard their start, check Berth kinds.
 
 Routes (AdmissionReview v1, served by aiohttp with a certificate this module issues):
 
@@ -83,7 +83,9 @@ def validate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, A
     if request.get("operation") == "CREATE":
         if not world.managed(job):
             return _allow()
-        _obj, problems = batchjob.to_workload(job, uid=str(meta.get("uid") or "new"), honor_kueue=honor)
+        _obj, problems = batchjob.to_workload(
+            job, uid=str(meta.get("uid") or "new"), honor_kueue=honor
+        )
         if problems:
             return _deny("; ".join(str(p) for p in problems), 422)
         return _allow()
@@ -187,7 +189,7 @@ class Certificates:
 def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> list[dict[str, Any]]:
     """The webhook configurations that send admission requests to ``base_url``."""
 
-    def hook(name: str, path: str, rules: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    def hook(name: str, path: str, rules: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:  # noqa: ANN401 - selectors, as JSON
         return {
             "name": f"{name}.berth.dev",
             "clientConfig": {"url": f"{base_url}{path}", "caBundle": ca_bundle},
@@ -219,7 +221,9 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
                 "/mutate-job",
                 [rule("batch", ["jobs"], ["CREATE"])],
                 namespaceSelector=selector.to_yaml_dict() if selector is not None else {},
-                objectSelector={"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]},
+                objectSelector={
+                    "matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]
+                },
             )
         )
     berth_rules = [rule(base.GROUP, list(BERTH_PLURALS), ["CREATE", "UPDATE"])]

@@ -47,7 +47,7 @@ def parse_time(text: str | None) -> float:
     """Seconds since the epoch of an RFC 3339 time (0 when missing)."""
     if not text:
         return 0.0
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    return dt.datetime.fromisoformat(text).timestamp()
 
 
 def _rv(body: Body) -> int:
@@ -90,9 +90,7 @@ class Wakeups:
 class World:
     """The operator's memory of the cluster, and the state and queues the core is fed from."""
 
-    def __init__(
-        self, config: configuration.Configuration, clock: Callable[[], float]
-    ) -> None:
+    def __init__(self, config: configuration.Configuration, clock: Callable[[], float]) -> None:
         self.config = config
         self.clock = clock
         self.cache = cache_mod.Cache()
@@ -171,7 +169,7 @@ class World:
         self.wake.schedule.set()
         self.wake.statuses.set()
 
-    def _queue_object(self, kind: str, body: Body, *, deleted: bool) -> None:
+    def _queue_object(self, kind: str, body: Body, *, deleted: bool) -> None:  # noqa: C901, PLR0912 - one branch per kind
         obj, problems = kinds.try_load(body)
         if obj is None:
             log.warning("ignoring invalid %s %s: %s", kind, _key(body), problems)
@@ -323,7 +321,7 @@ class World:
             return  # the scheduler loop settles it when its write returns
         self.settle_workload(key)
 
-    def settle_workload(self, key: names.WorkloadKey) -> None:
+    def settle_workload(self, key: names.WorkloadKey) -> None:  # noqa: C901 - the Workload lifecycle, step by step
         """Bring state in line with the latest body of a Workload."""
         body = self.workloads.get(key)
         if body is None:
@@ -364,7 +362,7 @@ class World:
             self.wake.schedule.set()
 
     def release(self, key: names.WorkloadKey) -> None:
-        """Stop counting an admission and requeue what waited in its quota tree (as the simulator)."""
+        """Stop counting an admission; requeue what waited in its quota tree (as the simulator)."""
         adm = self.cache.forget(key)
         if adm is not None:
             self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), self.clock())
@@ -393,9 +391,7 @@ def _without_status(body: Body) -> Body:
     return {
         "apiVersion": body.get("apiVersion"),
         "kind": body.get("kind"),
-        "metadata": {
-            k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}
-        },
+        "metadata": {k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}},
         "spec": body.get("spec") or {},
     }
 
