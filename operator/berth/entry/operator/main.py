@@ -80,7 +80,7 @@ async def _lead(world: world_mod.World, kube: client.Kube) -> None:
     await asyncio.gather(
         scheduler.Scheduler(world, kube).run(),
         jobcontroller.JobController(world, kube).run(),
-        statuses.StatusWriter(world, kube).run(),
+        statuses.StatusWriter(world, statuses.KubeStatusPort(kube)).run(),
     )
 
 

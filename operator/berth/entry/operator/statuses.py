@@ -1,14 +1,16 @@
 """ClusterQueue and LocalQueue statuses: counts, flavor reservation and usage, share, Active.
 
 Built from the cache and queues (``build_*`` are pure over them) and written when they change,
-at most a few times a second. Started by ``main`` on the leader.
+at most a few times a second, through a one-method ``StatusPort`` (``KubeStatusPort`` in the
+operator, a fake in unit tests). A status counts as written only after its patch succeeded; a
+failed one is retried on the next pass. Started by ``main`` on the leader.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from berth.adapters.kube import client, errors, queues_status, workloads
 from berth.api import conditions, names, quantity
@@ -154,13 +156,36 @@ def _comparable(status: dict[str, Any]) -> Any:  # noqa: ANN401 - a JSON value
     return out
 
 
-class StatusWriter:
-    """Writes queue statuses that changed since they were last written."""
+class StatusPort(Protocol):
+    """Where queue statuses go: one merge patch of a ClusterQueue's or LocalQueue's status."""
 
-    def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
-        self.world = world
+    async def patch(self, ident: tuple[str, str, str], status: dict[str, Any]) -> None:
+        """Write ``status`` to ``("cq", "", name)`` or ``("lq", namespace, name)``."""
+
+
+class KubeStatusPort:
+    """The ``StatusPort`` of a real API server."""
+
+    def __init__(self, kube: client.Kube) -> None:
         self.kube = kube
+
+    async def patch(self, ident: tuple[str, str, str], status: dict[str, Any]) -> None:
+        """Merge-patch the queue's status subresource."""
+        kind, namespace, name = ident
+        if kind == "cq":
+            await queues_status.patch_cluster_queue(self.kube, name, status)
+        else:
+            await queues_status.patch_local_queue(self.kube, namespace, name, status)
+
+
+class StatusWriter:
+    """Writes queue statuses that changed since they were last written successfully."""
+
+    def __init__(self, world: world_mod.World, port: StatusPort) -> None:
+        self.world = world
+        self.port = port
         self.written: dict[tuple[str, str, str], Any] = {}
+        """What each queue's status was when last written (conditions' times left out)."""
 
     async def run(self) -> None:
         """Write statuses until cancelled."""
@@ -176,29 +201,35 @@ class StatusWriter:
             await asyncio.sleep(_INTERVAL)
 
     async def write_all(self) -> None:
-        """Write every queue status that changed."""
+        """Write every queue status that changed; raise the first failure after trying them all.
+
+        A status counts as written only once its patch succeeded, so a failed write is tried
+        again on the next pass even if nothing else changes meanwhile.
+        """
         w = self.world
         now = w.clock()
-        for cq_name in sorted(w.cache.cluster_queues):
-            if cq_name not in w.cache.snapshot.cluster_queues:
+        targets: list[tuple[tuple[str, str, str], dict[str, Any]]] = [
+            (("cq", "", cq_name), build_cluster_queue(w, cq_name, now))
+            for cq_name in sorted(w.cache.cluster_queues)
+            if cq_name in w.cache.snapshot.cluster_queues
+        ]
+        targets.extend(
+            (("lq", namespace, name), build_local_queue(w, namespace, name, now))
+            for namespace, name in sorted(w.cache.local_queues)
+        )
+        failure: errors.KubeError | None = None
+        for ident, status in targets:
+            comparable = _comparable(status)
+            if self.written.get(ident) == comparable:
                 continue
-            status = build_cluster_queue(w, cq_name, now)
-            if self._changed(("cq", "", cq_name), status):
-                try:
-                    await queues_status.patch_cluster_queue(self.kube, cq_name, status)
-                except errors.NotFoundError:
-                    continue
-        for namespace, name in sorted(w.cache.local_queues):
-            status = build_local_queue(w, namespace, name, now)
-            if self._changed(("lq", namespace, name), status):
-                try:
-                    await queues_status.patch_local_queue(self.kube, namespace, name, status)
-                except errors.NotFoundError:
-                    continue
-
-    def _changed(self, ident: tuple[str, str, str], status: dict[str, Any]) -> bool:
-        comparable = _comparable(status)
-        if self.written.get(ident) == comparable:
-            return False
-        self.written[ident] = comparable
-        return True
+            try:
+                await self.port.patch(ident, status)
+            except errors.NotFoundError:
+                continue  # deleted; its delete event drops it from the cache
+            except errors.KubeError as e:
+                self.written.pop(ident, None)
+                failure = failure or e
+                continue
+            self.written[ident] = comparable
+        if failure is not None:
+            raise failure
