@@ -2,6 +2,8 @@
 
 ``berth bench core`` runs Kueue's scheduler-performance shapes through the simulator and reports
 admission decisions per CPU-second and the cost of one scheduling cycle (p50/p99) at that scale.
+``berth bench harness`` (``berth.entry.bench_harness``) runs them against the operator on a real
+API server.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import click
 
 from berth.core import cycle
+from berth.entry.bench_harness import command as harness_command
 from berth.sim import engine, perfshape
 
 
@@ -60,6 +63,9 @@ def _percentile(values: list[float], pct: float) -> float:
 @click.group(name="bench")
 def command() -> None:
     """Benchmarks that print figures."""
+
+
+command.add_command(harness_command.command)
 
 
 @command.command(name="core")

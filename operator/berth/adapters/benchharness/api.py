@@ -1,0 +1,156 @@
+"""A small REST client for the harness: one aiohttp session, every request counted.
+
+The harness must not be what limits a run, so it talks to the API server directly with aiohttp
+(raw JSON, no model classes) rather than through a generated client; kubernetes_asyncio only
+reads the kubeconfig. It counts its own requests so the API server's request total can be split
+into the harness's share and the operator's. Errors:
+
+    ApiError            a non-2xx answer (``status`` holds the code; 409 is ``Conflict``)
+    └── Conflict        the object exists, or the resourceVersion was stale
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any, Self
+
+import aiohttp
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
+
+MERGE_PATCH = "application/merge-patch+json"
+_CONFLICT = 409
+
+
+class ApiError(Exception):
+    """The API server answered with an error."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message[:300]}")
+        self.status = status
+
+
+class Conflict(ApiError):  # noqa: N818 - named as the HTTP status it stands for
+    """409: already exists, or a stale resourceVersion."""
+
+
+class Api:
+    """One API server session; ``requests`` counts what was sent, by verb."""
+
+    def __init__(
+        self, session: aiohttp.ClientSession, server: str, headers: dict[str, str]
+    ) -> None:
+        self.session = session
+        self.server = server.rstrip("/")
+        self.headers = headers
+        self.requests: collections.Counter[str] = collections.Counter()
+
+    @classmethod
+    async def open(cls, kubeconfig: str | None, *, connections: int = 64) -> Self:
+        """Open a session from a kubeconfig file (or the default one)."""
+        conf = k8s.Configuration()
+        await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
+        ctx = ssl.create_default_context(cafile=conf.ssl_ca_cert)
+        if conf.cert_file and conf.key_file:
+            ctx.load_cert_chain(conf.cert_file, conf.key_file)
+        if not conf.verify_ssl:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        headers = {"Accept": "application/json"}
+        auth = (conf.api_key or {}).get("authorization") or (conf.api_key or {}).get("BearerToken")
+        if auth:
+            headers["Authorization"] = auth if auth.startswith("Bearer ") else f"Bearer {auth}"
+        connector = aiohttp.TCPConnector(ssl=ctx, limit=connections)
+        session = aiohttp.ClientSession(
+            connector=connector, timeout=aiohttp.ClientTimeout(total=None, sock_connect=10)
+        )
+        return cls(session, str(conf.host), headers)
+
+    async def close(self) -> None:
+        """Close the session."""
+        await self.session.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,  # noqa: ANN401 - any JSON
+        *,
+        content_type: str = "application/json",
+        seconds: float = 60.0,
+    ) -> dict[str, Any]:
+        """Send one request and return its JSON answer."""
+        self.requests[method] += 1
+        data = None if body is None else json.dumps(body)
+        headers = {**self.headers, "Content-Type": content_type}
+        async with self.session.request(
+            method,
+            self.server + path,
+            data=data,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=seconds),
+        ) as response:
+            raw = await response.read()
+            if response.status >= 300:
+                cls = Conflict if response.status == _CONFLICT else ApiError
+                raise cls(response.status, raw.decode(errors="replace"))
+            out: dict[str, Any] = json.loads(raw) if raw else {}
+            return out
+
+    async def text(self, path: str) -> str:
+        """GET a plain-text endpoint (``/metrics``)."""
+        self.requests["GET"] += 1
+        async with self.session.get(self.server + path, headers=self.headers) as response:
+            raw = await response.read()
+            if response.status >= 300:
+                raise ApiError(response.status, raw.decode(errors="replace"))
+            return raw.decode()
+
+    async def create(
+        self, collection: str, body: dict[str, Any], *, exist_ok: bool = False
+    ) -> None:
+        """POST ``body`` to ``collection``; with ``exist_ok`` an existing object is fine."""
+        try:
+            await self.request("POST", collection, body)
+        except Conflict:
+            if not exist_ok:
+                raise
+
+    async def watch(
+        self,
+        collection: str,
+        resource_version: str,
+        *,
+        label_selector: str = "",
+        timeout_seconds: int = 290,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield the watch events of ``collection`` after ``resource_version``, one request."""
+        self.requests["WATCH"] += 1
+        url = (
+            f"{self.server}{collection}?watch=1&allowWatchBookmarks=true"
+            f"&resourceVersion={resource_version}&timeoutSeconds={timeout_seconds}"
+            f"&labelSelector={label_selector}"
+        )
+        async with self.session.get(
+            url,
+            headers=self.headers,
+            timeout=aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_read=None),
+        ) as response:
+            if response.status >= 300:
+                raw = await response.read()
+                raise ApiError(response.status, raw.decode(errors="replace"))
+            # Events are newline-delimited JSON; a long status can exceed aiohttp's line limit,
+            # so lines are split here rather than with readline().
+            buffer = b""
+            async for chunk in response.content.iter_any():
+                lines = (buffer + chunk).split(b"\n")
+                buffer = lines.pop()
+                for line in lines:
+                    if line.strip():
+                        event: dict[str, Any] = json.loads(line)
+                        yield event
+                await asyncio.sleep(0)

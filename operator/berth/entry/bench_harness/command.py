@@ -1,0 +1,214 @@
+"""``berth bench harness CONFIG.yaml``: Kueue's scheduler performance run, against Berth.
+
+In order: a control plane (the one ``--kubeconfig`` names, or etcd + kube-apiserver started
+here), Berth's CRDs, the API server's own ceiling (``ceiling``), the operator as its own process
+(``berth run``), the queues of the config, then the run itself (``runner``) with the API server's
+request counters, the operator's CPU time and peak memory read around it. Prints the summary as
+YAML (``--out`` writes it too). Registered as a subcommand of ``berth bench``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from berth.adapters.benchharness import api as api_mod
+from berth.adapters.benchharness import ceiling, generator, proc, runner, summary
+from berth.adapters.devcluster import launcher
+from berth.api import crd
+
+_CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+_WEBHOOKS = "/apis/admissionregistration.k8s.io/v1"
+
+
+@contextlib.contextmanager
+def _cluster(kubeconfig: str | None, work: Path) -> Iterator[tuple[str, dict[str, int]]]:
+    """The kubeconfig to use, and the pids of the components started here (none if given)."""
+    if kubeconfig is not None:
+        yield kubeconfig, {}
+        return
+    config = launcher.ControlPlaneConfig(work / "control-plane")
+    with launcher.ControlPlane(config) as plane:
+        yield str(plane.kubeconfig), plane.pids()
+
+
+async def _install_crds(api: api_mod.Api, within: float = 60.0) -> None:
+    docs = crd.all_crds().values()
+    for doc in docs:
+        await api.create(_CRDS, doc, exist_ok=True)
+    deadline = time.monotonic() + within
+    for doc in docs:
+        while True:
+            got = await api.request("GET", f"{_CRDS}/{doc['metadata']['name']}")
+            conditions = (got.get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"CRD {doc['metadata']['name']} not Established")
+            await asyncio.sleep(0.2)
+
+
+async def _requests(api: api_mod.Api) -> dict[tuple[tuple[str, str], ...], float]:
+    return summary.counter(await api.text("/metrics"), "apiserver_request_total")
+
+
+def _cpu(pids: dict[str, int]) -> dict[str, float]:
+    out = {}
+    for name, pid in pids.items():
+        with contextlib.suppress(OSError):
+            out[name] = proc.cpu_seconds(pid)
+    return out
+
+
+async def _run(
+    config: generator.Config,
+    kubeconfig: str,
+    pids: dict[str, int],
+    work: Path,
+    *,
+    limit: float,
+    measure_ceiling: bool,
+    profile: Path | None,
+) -> dict[str, Any]:
+    api = await api_mod.Api.open(kubeconfig)
+    operator = proc.Operator(kubeconfig, work / "operator.log")
+    try:
+        await _install_crds(api)
+        limits = await ceiling.measure(api) if measure_ceiling else {}
+        await asyncio.to_thread(operator.start)
+        run = runner.Runner(api, config, secrets.token_hex(4))
+        await run.setup()
+        if profile is not None:
+            operator.profile(profile)
+        before = await _requests(api)
+        harness_before = sum(api.requests.values())
+        cpu_before = operator.cpu_seconds()
+        components_before = _cpu(pids)
+        harness_cpu_before = time.process_time()
+        wall = await run.run(limit=limit)
+        harness_cpu = time.process_time() - harness_cpu_before
+        operator_cpu = operator.cpu_seconds() - cpu_before
+        components = {
+            name: round(cpu - components_before.get(name, 0.0), 1)
+            for name, cpu in _cpu(pids).items()
+        }
+        rss = operator.peak_rss_mib()
+        harness_requests = sum(api.requests.values()) - harness_before
+        after = await _requests(api)
+    finally:
+        await asyncio.to_thread(operator.stop)
+        for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+            with contextlib.suppress(api_mod.ApiError):
+                await api.request("DELETE", f"{_WEBHOOKS}/{kind}/berth")
+        await api.close()
+    out = summary.summarize(config, run.records.values(), wall)
+    by_kind = summary.requests_between(before, after)
+    total = sum(by_kind.values())
+    admissions = max(1, out["admissions"])
+    out["apiserver"] = {
+        "requests": total,
+        "harnessRequests": harness_requests,
+        "operatorRequests": max(0, total - harness_requests),
+        "requestsPerAdmission": round(total / admissions, 2),
+        "operatorRequestsPerAdmission": round(max(0, total - harness_requests) / admissions, 2),
+        "requestsPerSecond": round(total / wall, 1) if wall else 0.0,
+        "byVerbAndResource": dict(list(by_kind.items())[:12]),
+    }
+    out["operator"] = {
+        "cpuSeconds": round(operator_cpu, 1),
+        "cpuMsPerAdmission": round(1000 * operator_cpu / admissions, 2),
+        "cpuShareOfWall": round(operator_cpu / wall, 2) if wall else 0.0,
+        "peakRssMiB": round(rss, 1),
+    }
+    out["harness"] = {"cpuSeconds": round(harness_cpu, 1), "watchEvents": run.watch_events}
+    if components:
+        out["controlPlaneCpuSeconds"] = components
+    if limits:
+        patches = limits["statusPatchesPerSecond"]
+        out["apiserverCeiling"] = limits
+        out["ratioToCeiling"] = {
+            "admissionsPerSecond": round(out["admissionsPerSecond"] / patches, 3),
+            "apiserverRequestsPerSecond": round(out["apiserver"]["requestsPerSecond"] / patches, 3),
+        }
+    if run.errors:
+        out["errors"] = run.errors[:20]
+        out["errorCount"] = len(run.errors)
+    return out
+
+
+@click.command(name="harness")
+@click.argument("config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--kubeconfig",
+    default=None,
+    help="Run against this cluster (Berth's CRDs are installed; no operator may run there). "
+    "Default: start etcd and kube-apiserver here.",
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the summary.")
+@click.option(
+    "--dir",
+    "work_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the control plane and the operator's log go (default: a temporary directory).",
+)
+@click.option("--timeout", default=1800.0, show_default=True, help="Give up after this many s.")
+@click.option("--no-ceiling", is_flag=True, help="Skip measuring the API server's ceiling.")
+@click.option(
+    "--profile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Sample the operator with py-spy during the run; collapsed stacks into this file.",
+)
+def command(  # noqa: PLR0917 - click passes every option positionally by name
+    config_file: Path,
+    kubeconfig: str | None,
+    out: Path | None,
+    work_dir: Path | None,
+    timeout: float,
+    no_ceiling: bool,
+    profile: Path | None,
+) -> None:
+    """Run a Kueue scheduler-performance generator config against Berth on a real API server."""
+    try:
+        config = generator.load(config_file)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from e
+    with contextlib.ExitStack() as stack:
+        if work_dir is None:
+            work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="berth-bench-")))
+        work_dir.mkdir(parents=True, exist_ok=True)
+        click.echo(
+            f"{config_file}: {len(generator.queues(config))} ClusterQueues, "
+            f"{generator.workload_count(config)} workloads; logs in {work_dir}",
+            err=True,
+        )
+        kube, pids = stack.enter_context(_cluster(kubeconfig, work_dir))
+        result = asyncio.run(
+            _run(
+                config,
+                kube,
+                pids,
+                work_dir,
+                limit=timeout,
+                measure_ceiling=not no_ceiling,
+                profile=profile,
+            )
+        )
+    result = {"config": str(config_file), **result}
+    text = yaml.safe_dump(result, sort_keys=False)
+    click.echo(text)
+    if out is not None:
+        out.write_text(text)
+    if "errors" in result:
+        sys.exit(1)
