@@ -34,6 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "berth.entry.run_cmd",
         "Run the operator against the current kubeconfig.",
     ),
+    "up": (
+        "berth.entry.up_cmd",
+        "Start a local GPU cluster, the operator and the sample queues; run the demo Jobs.",
+    ),
     "simulate": (
         "berth.entry.simulate_cmd",
         "Replay queues and jobs through the scheduler in virtual time, offline.",
