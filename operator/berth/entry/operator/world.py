@@ -196,6 +196,7 @@ class World:
                 self.workload_classes.pop(obj.name, None)
             else:
                 self.workload_classes[obj.name] = obj.value
+                self._jobs_without_workload()
             return
         else:
             return
@@ -223,6 +224,13 @@ class World:
         self.pod_classes[name] = int(body.get("value") or 0)
         if body.get("globalDefault"):
             self.global_default = name
+        self._jobs_without_workload()
+
+    def _jobs_without_workload(self) -> None:
+        # A Job whose priority class was not known yet got no Workload; try those again.
+        for key, job in self.jobs.items():
+            if self.workload_for_job(job) is None:
+                self.mark_job(key)
 
     def classes(self) -> priority.PriorityClasses:
         """The priority classes known now."""
