@@ -102,7 +102,9 @@ def _register(  # noqa: PLR0917 - one watched kind's coordinates, as WATCHED lis
     version: str,
     plural: str,
 ) -> None:
-    def on_event(*, event: kopf.RawEvent, **_: Any) -> None:  # noqa: ANN401 - kopf's keywords
+    # A coroutine, not a plain function: kopf runs plain handlers in worker threads, and the
+    # world (cache, queues, wake-up event) must only change on the loop the scheduler runs on.
+    async def on_event(*, event: kopf.RawEvent, **_: Any) -> None:  # noqa: ANN401 - kopf's keywords
         body = dict(event["object"])
         if event.get("type") == "DELETED":
             world.remove(kind, body)
