@@ -35,7 +35,7 @@ from berth.api import (
 from berth.api import (
     workload as api_workload,
 )
-from berth.core import batchjob, cycle, fairsharing, priority, workload
+from berth.core import batchjob, cycle, fairsharing, podsready, priority, workload
 from berth.sim import documents, events
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
@@ -462,21 +462,14 @@ class Simulator:
 
     def _drain_stopped(self) -> None:  # runs once per instant, after its documents
         """Evict admitted workloads of queues stopped with HoldAndDrain."""
-        drain = clusterqueue.StopPolicy.HOLD_AND_DRAIN
-        for key in sorted(self.cache.admitted):
+        messages = {
+            _EVICT.LOCAL_QUEUE_STOPPED: "The LocalQueue is stopped",
+            _EVICT.CLUSTER_QUEUE_STOPPED: "The ClusterQueue is stopped",
+        }
+        for key, reason in self.cache.drained():
             sim = self.workloads[key]
-            lq = self.cache.local_queue(key.namespace, sim.info.local_queue)
-            cq = self.cache.cluster_queues.get(self.cache.admitted[key].cluster_queue)
-            if lq is not None and lq.spec.stop_policy == drain:
-                self._evict(
-                    sim, _EVICT.LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped", requeue=True
-                )
-                sim.stopped_by = _EVICT.LOCAL_QUEUE_STOPPED
-            elif cq is not None and cq.spec.stop_policy == drain:
-                self._evict(
-                    sim, _EVICT.CLUSTER_QUEUE_STOPPED, "The ClusterQueue is stopped", requeue=True
-                )
-                sim.stopped_by = _EVICT.CLUSTER_QUEUE_STOPPED
+            self._evict(sim, reason, messages[reason], requeue=True)
+            sim.stopped_by = reason
 
     def _resume_stopped(self) -> None:
         for key in sorted(self.workloads):
@@ -621,27 +614,19 @@ class Simulator:
             or wfpr is None
         ):
             return
-        strategy = wfpr.requeuing_strategy
-        limit = strategy.backoff_limit_count
-        if limit is not None and sim.requeue_count + 1 > limit:
-            message = (
-                "The workload is deactivated due to exceeding the maximum number of "
-                "re-queuing retries"
-            )
-            self._evict(sim, _EVICT.DEACTIVATED, message, requeue=False)
+        decision = podsready.after_timeout(wfpr.requeuing_strategy, sim.requeue_count, self.now)
+        if isinstance(decision, podsready.Deactivate):
+            self._evict(sim, _EVICT.DEACTIVATED, decision.message, requeue=False)
             self.queues.delete(key)
             sim.state = "deactivated"
             sim.info = dataclasses.replace(sim.info, active=False)
             self.out.emit(self.now, "Deactivated", sim, reason="RequeuingLimitExceeded")
             return
-        sim.requeue_count += 1
-        backoff = min(
-            float(strategy.backoff_base_seconds) * 2 ** (sim.requeue_count - 1),
-            float(strategy.backoff_max_seconds),
-        )
-        if strategy.timestamp == configuration.RequeueTimestamp.EVICTION:
-            sim.info = sim.info.with_order_time(self.now)
-        requeue_at = self.now + backoff
+        sim.requeue_count = decision.count
+        backoff = decision.backoff
+        if decision.order_time is not None:
+            sim.info = sim.info.with_order_time(decision.order_time)
+        requeue_at = decision.requeue_at
         self._evict(
             sim,
             _EVICT.PODS_READY_TIMEOUT,

@@ -141,6 +141,24 @@ class Cache:
             return QueueBlocker(pending.SUSPENDED, f"ClusterQueue {cq_name} is inactive")
         return None
 
+    def drained(self) -> list[tuple[names.WorkloadKey, conditions.EvictionReason]]:
+        """Admitted workloads a ``HoldAndDrain`` stop policy evicts, with the reason, by key.
+
+        The LocalQueue's policy comes first: a workload of a stopped LocalQueue is evicted with
+        ``LocalQueueStopped`` even when its ClusterQueue is stopped too.
+        """
+        drain = clusterqueue.StopPolicy.HOLD_AND_DRAIN
+        out: list[tuple[names.WorkloadKey, conditions.EvictionReason]] = []
+        for key in sorted(self.admitted):
+            adm = self.admitted[key]
+            lq = self.local_queue(key.namespace, adm.info.local_queue)
+            cq = self.cluster_queues.get(adm.cluster_queue)
+            if lq is not None and lq.spec.stop_policy == drain:
+                out.append((key, conditions.EvictionReason.LOCAL_QUEUE_STOPPED))
+            elif cq is not None and cq.spec.stop_policy == drain:
+                out.append((key, conditions.EvictionReason.CLUSTER_QUEUE_STOPPED))
+        return out
+
     # Admitted workloads ------------------------------------------------------------------------
 
     def assume(self, info: workload.WorkloadInfo, admission: workload.Admission, at: float) -> None:
