@@ -78,3 +78,18 @@ async def patch_status(
         body=body,
         content_type=client.MERGE_PATCH,
     )
+
+
+async def patch_spec(
+    kube: client.Kube,
+    key: names.WorkloadKey,
+    resource_version: str | None,
+    spec: dict[str, Any],
+) -> dict[str, Any]:
+    """Merge ``spec`` into the Workload's spec; fail on a stale ``resource_version``."""
+    body: dict[str, Any] = {"spec": spec}
+    if resource_version is not None:
+        body["metadata"] = {"resourceVersion": resource_version}
+    return await kube.request(
+        "PATCH", path(key.namespace, key.name), body=body, content_type=client.MERGE_PATCH
+    )

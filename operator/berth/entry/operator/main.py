@@ -22,7 +22,14 @@ from aiohttp import web
 
 from berth.adapters.kube import client, errors, leader
 from berth.api import configuration
-from berth.entry.operator import handlers, jobcontroller, scheduler, statuses, webhooks
+from berth.entry.operator import (
+    handlers,
+    jobcontroller,
+    lifecycle,
+    scheduler,
+    statuses,
+    webhooks,
+)
 from berth.entry.operator import world as world_mod
 
 log = logging.getLogger(__name__)
@@ -80,6 +87,7 @@ async def _lead(world: world_mod.World, kube: client.Kube) -> None:
     await asyncio.gather(
         scheduler.Scheduler(world, kube).run(),
         jobcontroller.JobController(world, kube).run(),
+        lifecycle.Lifecycle(world, kube).run(),
         statuses.StatusWriter(world, statuses.KubeStatusPort(kube)).run(),
     )
 

@@ -33,7 +33,7 @@ from berth.api import (
     resourceflavor,
 )
 from berth.api import workload as api_workload
-from berth.core import admission, batchjob, cycle, priority, workload
+from berth.core import admission, batchjob, cycle, podsready, priority, workload
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 
@@ -85,6 +85,7 @@ class Wakeups:
     schedule: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     statuses: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     jobs: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    lifecycle: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
 
 class World:
@@ -117,6 +118,9 @@ class World:
         self.in_flight: set[names.WorkloadKey] = set()
         self.ready: set[names.WorkloadKey] = set()
         self.dirty_jobs: set[names.WorkloadKey] = set()
+        self.priority_rewrites: set[names.WorkloadKey] = set()
+        """Workloads naming a WorkloadPriorityClass whose value changed: their spec.priority is
+        rewritten by the leader's lifecycle task."""
         self._seen: dict[tuple[str, str, str], int] = {}
         self._gone: dict[tuple[str, str, str], int] = {}
 
@@ -195,7 +199,10 @@ class World:
             if deleted:
                 self.workload_classes.pop(obj.name, None)
             else:
+                old_value = self.workload_classes.get(obj.name)
                 self.workload_classes[obj.name] = obj.value
+                if old_value is not None and old_value != obj.value:
+                    self._class_value_changed(obj.name)
                 self._jobs_without_workload()
             return
         else:
@@ -225,6 +232,15 @@ class World:
         if body.get("globalDefault"):
             self.global_default = name
         self._jobs_without_workload()
+
+    def _class_value_changed(self, name: str) -> None:
+        # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload that
+        # names the class (as the simulator's _apply_workload_priority_class).
+        for key, body in self.workloads.items():
+            ref = (body.get("spec") or {}).get("priorityClassRef") or {}
+            if ref.get("kind") == "WorkloadPriorityClass" and ref.get("name") == name:
+                self.priority_rewrites.add(key)
+        self.wake.lifecycle.set()
 
     def _jobs_without_workload(self) -> None:
         # A Job whose priority class was not known yet got no Workload; try those again.
@@ -294,7 +310,7 @@ class World:
         ref = obj.spec.priority_class_ref
         job_uid = owner_job_uid(body)
         job = self.job_of_uid.get(job_uid) if job_uid else None
-        return workload.from_api(
+        info = workload.from_api(
             obj,
             priority=obj.spec.priority or 0,
             creation_time=parse_time((body.get("metadata") or {}).get("creationTimestamp")),
@@ -303,6 +319,25 @@ class World:
             job=job,
             excluded_prefixes=tuple(self.config.resources.exclude_resource_prefixes),
         )
+        evicted_at = self._timeout_eviction_time(body)
+        return info if evicted_at is None else info.with_order_time(evicted_at)
+
+    def _timeout_eviction_time(self, body: Body) -> float | None:
+        """When a workload was last evicted by a pods-ready timeout, if it queues by that time."""
+        wfpr = self.config.wait_for_pods_ready
+        if wfpr is None:
+            return None
+        evicted = _condition(body, _COND.EVICTED)
+        state = (body.get("status") or {}).get("requeueState") or {}
+        if evicted.get("reason") != conditions.EvictionReason.PODS_READY_TIMEOUT or not state:
+            return None
+        decision = podsready.after_timeout(
+            wfpr.requeuing_strategy, int(state.get("count") or 1) - 1, 0.0
+        )
+        if not isinstance(decision, podsready.Requeue) or decision.order_time is None:
+            return None
+        # requeueAt was written as eviction time + backoff; the eviction time is what orders it.
+        return parse_time(state.get("requeueAt")) - decision.backoff
 
     def _workload(self, body: Body, *, deleted: bool) -> None:
         key = _key(body)
@@ -327,7 +362,28 @@ class World:
         self.workloads[key] = body
         if key in self.in_flight:
             return  # the scheduler loop settles it when its write returns
+        self._refresh_info(key, body)
         self.settle_workload(key)
+
+    def _refresh_info(self, key: names.WorkloadKey, body: Body) -> None:
+        """Take in a changed spec.priority or spec.active (as the simulator's _set_priority)."""
+        old = self.infos.get(key)
+        if old is None:
+            return
+        spec = body.get("spec") or {}
+        if (spec.get("priority") or 0) == old.priority and spec.get("active", True) == old.active:
+            return
+        info = self.info_of(body)
+        if info is None:
+            return
+        self.infos[key] = info
+        if key in self.cache.admitted:
+            self.cache.update_info(info)
+        pw = self.queues.pending.get(key)
+        if pw is not None and info.active:
+            self.queues.add(info, now=self.clock(), requeue_at=pw.requeue_at)
+        self.wake.lifecycle.set()
+        self.wake.schedule.set()
 
     def settle_workload(self, key: names.WorkloadKey) -> None:  # noqa: C901 - the Workload lifecycle, step by step
         """Bring state in line with the latest body of a Workload."""
@@ -346,17 +402,20 @@ class World:
         else:
             self.ready.discard(key)
         self.wake.statuses.set()
-        if condition_true(body, _COND.FINISHED) or not info.active:
+        raw_admission = status.get("admission")
+        holds_quota = bool(raw_admission) and condition_true(body, _COND.QUOTA_RESERVED)
+        # A deactivated workload that still holds quota keeps it until its Job has stopped and
+        # the job controller clears the admission, as after any other eviction.
+        if condition_true(body, _COND.FINISHED) or (not info.active and not holds_quota):
             self.release(key)
             self.queues.delete(key)
             self.wake.schedule.set()
             return
-        raw_admission = status.get("admission")
-        if raw_admission and condition_true(body, _COND.QUOTA_RESERVED):
+        if holds_quota:
             self.queues.delete(key)
             if key not in self.cache.admitted:
                 adm = api_workload.Admission.model_validate(raw_admission)
-                reserved = _transition_time(body, _COND.QUOTA_RESERVED)
+                reserved = transition_time(body, _COND.QUOTA_RESERVED)
                 self.cache.assume(info, admission.from_status(info, adm), reserved)
             if condition_true(body, _COND.EVICTED):
                 self.cache.mark_evicted(key)
@@ -404,7 +463,15 @@ def _without_status(body: Body) -> Body:
     }
 
 
-def _transition_time(body: Body, kind: str) -> float:
+def _condition(body: Body, kind: str) -> Body:
+    for c in (body.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return {}
+
+
+def transition_time(body: Body, kind: str) -> float:
+    """When a condition last changed status (0 if it is absent)."""
     for c in (body.get("status") or {}).get("conditions") or []:
         if c.get("type") == kind:
             return parse_time(c.get("lastTransitionTime"))
