@@ -25,10 +25,18 @@ QUEUE_LABEL = "berth.dev/queue-name"
 class OperatorProcess:
     """``berth run`` against one control plane, logging into ``log``."""
 
-    def __init__(self, plane: launcher.ControlPlane, log: Path, *, lease_duration: int = 4) -> None:
+    def __init__(
+        self,
+        plane: launcher.ControlPlane,
+        log: Path,
+        *,
+        lease_duration: int = 4,
+        config: Path | None = None,
+    ) -> None:
         self.plane = plane
         self.log = log
         self.lease_duration = lease_duration
+        self.config = config
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> None:
@@ -50,6 +58,7 @@ class OperatorProcess:
                 "run",
                 f"--kubeconfig={self.plane.kubeconfig}",
                 f"--lease-duration={self.lease_duration}",
+                *([f"--config={self.config}"] if self.config is not None else []),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
