@@ -1,10 +1,13 @@
-"""The operator's ``World``: what the job controller is asked to look at again."""
+"""The operator's ``World``: what the job controller and the lifecycle task are asked to do."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from berth.api import configuration, names
+from berth.core import batchjob
 from berth.entry.operator import world as world_mod
-from operator_env import gpu_job, priority_class
+from operator_env import cluster_queue, flavor, gpu_job, local_queue, priority_class
 
 
 def test_a_job_without_workload_is_looked_at_again_when_a_priority_class_arrives() -> None:
@@ -15,3 +18,99 @@ def test_a_job_without_workload_is_looked_at_again_when_a_priority_class_arrives
     world.dirty_jobs.clear()  # the job controller looked, and the class was unknown
     world.apply("WorkloadPriorityClass", priority_class("urgent", 1000))
     assert world.dirty_jobs == {names.WorkloadKey("team", "train")}
+
+
+def _workload_of(job: dict[str, Any], rv: str, **spec: Any) -> dict[str, Any]:
+    obj, problems = batchjob.to_workload(job, uid="uid-1", honor_kueue=False)
+    assert obj is not None, problems
+    body: dict[str, Any] = obj.to_yaml_dict()
+    body["metadata"].update(
+        uid="wl-uid",
+        resourceVersion=rv,
+        creationTimestamp="2026-01-01T00:00:00Z",
+        ownerReferences=[
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "uid-1"}
+        ],
+    )
+    body["spec"].update(spec)
+    return body
+
+
+def _queued_world() -> tuple[world_mod.World, dict[str, Any]]:
+    world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
+    for kind, obj in (
+        ("ResourceFlavor", flavor("a100", {"gpu": "a100"})),
+        ("ClusterQueue", cluster_queue("cq", "team", {"a100": 4})),
+        ("LocalQueue", local_queue("lq", "team", "cq")),
+    ):
+        obj["metadata"]["resourceVersion"] = "1"
+        world.apply(kind, obj)
+    job = gpu_job("train", "team", "lq", 2, runs_for="1s", priority="urgent")
+    job["metadata"].update(uid="uid-1", resourceVersion="5")
+    world.apply("Job", job)
+    return world, job
+
+
+def _key(job: dict[str, Any]) -> names.WorkloadKey:
+    return names.WorkloadKey("team", _workload_of(job, "0")["metadata"]["name"])
+
+
+def test_a_class_value_change_asks_to_rewrite_the_priority_of_its_workloads() -> None:
+    world, job = _queued_world()
+    key = _key(job)
+    world.apply(
+        "WorkloadPriorityClass",
+        priority_class("urgent", 10) | {"metadata": {"name": "urgent", "resourceVersion": "1"}},
+    )
+    ref = {"group": "berth.dev", "kind": "WorkloadPriorityClass", "name": "urgent"}
+    world.apply("Workload", _workload_of(job, "10", priority=10, priorityClassRef=ref))
+    world.apply(
+        "WorkloadPriorityClass",
+        priority_class("urgent", 99) | {"metadata": {"name": "urgent", "resourceVersion": "2"}},
+    )
+    assert world.priority_rewrites == {key}
+
+
+def test_a_changed_spec_priority_resorts_the_pending_workload() -> None:
+    world, job = _queued_world()
+    key = _key(job)
+    world.apply("Workload", _workload_of(job, "10", priority=10))
+    assert world.queues.pending[key].info.priority == 10
+    world.apply("Workload", _workload_of(job, "11", priority=99))
+    assert world.queues.pending[key].info.priority == 99
+
+
+def test_a_deactivated_workload_keeps_its_quota_until_its_admission_is_cleared() -> None:
+    world, job = _queued_world()
+    key = _key(job)
+    admitted = _workload_of(job, "10")
+    admitted["status"] = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "flavors": {"nvidia.com/gpu": "a100"},
+                    "resourceUsage": {"nvidia.com/gpu": "2"},
+                    "count": 2,
+                }
+            ],
+        },
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+            {"type": "Admitted", "status": "True", "reason": "Admitted"},
+        ],
+    }
+    world.apply("Workload", admitted)
+    assert key in world.cache.admitted
+    inactive = _workload_of(job, "11", active=False) | {"status": admitted["status"]}
+    world.apply("Workload", inactive)
+    assert key in world.cache.admitted, "the Job still runs: its quota stays counted"
+    assert world.infos[key].active is False
+    released = _workload_of(job, "12", active=False)
+    world.apply("Workload", released)
+    assert key not in world.cache.admitted
+    assert key not in world.queues.pending
+    world.apply("Workload", _workload_of(job, "13", active=True))
+    assert key in world.queues.pending
+    assert world.reactivated == {key}

@@ -11,11 +11,12 @@ Each pass, over the admitted workloads in key order, makes the simulator's decis
    exceeded (``_ready_timeout``).
 
 It then rewrites ``spec.priority`` of the Workloads whose WorkloadPriorityClass value changed
-(``_apply_workload_priority_class``). Only the ``Evicted`` condition is written here; the Job
-controller stops the Job and then clears the admission, which releases the quota and requeues
-the workload (after its backoff). Resuming a stopped queue needs no write: the refreshed queues
-take the workloads in again. Every write carries the resourceVersion it was decided from; a
-conflict is simply decided again on the next pass.
+(``_apply_workload_priority_class``), and clears ``status.requeueState`` of reactivated
+Workloads (``_update_workload`` restarts the requeue count). An eviction writes only the
+``Evicted`` condition (and ``requeueState``); the Job controller stops the Job and then clears
+the admission, which releases the quota and requeues the workload (after its backoff). Resuming
+a stopped queue needs no write: the refreshed queues take the workloads in again. Every write
+carries the resourceVersion it was decided from; a conflict is decided again on the next pass.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class Lifecycle:
         for key in sorted(w.priority_rewrites):
             w.priority_rewrites.discard(key)
             await self._rewrite_priority(key)
+        for key in sorted(w.reactivated):
+            w.reactivated.discard(key)
+            await self._reset_requeue_state(key)
 
     async def _check_ready(self, key: names.WorkloadKey, body: dict[str, Any], now: float) -> None:
         wfpr = self.world.config.wait_for_pods_ready
@@ -140,6 +144,20 @@ class Lifecycle:
         log.info("evicted %s (%s)", key, reason)
         with contextlib.suppress(errors.KubeError):
             await events.emit(self.kube, stored, "Evicted", message, w.clock())
+
+    async def _reset_requeue_state(self, key: names.WorkloadKey) -> None:
+        w = self.world
+        body = w.workloads.get(key)
+        if body is None or not (body.get("status") or {}).get("requeueState"):
+            return
+        try:
+            stored = await workloads.patch_status(
+                self.kube, key, body["metadata"]["resourceVersion"], {"requeueState": None}
+            )
+        except errors.ConflictError:
+            w.reactivated.add(key)
+            return
+        w.apply("Workload", stored)
 
     async def _rewrite_priority(self, key: names.WorkloadKey) -> None:
         w = self.world

@@ -121,6 +121,9 @@ class World:
         self.priority_rewrites: set[names.WorkloadKey] = set()
         """Workloads naming a WorkloadPriorityClass whose value changed: their spec.priority is
         rewritten by the leader's lifecycle task."""
+        self.reactivated: set[names.WorkloadKey] = set()
+        """Workloads whose spec.active turned true: their requeueState is cleared by the
+        lifecycle task, as the simulator restarts their requeue count."""
         self._seen: dict[tuple[str, str, str], int] = {}
         self._gone: dict[tuple[str, str, str], int] = {}
 
@@ -377,6 +380,8 @@ class World:
         if info is None:
             return
         self.infos[key] = info
+        if info.active and not old.active:
+            self.reactivated.add(key)
         if key in self.cache.admitted:
             self.cache.update_info(info)
         pw = self.queues.pending.get(key)
