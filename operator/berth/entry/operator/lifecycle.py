@@ -48,6 +48,9 @@ class Lifecycle:
     def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
         self.world = world
         self.kube = kube
+        self._since: dict[names.WorkloadKey, tuple[str, float]] = {}
+        """Per workload, the resourceVersion read and when its pods-ready clock started: the
+        pass runs twice a second over every admitted workload, so timestamps are parsed once."""
 
     async def run(self) -> None:
         """Pass every ``_PERIOD`` seconds, or sooner when woken, until cancelled."""
@@ -65,6 +68,8 @@ class Lifecycle:
         w = self.world
         now = w.clock()
         drained = dict(w.cache.drained())
+        for gone in self._since.keys() - w.cache.admitted.keys():
+            del self._since[gone]
         for key in sorted(w.cache.admitted):
             body = w.workloads.get(key)
             info = w.infos.get(key)
@@ -93,10 +98,18 @@ class Lifecycle:
             or world_mod.condition_true(body, _COND.PODS_READY)
         ):
             return
-        since = max(
-            world_mod.transition_time(body, _COND.ADMITTED),
-            world_mod.transition_time(body, _COND.PODS_READY),
-        )
+        rv = str(body["metadata"].get("resourceVersion"))
+        cached = self._since.get(key)
+        if cached is None or cached[0] != rv:
+            cached = (
+                rv,
+                max(
+                    world_mod.transition_time(body, _COND.ADMITTED),
+                    world_mod.transition_time(body, _COND.PODS_READY),
+                ),
+            )
+            self._since[key] = cached
+        since = cached[1]
         if not podsready.timed_out(since, wfpr.timeout, now):
             return
         count = int(((body.get("status") or {}).get("requeueState") or {}).get("count") or 0)
