@@ -13,21 +13,12 @@ import sys
 
 import click
 
-from berth.api import duration, names
+from berth.api import names
 from berth.core import explain as core_explain
 from berth.core import resources
+from berth.entry import options
 from berth.sim import documents, engine
 from berth.state import explain as state_explain
-
-
-def parse_at(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
-    """Parse --at as a duration (click callback)."""
-    if value is None:
-        return None
-    try:
-        return duration.parse(value)
-    except duration.DurationError as err:
-        raise click.BadParameter(str(err)) from err
 
 
 def run_scenario(files: tuple[str, ...], at: float | None, prog: str) -> engine.Simulator:
@@ -128,7 +119,9 @@ def render(
     required=True,
     help="Scenario files to play (the live-cluster source comes with the operator).",
 )
-@click.option("--at", callback=parse_at, help="Explain the state at this virtual time (e.g. 5m).")
+@click.option(
+    "--at", type=options.DURATION, help="Explain the state at this virtual time (e.g. 5m)."
+)
 def command(target: str, namespace: str, files: tuple[str, ...], at: float | None) -> None:
     """Say why TARGET (job/NAME or workload/NAME) is not admitted, and what would change it."""
     sim = run_scenario(files, at, "explain")

@@ -13,7 +13,7 @@ import click
 from berth.adapters import metrics
 from berth.api import duration
 from berth.core import resources
-from berth.entry import explain_cmd
+from berth.entry import explain_cmd, options
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 
@@ -76,7 +76,7 @@ def render(cache: cache_mod.Cache, queues: queues_mod.QueueManager) -> str:
 
 @click.command(name="queues")
 @click.option("--scenario", "files", multiple=True, required=True, help="Scenario files to play.")
-@click.option("--at", callback=explain_cmd.parse_at, help="Show the state at this virtual time.")
+@click.option("--at", type=options.DURATION, help="Show the state at this virtual time.")
 def command(files: tuple[str, ...], at: float | None) -> None:
     """List ClusterQueues with usage bars and pending counts, then LocalQueues."""
     sim = explain_cmd.run_scenario(files, at, "queues")

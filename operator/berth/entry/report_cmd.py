@@ -21,6 +21,7 @@ import click
 
 from berth.adapters.history import figures, store
 from berth.api import duration
+from berth.entry import options
 
 DATA_DIR_ENV = "BERTH_DATA_DIR"
 
@@ -29,15 +30,6 @@ def default_db() -> str:
     """The embedded store in the operator's data directory (``$BERTH_DATA_DIR``)."""
     data_dir = os.environ.get(DATA_DIR_ENV) or str(pathlib.Path.home() / ".local/share/berth")
     return store.default_url(pathlib.Path(data_dir))
-
-
-def _since(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return duration.parse(value)
-    except duration.DurationError as err:
-        raise click.BadParameter(str(err)) from err
 
 
 async def _load(url: str, run_id: int | None) -> store.RunData | None:
@@ -212,7 +204,9 @@ def plot(data: store.RunData, path: pathlib.Path) -> None:
 
 
 @click.command(name="report")
-@click.option("--since", callback=_since, help="Only the last DURATION of the run (e.g. 24h).")
+@click.option(
+    "--since", type=options.DURATION, help="Only the last DURATION of the run (e.g. 24h)."
+)
 @click.option("--db", "db_url", metavar="URL", help="History database (default: the data dir's).")
 @click.option("--run", "run_id", type=int, help="Report on this run (default: the latest).")
 @click.option(

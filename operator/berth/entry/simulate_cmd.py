@@ -19,22 +19,15 @@ import click
 
 from berth.adapters import metrics
 from berth.adapters.history import store, writer
-from berth.api import duration
+from berth.entry import options
 from berth.sim import documents, engine, observe, output
-
-
-def _until(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return duration.parse(value)
-    except duration.DurationError as err:
-        raise click.BadParameter(str(err)) from err
 
 
 @click.command(name="simulate")
 @click.argument("files", nargs=-1, required=True)
-@click.option("--until", callback=_until, help="Stop the virtual clock at this time (e.g. 1h).")
+@click.option(
+    "--until", type=options.DURATION, help="Stop the virtual clock at this time (e.g. 1h)."
+)
 @click.option(
     "--output",
     "fmt",
