@@ -189,3 +189,37 @@ def gpu_job(
             },
         },
     }
+
+
+# Reading the cluster in tests -------------------------------------------------------------------
+
+
+def get(plane: launcher.ControlPlane, *args: str) -> Any:
+    """``kubectl get ARGS -o json``, parsed."""
+    return plane.kubectl().json("get", *args)
+
+
+def workload_of(plane: launcher.ControlPlane, ns: str, job: str) -> dict[str, Any]:
+    """The Workload a Job owns, or ``{}`` while there is none."""
+    for wl in get(plane, "workloads", "-n", ns)["items"]:
+        if any(r.get("name") == job for r in wl["metadata"].get("ownerReferences", [])):
+            return wl  # type: ignore[no-any-return]
+    return {}
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    """An object's status condition of this type, or ``{}``."""
+    for c in (obj.get("status") or {}).get("conditions", []):
+        if c["type"] == kind:
+            return c  # type: ignore[no-any-return]
+    return {}
+
+
+def running_pods(plane: launcher.ControlPlane, ns: str, job: str) -> int:
+    """How many of a Job's pods are Running and not being deleted."""
+    items = get(plane, "pods", "-n", ns, "-l", f"batch.kubernetes.io/job-name={job}")["items"]
+    return sum(
+        1
+        for p in items
+        if not p["metadata"].get("deletionTimestamp") and p["status"].get("phase") == "Running"
+    )

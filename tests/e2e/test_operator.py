@@ -16,10 +16,14 @@ from berth.adapters.devcluster import errors, kwok, launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,
+    condition,
     flavor,
+    get,
     gpu_job,
     local_queue,
     priority_class,
+    running_pods,
+    workload_of,
 )
 
 pytestmark = pytest.mark.e2e
@@ -27,40 +31,18 @@ A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
 Wait = Callable[..., None]
 
 
-def _get(plane: launcher.ControlPlane, *args: str) -> Any:
-    return plane.kubectl().json("get", *args)
-
-
-def _workload_of(plane: launcher.ControlPlane, ns: str, job: str) -> dict[str, Any] | None:
-    for wl in _get(plane, "workloads", "-n", ns)["items"]:
-        if any(r.get("name") == job for r in wl["metadata"].get("ownerReferences", [])):
-            return wl  # type: ignore[no-any-return]
-    return None
-
-
-def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
-    for c in ((obj or {}).get("status") or {}).get("conditions", []):
-        if c["type"] == kind:
-            return c  # type: ignore[no-any-return]
-    return {}
-
-
 def _pods(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:
-    items = _get(plane, "pods", "-n", ns, "-l", f"batch.kubernetes.io/job-name={job}")["items"]
+    items = get(plane, "pods", "-n", ns, "-l", f"batch.kubernetes.io/job-name={job}")["items"]
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
-def _running(plane: launcher.ControlPlane, ns: str, job: str) -> int:
-    return sum(1 for p in _pods(plane, ns, job) if p["status"].get("phase") == "Running")
-
-
 def _job_complete(plane: launcher.ControlPlane, ns: str, job: str) -> bool:
-    conds = _get(plane, "job", job, "-n", ns).get("status", {}).get("conditions", [])
+    conds = get(plane, "job", job, "-n", ns).get("status", {}).get("conditions", [])
     return any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
 
 
 def _reserved_gpus(plane: launcher.ControlPlane, cq: str) -> int:
-    status = _get(plane, "clusterqueue", cq).get("status", {})
+    status = get(plane, "clusterqueue", cq).get("status", {})
     total = 0
     for f in status.get("flavorsReservation", []):
         for r in f["resources"]:
@@ -98,27 +80,25 @@ def test_queued_job_is_suspended_admitted_started_on_flavor_and_releases_quota(
     assert created == "true", "the mutating webhook suspends a queued Job at creation"
     wait_until(
         lambda: (
-            _condition(_workload_of(gpu_cluster, ns, "train"), "Admitted").get("status") == "True"
+            condition(workload_of(gpu_cluster, ns, "train"), "Admitted").get("status") == "True"
         ),
         timeout=30,
     )
-    job = _get(gpu_cluster, "job", "train", "-n", ns)
+    job = get(gpu_cluster, "job", "train", "-n", ns)
     assert job["spec"]["template"]["spec"]["nodeSelector"] == A100
-    wait_until(lambda: _running(gpu_cluster, ns, "train") == 4, timeout=30)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 4, timeout=30)
     nodes = {p["spec"]["nodeName"] for p in _pods(gpu_cluster, ns, "train")}
     assert all(n.startswith("a100-") for n in nodes)
     wait_until(lambda: _job_complete(gpu_cluster, ns, "train"), timeout=60)
     wait_until(
         lambda: (
-            _condition(_workload_of(gpu_cluster, ns, "train"), "Finished").get("status") == "True"
+            condition(workload_of(gpu_cluster, ns, "train"), "Finished").get("status") == "True"
         ),
         timeout=30,
     )
     wait_until(
         lambda: (
-            _get(gpu_cluster, "clusterqueue", f"{ns}-cq")
-            .get("status", {})
-            .get("reservingWorkloads")
+            get(gpu_cluster, "clusterqueue", f"{ns}-cq").get("status", {}).get("reservingWorkloads")
             == 0
             and _reserved_gpus(gpu_cluster, f"{ns}-cq") == 0
         ),
@@ -142,11 +122,11 @@ def test_gang_of_eight_creates_no_pod_until_eight_fit(
         ],
     )
     gpu_cluster.kubectl().create([gpu_job("small", ns, "lq", 2, runs_for="10s")])
-    wait_until(lambda: _running(gpu_cluster, ns, "small") == 2, timeout=30)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "small") == 2, timeout=30)
     gpu_cluster.kubectl().create([gpu_job("gang", ns, "lq", 8, runs_for="30s")])
     wait_until(
         lambda: (
-            _condition(_workload_of(gpu_cluster, ns, "gang"), "QuotaReserved").get("reason")
+            condition(workload_of(gpu_cluster, ns, "gang"), "QuotaReserved").get("reason")
             == "WaitingForQuota"
         ),
         timeout=30,
@@ -159,7 +139,7 @@ def test_gang_of_eight_creates_no_pod_until_eight_fit(
             break
         assert gang_pods == []
         time.sleep(0.5)
-    wait_until(lambda: _running(gpu_cluster, ns, "gang") == 8, timeout=60)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "gang") == 8, timeout=60)
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")
 
 
@@ -179,7 +159,7 @@ def test_unsuspending_a_queued_job_is_denied(
         ],
     )
     gpu_cluster.kubectl().create([gpu_job("big", ns, "lq", 4, runs_for="5s")])
-    wait_until(lambda: _workload_of(gpu_cluster, ns, "big") is not None, timeout=30)
+    wait_until(lambda: workload_of(gpu_cluster, ns, "big") != {}, timeout=30)
     with pytest.raises(errors.CommandError) as denied:
         gpu_cluster.kubectl().run(
             "patch", "job", "big", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":false}}'
@@ -213,16 +193,16 @@ def test_priority_preemption_suspends_victim_and_starts_preemptor(
     gpu_cluster.kubectl().create(
         [gpu_job("low", ns, "lq", 4, runs_for="300s", priority=f"{ns}-low")]
     )
-    wait_until(lambda: _running(gpu_cluster, ns, "low") == 4, timeout=30)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "low") == 4, timeout=30)
     gpu_cluster.kubectl().create(
         [gpu_job("high", ns, "lq", 4, runs_for="300s", priority=f"{ns}-high")]
     )
-    wait_until(lambda: _running(gpu_cluster, ns, "high") == 4, timeout=60)
-    low = _workload_of(gpu_cluster, ns, "low")
-    assert _condition(low, "Preempted").get("reason") == "InClusterQueue"
-    assert _get(gpu_cluster, "job", "low", "-n", ns)["spec"]["suspend"] is True
+    wait_until(lambda: running_pods(gpu_cluster, ns, "high") == 4, timeout=60)
+    low = workload_of(gpu_cluster, ns, "low")
+    assert condition(low, "Preempted").get("reason") == "InClusterQueue"
+    assert get(gpu_cluster, "job", "low", "-n", ns)["spec"]["suspend"] is True
     assert _pods(gpu_cluster, ns, "low") == []
-    assert _condition(low, "QuotaReserved").get("status") == "False"
+    assert condition(low, "QuotaReserved").get("status") == "False"
     table = gpu_cluster.kubectl().run("get", "workloads,clusterqueues,localqueues", "-n", ns)
     for column in (
         "QUEUE",
@@ -235,9 +215,8 @@ def test_priority_preemption_suspends_victim_and_starts_preemptor(
         assert column in table
     wait_until(
         lambda: (
-            _get(gpu_cluster, "clusterqueue", f"{ns}-cq")["status"].get("pendingWorkloads") == 1
-            and _get(gpu_cluster, "clusterqueue", f"{ns}-cq")["status"].get("admittedWorkloads")
-            == 1
+            get(gpu_cluster, "clusterqueue", f"{ns}-cq")["status"].get("pendingWorkloads") == 1
+            and get(gpu_cluster, "clusterqueue", f"{ns}-cq")["status"].get("admittedWorkloads") == 1
         ),
         timeout=15,
     )
@@ -266,17 +245,17 @@ def test_cohort_borrowing_then_reclaim_by_preemption(
         ],
     )
     gpu_cluster.kubectl().create([gpu_job("borrower", ns, "qa", 8, runs_for="300s")])
-    wait_until(lambda: _running(gpu_cluster, ns, "borrower") == 8, timeout=30)
-    usage = _get(gpu_cluster, "clusterqueue", f"{ns}-a")
+    wait_until(lambda: running_pods(gpu_cluster, ns, "borrower") == 8, timeout=30)
+    usage = get(gpu_cluster, "clusterqueue", f"{ns}-a")
     wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-a") == 8, timeout=15)
     borrowed = [
         r["borrowed"] for f in usage["status"]["flavorsReservation"] for r in f["resources"]
     ]
     assert borrowed == ["4"], "team a runs 8 GPUs on a quota of 4 by borrowing team b's idle 4"
     gpu_cluster.kubectl().create([gpu_job("owner", ns, "qb", 4, runs_for="300s")])
-    wait_until(lambda: _running(gpu_cluster, ns, "owner") == 4, timeout=60)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "owner") == 4, timeout=60)
     assert (
-        _condition(_workload_of(gpu_cluster, ns, "borrower"), "Preempted").get("reason")
+        condition(workload_of(gpu_cluster, ns, "borrower"), "Preempted").get("reason")
         == "InCohortReclamation"
     )
     assert _pods(gpu_cluster, ns, "borrower") == []

@@ -14,10 +14,14 @@ from berth.adapters.devcluster import launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,
+    condition,
     flavor,
+    get,
     gpu_job,
     local_queue,
     priority_class,
+    running_pods,
+    workload_of,
 )
 
 pytestmark = pytest.mark.e2e
@@ -25,35 +29,8 @@ A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
 Wait = Callable[..., None]
 
 
-def _get(plane: launcher.ControlPlane, *args: str) -> Any:
-    return plane.kubectl().json("get", *args)
-
-
-def _workload_of(plane: launcher.ControlPlane, ns: str, job: str) -> dict[str, Any]:
-    for wl in _get(plane, "workloads", "-n", ns)["items"]:
-        if any(r.get("name") == job for r in wl["metadata"].get("ownerReferences", [])):
-            return wl  # type: ignore[no-any-return]
-    return {}
-
-
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    for c in (obj.get("status") or {}).get("conditions", []):
-        if c["type"] == kind:
-            return c  # type: ignore[no-any-return]
-    return {}
-
-
-def _running(plane: launcher.ControlPlane, ns: str, job: str) -> int:
-    items = _get(plane, "pods", "-n", ns, "-l", f"batch.kubernetes.io/job-name={job}")["items"]
-    return sum(
-        1
-        for p in items
-        if not p["metadata"].get("deletionTimestamp") and p["status"].get("phase") == "Running"
-    )
-
-
 def _pods(plane: launcher.ControlPlane, ns: str, job: str) -> int:
-    return len(_get(plane, "pods", "-n", ns, "-l", f"batch.kubernetes.io/job-name={job}")["items"])
+    return len(get(plane, "pods", "-n", ns, "-l", f"batch.kubernetes.io/job-name={job}")["items"])
 
 
 def _queue(plane: launcher.ControlPlane, ns: str, gpus: int, **kw: Any) -> str:
@@ -81,21 +58,21 @@ def test_hold_and_drain_evicts_running_job_and_resuming_runs_it_again(
     ns = new_namespace(gpu_cluster, "drain")
     cq = _queue(gpu_cluster, ns, 4)
     gpu_cluster.kubectl().create([gpu_job("train", ns, "lq", 2, runs_for="300s")])
-    wait_until(lambda: _running(gpu_cluster, ns, "train") == 2, timeout=30)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 2, timeout=30)
     _merge(gpu_cluster, "clusterqueue", cq, patch='{"spec":{"stopPolicy":"HoldAndDrain"}}')
     wait_until(lambda: _pods(gpu_cluster, ns, "train") == 0, timeout=30)
-    wl = _workload_of(gpu_cluster, ns, "train")
-    assert _condition(wl, "Evicted").get("reason") == "ClusterQueueStopped"
+    wl = workload_of(gpu_cluster, ns, "train")
+    assert condition(wl, "Evicted").get("reason") == "ClusterQueueStopped"
     wait_until(
         lambda: (
-            _condition(_workload_of(gpu_cluster, ns, "train"), "QuotaReserved").get("status")
+            condition(workload_of(gpu_cluster, ns, "train"), "QuotaReserved").get("status")
             == "False"
         ),
         timeout=15,
     )
-    assert _get(gpu_cluster, "job", "train", "-n", ns)["spec"]["suspend"] is True
+    assert get(gpu_cluster, "job", "train", "-n", ns)["spec"]["suspend"] is True
     _merge(gpu_cluster, "clusterqueue", cq, patch='{"spec":{"stopPolicy":"None"}}')
-    wait_until(lambda: _running(gpu_cluster, ns, "train") == 2, timeout=30)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 2, timeout=30)
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")
 
 
@@ -108,20 +85,20 @@ def test_deactivating_a_workload_stops_its_job_and_reactivating_starts_it(
     ns = new_namespace(gpu_cluster, "active")
     _queue(gpu_cluster, ns, 4)
     gpu_cluster.kubectl().create([gpu_job("train", ns, "lq", 2, runs_for="300s")])
-    wait_until(lambda: _running(gpu_cluster, ns, "train") == 2, timeout=30)
-    name = _workload_of(gpu_cluster, ns, "train")["metadata"]["name"]
+    wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 2, timeout=30)
+    name = workload_of(gpu_cluster, ns, "train")["metadata"]["name"]
     _merge(gpu_cluster, "workload", name, "-n", ns, patch='{"spec":{"active":false}}')
     wait_until(lambda: _pods(gpu_cluster, ns, "train") == 0, timeout=30)
     wait_until(
         lambda: (
-            _condition(_workload_of(gpu_cluster, ns, "train"), "QuotaReserved").get("status")
+            condition(workload_of(gpu_cluster, ns, "train"), "QuotaReserved").get("status")
             == "False"
         ),
         timeout=15,
     )
-    assert _condition(_workload_of(gpu_cluster, ns, "train"), "Evicted")["reason"] == "Deactivated"
+    assert condition(workload_of(gpu_cluster, ns, "train"), "Evicted")["reason"] == "Deactivated"
     _merge(gpu_cluster, "workload", name, "-n", ns, patch='{"spec":{"active":true}}')
-    wait_until(lambda: _running(gpu_cluster, ns, "train") == 2, timeout=30)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 2, timeout=30)
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")
 
 
@@ -137,16 +114,16 @@ def test_priority_class_value_change_rewrites_priority_and_preempts(
     gpu_cluster.kubectl().create(
         [gpu_job("first", ns, "lq", 4, runs_for="300s", priority=f"{ns}-b")]
     )
-    wait_until(lambda: _running(gpu_cluster, ns, "first") == 4, timeout=30)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "first") == 4, timeout=30)
     gpu_cluster.kubectl().create(
         [gpu_job("second", ns, "lq", 4, runs_for="300s", priority=f"{ns}-a")]
     )
-    wait_until(lambda: _workload_of(gpu_cluster, ns, "second") != {}, timeout=30)
+    wait_until(lambda: workload_of(gpu_cluster, ns, "second") != {}, timeout=30)
     _merge(gpu_cluster, "workloadpriorityclass", f"{ns}-a", patch='{"value":100}')
     wait_until(
-        lambda: _workload_of(gpu_cluster, ns, "second")["spec"].get("priority") == 100,
+        lambda: workload_of(gpu_cluster, ns, "second")["spec"].get("priority") == 100,
         timeout=15,
     )
-    wait_until(lambda: _running(gpu_cluster, ns, "second") == 4, timeout=60)
-    assert _condition(_workload_of(gpu_cluster, ns, "first"), "Preempted")["status"] == "True"
+    wait_until(lambda: running_pods(gpu_cluster, ns, "second") == 4, timeout=60)
+    assert condition(workload_of(gpu_cluster, ns, "first"), "Preempted")["status"] == "True"
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")

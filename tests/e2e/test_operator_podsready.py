@@ -8,13 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from berth.adapters.devcluster import kwok, launcher
-from operator_env import OperatorProcess, cluster_queue, flavor, gpu_job, local_queue
+from operator_env import (
+    OperatorProcess,
+    cluster_queue,
+    condition,
+    flavor,
+    gpu_job,
+    local_queue,
+    workload_of,
+)
 
 pytestmark = pytest.mark.e2e
 A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
@@ -50,20 +57,6 @@ def short_timeout_operator(
         berth_operator.start()
 
 
-def _workload_of(plane: launcher.ControlPlane, ns: str, job: str) -> dict[str, Any]:
-    for wl in plane.kubectl().json("get", "workloads", "-n", ns)["items"]:
-        if any(r.get("name") == job for r in wl["metadata"].get("ownerReferences", [])):
-            return wl  # type: ignore[no-any-return]
-    return {}
-
-
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    for c in (obj.get("status") or {}).get("conditions", []):
-        if c["type"] == kind:
-            return c  # type: ignore[no-any-return]
-    return {}
-
-
 def test_pods_never_ready_evicted_requeued_with_backoff_then_deactivated(
     gpu_cluster: launcher.ControlPlane,
     short_timeout_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
@@ -85,29 +78,29 @@ def test_pods_never_ready_evicted_requeued_with_backoff_then_deactivated(
     gpu_cluster.kubectl().create([job])
     wait_until(
         lambda: (
-            (_workload_of(gpu_cluster, ns, "stuck").get("status") or {})
+            (workload_of(gpu_cluster, ns, "stuck").get("status") or {})
             .get("requeueState", {})
             .get("count")
             == 1
         ),
         timeout=30,
     )
-    first = _workload_of(gpu_cluster, ns, "stuck")
-    assert _condition(first, "Evicted")["reason"] == "PodsReadyTimeout"
+    first = workload_of(gpu_cluster, ns, "stuck")
+    assert condition(first, "Evicted")["reason"] == "PodsReadyTimeout"
     # Requeued after the 2 s backoff, admitted again, timed out again: past the limit of one.
     wait_until(
-        lambda: _workload_of(gpu_cluster, ns, "stuck")["spec"].get("active") is False,
+        lambda: workload_of(gpu_cluster, ns, "stuck")["spec"].get("active") is False,
         timeout=60,
     )
     wait_until(
         lambda: (
-            _condition(_workload_of(gpu_cluster, ns, "stuck"), "QuotaReserved").get("status")
+            condition(workload_of(gpu_cluster, ns, "stuck"), "QuotaReserved").get("status")
             == "False"
         ),
         timeout=30,
     )
-    final = _workload_of(gpu_cluster, ns, "stuck")
-    assert _condition(final, "Evicted")["reason"] == "Deactivated"
+    final = workload_of(gpu_cluster, ns, "stuck")
+    assert condition(final, "Evicted")["reason"] == "Deactivated"
     assert final["status"]["requeueState"]["count"] == 1
     assert gpu_cluster.kubectl().json("get", "job", "stuck", "-n", ns)["spec"]["suspend"] is True
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")

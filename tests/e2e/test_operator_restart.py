@@ -12,12 +12,11 @@ import collections
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from berth.adapters.devcluster import errors, launcher
-from operator_env import OperatorProcess, cluster_queue, flavor, gpu_job, local_queue
+from operator_env import OperatorProcess, cluster_queue, flavor, get, gpu_job, local_queue
 
 pytestmark = pytest.mark.e2e
 A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
@@ -66,13 +65,9 @@ class _PodSampler(threading.Thread):
         self.samples += 1
 
 
-def _get(plane: launcher.ControlPlane, *args: str) -> Any:
-    return plane.kubectl().json("get", *args)
-
-
 def _completed(plane: launcher.ControlPlane, ns: str) -> int:
     done = 0
-    for job in _get(plane, "jobs", "-n", ns)["items"]:
+    for job in get(plane, "jobs", "-n", ns)["items"]:
         conds = (job.get("status") or {}).get("conditions") or []
         done += any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
     return done
@@ -80,14 +75,14 @@ def _completed(plane: launcher.ControlPlane, ns: str) -> int:
 
 def _admitted(plane: launcher.ControlPlane, ns: str) -> int:
     admitted = 0
-    for wl in _get(plane, "workloads", "-n", ns)["items"]:
+    for wl in get(plane, "workloads", "-n", ns)["items"]:
         conds = (wl.get("status") or {}).get("conditions") or []
         admitted += any(c["type"] == "Admitted" and c["status"] == "True" for c in conds)
     return admitted
 
 
 def _usage_is_zero(plane: launcher.ControlPlane, cq: str) -> bool:
-    status = _get(plane, "clusterqueue", cq).get("status") or {}
+    status = get(plane, "clusterqueue", cq).get("status") or {}
     totals = [
         int(r["total"])
         for key in ("flavorsReservation", "flavorsUsage")
@@ -147,7 +142,7 @@ def test_sigkill_mid_run_then_restart_completes_every_job_once_within_quota(
         job: n for job, n in sampler.max_per_job.items() if n > sampler.parallelism.get(job, 0)
     }
     assert twice == {}, f"Jobs with pods of two starts at once: {twice}"
-    for job in _get(gpu_cluster, "jobs", "-n", ns)["items"]:
+    for job in get(gpu_cluster, "jobs", "-n", ns)["items"]:
         succeeded = (job.get("status") or {}).get("succeeded")
         assert succeeded == job["spec"]["completions"], job["metadata"]["name"]
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")

@@ -19,7 +19,15 @@ from berth.adapters.devcluster import launcher
 from berth.adapters.kube import client, workloads
 from berth.adapters.kube import errors as kube_errors
 from berth.api import names
-from operator_env import ROOT, OperatorProcess, cluster_queue, flavor, gpu_job, local_queue
+from operator_env import (
+    ROOT,
+    OperatorProcess,
+    cluster_queue,
+    flavor,
+    gpu_job,
+    local_queue,
+    workload_of,
+)
 
 pytestmark = pytest.mark.integration
 A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
@@ -60,13 +68,6 @@ def _queue(plane: launcher.ControlPlane, ns: str, gpus: int) -> None:
     )
 
 
-def _workload_of(plane: launcher.ControlPlane, ns: str, job: str) -> dict[str, Any]:
-    for wl in plane.kubectl().json("get", "workloads", "-n", ns)["items"]:
-        if any(r.get("name") == job for r in wl["metadata"].get("ownerReferences", [])):
-            return wl  # type: ignore[no-any-return]
-    return {}
-
-
 def _admitted(wl: dict[str, Any]) -> bool:
     conds = (wl.get("status") or {}).get("conditions") or []
     return any(c["type"] == "Admitted" and c["status"] == "True" for c in conds)
@@ -98,7 +99,7 @@ def test_unsuspending_a_queued_job_is_denied(
     wait_until: Callable[..., None],
 ) -> None:
     control_plane.kubectl().create([gpu_job("queued", namespace, "lq", 2, runs_for="5s")])
-    wait_until(lambda: _workload_of(control_plane, namespace, "queued") != {}, timeout=30)
+    wait_until(lambda: workload_of(control_plane, namespace, "queued") != {}, timeout=30)
     with pytest.raises(dc_errors.CommandError) as denied:
         control_plane.kubectl().run(
             "patch",
@@ -120,7 +121,7 @@ def test_queue_label_change_is_denied_while_admitted(
 ) -> None:
     _queue(control_plane, namespace, 4)
     control_plane.kubectl().create([gpu_job("admitted", namespace, "lq", 2, runs_for="5s")])
-    wait_until(lambda: _admitted(_workload_of(control_plane, namespace, "admitted")), timeout=30)
+    wait_until(lambda: _admitted(workload_of(control_plane, namespace, "admitted")), timeout=30)
     with pytest.raises(dc_errors.CommandError) as denied:
         control_plane.kubectl().run(
             "label", "job", "admitted", "-n", namespace, "berth.dev/queue-name=other", "--overwrite"
@@ -162,8 +163,8 @@ def test_workload_status_write_from_a_stale_read_is_refused_as_a_conflict(
 ) -> None:
     # No LocalQueue: the Workload stays pending, so little else writes to it.
     control_plane.kubectl().create([gpu_job("stale", namespace, "missing", 1, runs_for="5s")])
-    wait_until(lambda: _workload_of(control_plane, namespace, "stale") != {}, timeout=30)
-    stale = _workload_of(control_plane, namespace, "stale")
+    wait_until(lambda: workload_of(control_plane, namespace, "stale") != {}, timeout=30)
+    stale = workload_of(control_plane, namespace, "stale")
     key = names.WorkloadKey(namespace, stale["metadata"]["name"])
     control_plane.kubectl().run("label", "workload", key.name, "-n", namespace, "moved=on")
     marker = workloads.condition("BerthTestMarker", True, "Stale", "written from a stale read", 0)
@@ -177,7 +178,7 @@ def test_workload_status_write_from_a_stale_read_is_refused_as_a_conflict(
 
     with pytest.raises(kube_errors.ConflictError):
         asyncio.run(write(stale["metadata"]["resourceVersion"]))
-    after = _workload_of(control_plane, namespace, "stale")
+    after = workload_of(control_plane, namespace, "stale")
     types = {c["type"] for c in (after.get("status") or {}).get("conditions") or []}
     assert "BerthTestMarker" not in types
     assert after["metadata"]["labels"]["moved"] == "on"
