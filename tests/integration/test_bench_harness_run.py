@@ -47,7 +47,10 @@ def test_harness_admits_and_finishes_every_smoke_workload_with_consistent_figure
     assert s["wallSeconds"] >= s["capacityBoundSeconds"] > 0
     for cls in s["workloadClasses"].values():
         assert cls["admitted"] == cls["count"]
-        assert 0 <= cls["averageTimeToAdmissionSeconds"] <= cls["p95TimeToAdmissionSeconds"]
+        # A single slow admission can lift the mean above the nearest-rank p95, so each is only
+        # bounded by the run itself.
+        assert 0 <= cls["averageTimeToAdmissionSeconds"] <= s["wallSeconds"]
+        assert 0 <= cls["p95TimeToAdmissionSeconds"] <= s["wallSeconds"]
     assert 0 < s["clusterQueueClasses"]["cq"]["usagePercent"] <= 100
     assert s["apiserver"]["requests"] >= s["apiserver"]["harnessRequests"] > 0
     assert s["apiserver"]["operatorRequestsPerAdmission"] > 0
