@@ -13,6 +13,7 @@ under pytest's temporary directory, and a failed test's report says where.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import time
@@ -29,18 +30,9 @@ if TYPE_CHECKING:
 ControlPlaneFactory = Callable[..., launcher.ControlPlane]
 
 GPU_POOLS = (
-    kwok.NodePool(
-        name="a100",
-        nodes=2,
-        gpus_per_node=8,
-        labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
-    ),
-    kwok.NodePool(
-        name="h100",
-        nodes=2,
-        gpus_per_node=8,
-        labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-        taints=(kwok.Taint("berth.dev/flavor", "h100", "NoSchedule"),),
+    kwok.A100_POOL,
+    dataclasses.replace(
+        kwok.H100_POOL, taints=(kwok.Taint("berth.dev/flavor", "h100", "NoSchedule"),)
     ),
 )
 """The e2e cluster's fake nodes: two pools, the H100 one tainted so only tolerating pods land."""

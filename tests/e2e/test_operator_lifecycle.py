@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from berth.adapters.devcluster import launcher
+from berth.adapters.devcluster import kwok, launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,
@@ -25,7 +25,7 @@ from operator_env import (
 )
 
 pytestmark = pytest.mark.e2e
-A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+A100 = kwok.A100_LABELS
 Wait = Callable[..., None]
 
 

@@ -24,7 +24,7 @@ from operator_env import (
 )
 
 pytestmark = pytest.mark.e2e
-A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+A100 = kwok.A100_LABELS
 CONFIGURATION = {
     "apiVersion": "berth.dev/v1beta1",
     "kind": "Configuration",

@@ -15,11 +15,11 @@ from collections.abc import Callable
 
 import pytest
 
-from berth.adapters.devcluster import errors, launcher
+from berth.adapters.devcluster import errors, kwok, launcher
 from operator_env import OperatorProcess, cluster_queue, flavor, get, gpu_job, local_queue
 
 pytestmark = pytest.mark.e2e
-A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+A100 = kwok.A100_LABELS
 QUOTA = 6
 JOBS = 100
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from berth.adapters.devcluster import errors as dc_errors
-from berth.adapters.devcluster import launcher
+from berth.adapters.devcluster import kwok, launcher
 from berth.adapters.kube import client, workloads
 from berth.adapters.kube import errors as kube_errors
 from berth.api import names
@@ -30,7 +30,7 @@ from operator_env import (
 )
 
 pytestmark = pytest.mark.integration
-A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+A100 = kwok.A100_LABELS
 
 
 @pytest.fixture(scope="module")

@@ -42,20 +42,10 @@ _GRACE = 30
 """Kubernetes' default termination grace period, in seconds, before the speed-up."""
 
 POOLS = (
-    kwok.NodePool(
-        name="a100",
-        nodes=2,
-        gpus_per_node=8,
-        labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
-    ),
+    kwok.A100_POOL,
     # The sample h100 flavor has no tolerations, so its pool is untainted: pods admitted on it
     # land by its node label alone (the e2e cluster taints its h100 pool to test tolerations).
-    kwok.NodePool(
-        name="h100",
-        nodes=2,
-        gpus_per_node=8,
-        labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-    ),
+    kwok.H100_POOL,
     # The cohort's spot CPU pool: the sample spot flavor's label, taint and toleration.
     kwok.NodePool(
         name="spot",

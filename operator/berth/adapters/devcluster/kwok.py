@@ -98,6 +98,16 @@ class NodePool:
         return self.nodes * self.gpus_per_node
 
 
+A100_LABELS: Mapping[str, str] = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+"""The node label GPU Feature Discovery puts on A100 nodes (what A100 flavors select)."""
+H100_LABELS: Mapping[str, str] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+"""The same for H100 nodes."""
+A100_POOL = NodePool(name="a100", nodes=2, gpus_per_node=8, labels=A100_LABELS)
+"""Two 8-GPU A100 nodes: the GPU pool of ``berth up`` and of the e2e cluster."""
+H100_POOL = NodePool(name="h100", nodes=2, gpus_per_node=8, labels=H100_LABELS)
+"""Two untainted 8-GPU H100 nodes."""
+
+
 def parse_pool(spec: str) -> NodePool:
     """Parse ``name=a100,nodes=2,gpus=8,label=k=v,taint=k=v:NoSchedule`` (label and taint repeat).
 
