@@ -1,3 +1,4 @@
+import asyncio
 import collections
 import json
 import pathlib
@@ -88,6 +89,7 @@ def _expected(lines: list[dict[str, object]]) -> dict[str, dict[tuple[str, ...],
     created = _creation_times()
     lines = [line for line in lines if line["event"] != "Summary"]
     admitted_in: dict[str, str] = {}
+    requeued: dict[str, float] = {}
     want: dict[str, dict[tuple[str, ...], float]] = collections.defaultdict(collections.Counter)
     later_cq = {}
     for line in reversed(lines):
@@ -99,7 +101,11 @@ def _expected(lines: list[dict[str, object]]) -> dict[str, dict[tuple[str, ...],
             cq = str(line["clusterQueue"])
             admitted_in[wl] = cq
             want["admitted"][(cq,)] += 1
-            want["wait_sum"][(cq,)] += float(line["t"]) - created[str(line["job"])]
+            # Kueue's QueuedWaitTime: since the latest requeue, else since creation.
+            since = requeued.get(wl, created[str(line["job"])])
+            want["wait_sum"][(cq,)] += float(line["t"]) - since
+        elif event == "Requeued":
+            requeued[wl] = float(line["t"])
         elif event == "Finished":
             want["finished"][(admitted_in[wl],)] += 1
         elif event == "Evicted":
@@ -213,16 +219,25 @@ def test_simulated_gauges_match_the_summary(tmp_path: pathlib.Path, args: list[s
 def test_metrics_are_served_over_http_on_loopback() -> None:
     m = metrics.Metrics()
     m.report_cycle(admitted=1, seconds=0.002)
-    server = metrics.serve(m, host="127.0.0.1", port=0)
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as resp:
-            text = resp.read().decode()
-    finally:
-        server.close()
-    fams = _families(text)
+
+    async def scrape() -> str:
+        server = await metrics.serve(m, host="127.0.0.1", port=0)
+        try:
+            url = f"http://127.0.0.1:{server.port}/metrics"
+            # A blocking client in a thread, as Prometheus is another process.
+            return await asyncio.to_thread(_fetch, url)
+        finally:
+            await server.close()
+
+    fams = _families(asyncio.run(scrape()))
     assert _sum(
         fams, "berth_admission_attempts", "berth_admission_attempts_total", ("result",)
     ) == {("success",): 1.0}
+
+
+def _fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - a loopback http URL
+        return str(resp.read().decode())
 
 
 def test_dashboard_queries_only_documented_metrics() -> None:

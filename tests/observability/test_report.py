@@ -93,6 +93,7 @@ def _independent(lines: list[dict], start: float, end: float) -> dict[str, dict]
         )
 
     running: dict[str, tuple[str, str, dict[Cell, int]]] = {}
+    requeued: dict[str, float] = {}
     last = start
     for line in [*lines[:-1], {"t": end, "event": "End"}]:
         t = min(max(line["t"], start), end)
@@ -111,7 +112,10 @@ def _independent(lines: list[dict], start: float, end: float) -> dict[str, dict]
             if inside:
                 for name in (line["clusterQueue"], job["lq"]):
                     fig(name)["admitted"] += 1
-                    fig(name)["waits"].append(line["t"] - job["created"])
+                    # Kueue's QueuedWaitTime: since the latest requeue, else since creation.
+                    fig(name)["waits"].append(line["t"] - requeued.get(wl, job["created"]))
+        elif line["event"] == "Requeued":
+            requeued[wl] = line["t"]
         elif line["event"] in ("Evicted", "Finished") and wl in running:
             cq, lq, _ = running.pop(wl)
             if inside and line["event"] == "Finished":

@@ -18,11 +18,10 @@ scheduler loop and the history writer (for the dropped-writes counter).
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Iterable
-from wsgiref.simple_server import WSGIServer
 
 import prometheus_client
+from aiohttp import web
 from prometheus_client import registry as prom_registry
 
 import berth
@@ -477,26 +476,38 @@ def cluster_queue_cells(cache: cache_mod.Cache, name: names.ClusterQueueName) ->
         )
 
 
-def serve(metrics: Metrics, *, host: str = "127.0.0.1", port: int = 0) -> MetricsServer:
-    """Serve ``/metrics`` over HTTP on ``host:port`` (0 picks a free port) in a thread."""
-    server, thread = prometheus_client.start_http_server(port, addr=host, registry=metrics.registry)
-    return MetricsServer(server, thread)
+async def serve(metrics: Metrics, *, host: str = "127.0.0.1", port: int = 0) -> MetricsServer:
+    """Serve ``/metrics`` over HTTP on ``host:port`` (0 picks a free port) on the running loop.
+
+    On the loop, not in a thread: ``report_state`` clears the gauges before setting them again,
+    and a scrape must never see them half set.
+    """
+
+    async def scrape(_request: web.Request) -> web.Response:
+        return web.Response(
+            body=prometheus_client.generate_latest(metrics.registry),
+            headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST},
+        )
+
+    app = web.Application()
+    app.router.add_get("/metrics", scrape)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
+    sockets = getattr(server, "sockets", None) or []
+    return MetricsServer(runner, sockets[0].getsockname()[1] if sockets else port)
 
 
 @dataclasses.dataclass(slots=True)
 class MetricsServer:
     """A running metrics endpoint; ``close`` stops it."""
 
-    server: WSGIServer
-    thread: threading.Thread
+    runner: web.AppRunner
+    port: int
+    """The port it listens on."""
 
-    @property
-    def port(self) -> int:
-        """The port it listens on."""
-        return int(self.server.server_port)
-
-    def close(self) -> None:
-        """Stop serving and wait for the thread."""
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+    async def close(self) -> None:
+        """Stop serving."""
+        await self.runner.cleanup()

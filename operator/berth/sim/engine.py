@@ -63,6 +63,9 @@ class SimWorkload:
     stopped_by: str | None = None
     """``ClusterQueueStopped`` or ``LocalQueueStopped`` while drained by a stop policy."""
     waited: list[float] = dataclasses.field(default_factory=list)
+    """Each admission's wait: from its creation, or from its latest requeue (Kueue's
+    ``QueuedWaitTime``: the Requeued condition's transition time when it has one)."""
+    requeued_at: float | None = None
     class_kind: str | None = None
     """Kind of the priority class its priority came from: WorkloadPriorityClass or PriorityClass."""
     admission: workload.Admission | None = None
@@ -415,7 +418,7 @@ class Simulator:
             return
         sim.state = "pending"
         sim.requeue_count = 0
-        self.out.emit(self.now, "Requeued", sim, reason="Reactivated")
+        self._requeued(sim, "Reactivated")
         self._enqueue(sim)
 
     def _delete_workload(self, key: names.WorkloadKey) -> None:
@@ -483,7 +486,7 @@ class Simulator:
                     else "ClusterQueueRestarted"
                 )
                 sim.stopped_by = None
-                self.out.emit(self.now, "Requeued", sim, reason=reason)
+                self._requeued(sim, reason)
 
     # Scheduling ---------------------------------------------------------------------------------
 
@@ -528,7 +531,7 @@ class Simulator:
                 message=p.message,
             )
             self._evict(victim, _EVICT.PREEMPTED, p.message, requeue=True)
-            self.out.emit(self.now, "Requeued", victim, reason=_EVICT.PREEMPTED.value)
+            self._requeued(victim, _EVICT.PREEMPTED.value)
         for a in result.admitted:
             self._admit(self.workloads[a.info.key], a)
         for pending in result.pending:
@@ -559,7 +562,8 @@ class Simulator:
         sim.admission = decision.admission
         sim.reason = sim.message = ""
         sim.token = next(self._tokens)
-        sim.waited.append(self.now - sim.info.order_time)
+        queued = sim.info.creation_time if sim.requeued_at is None else sim.requeued_at
+        sim.waited.append(self.now - queued)
         self.out.admitted(self.now, sim, decision.admission)
         if sim.duration is not None:
             self._schedule(self.now + sim.duration, "finish", (sim.info.key, sim.token))
@@ -572,6 +576,10 @@ class Simulator:
                 self._schedule(self.now + sim.ready_after, "ready", (sim.info.key, sim.token))
         if wfpr is not None and not sim.ready:
             self._schedule(self.now + wfpr.timeout, "ready-timeout", (sim.info.key, sim.token))
+
+    def _requeued(self, sim: SimWorkload, reason: str) -> None:
+        sim.requeued_at = self.now
+        self.out.emit(self.now, "Requeued", sim, reason=reason)
 
     def _release(self, sim: SimWorkload) -> None:
         adm = self.cache.forget(sim.info.key)
@@ -637,13 +645,13 @@ class Simulator:
         if backoff > 0:
             self._schedule(requeue_at, "backoff", key)
         else:
-            self.out.emit(self.now, "Requeued", sim, reason="BackoffFinished")
+            self._requeued(sim, "BackoffFinished")
 
     def _backoff_done(self, key: names.WorkloadKey) -> None:
         sim = self.workloads.get(key)
         if sim is None or sim.state != "pending":
             return
-        self.out.emit(self.now, "Requeued", sim, reason="BackoffFinished")
+        self._requeued(sim, "BackoffFinished")
         pw = self.queues.pending.get(key)
         if pw is not None:
             pw.requeue_at = 0.0
