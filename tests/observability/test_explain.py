@@ -208,3 +208,30 @@ def test_a_stopped_local_queue_is_the_blocker() -> None:
         "LocalQueue training is stopped",
         "queue",
     )
+
+
+def test_an_admitted_workload_is_reported_with_its_cluster_queue_and_flavors(
+    tmp_path: pathlib.Path,
+) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(CASES[0].scenario)
+    result = CliRunner().invoke(
+        cli.main, ["explain", "workload/running", "-n", "ml", "--scenario", str(path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "workload ml/running: admitted in ClusterQueue gpu-cq",
+        "  pod set main: 3 pod(s), nvidia.com/gpu on flavor a100",
+    ]
+
+
+@pytest.mark.parametrize("command", ["explain", "queues"])
+def test_cluster_options_do_not_go_with_a_scenario(command: str, tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(CASES[0].scenario)
+    target = ["workload/big", "-n", "ml"] if command == "explain" else []
+    result = CliRunner().invoke(
+        cli.main, [command, *target, "--scenario", str(path), "--kubeconfig", str(path)]
+    )
+    assert result.exit_code == 2
+    assert "--kubeconfig and --config read the live cluster" in result.output

@@ -1,22 +1,25 @@
-"""``berth explain job/NAME|workload/NAME [-n NS] --scenario FILE... [--at DURATION]``.
+"""``berth explain job/NAME|workload/NAME [-n NS]``, on the live cluster or a ``--scenario``.
 
-Plays the scenario through the simulator up to ``--at`` (or its end), then explains the
-workload with ``berth.state.explain`` on the state the run reached: the reason and message the
-core gave it, its position in its LocalQueue and ClusterQueue, what would have to free up, and
-which admitted workloads it could preempt under its ClusterQueue's policy. The live-cluster
-source (reading the operator's state) plugs into the same ``state.explain``.
+Explains one workload with ``berth.state.explain`` on a state: the reason and message the core
+gives it now, its position in its LocalQueue and ClusterQueue, what would have to free up, and
+which admitted workloads it could preempt under its ClusterQueue's policy — beside the reason
+last recorded for it (the simulator's, or the operator's ``QuotaReserved=False`` condition). The
+state is the live cluster listed by ``berth.entry.live_state`` (``--kubeconfig``, ``--config``),
+or a scenario played through the simulator up to ``--at`` (or its end). An admitted, finished or
+deactivated workload is reported as such.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from berth.api import names
 from berth.core import explain as core_explain
 from berth.core import resources
-from berth.entry import options
+from berth.entry import live_state, options
 from berth.sim import documents, engine
 from berth.state import explain as state_explain
 
@@ -34,17 +37,48 @@ def run_scenario(files: tuple[str, ...], at: float | None, prog: str) -> engine.
     return sim
 
 
-def _target(sim: engine.Simulator, target: str, namespace: str) -> names.WorkloadKey:
+def _parse_target(target: str) -> tuple[str, str]:
     kind, sep, name = target.partition("/")
-    if not sep or kind not in ("job", "workload"):
+    if not sep or kind not in ("job", "workload") or not name:
         raise click.BadParameter("write job/NAME or workload/NAME", param_hint="TARGET")
+    return kind, name
+
+
+def _scenario_target(
+    sim: engine.Simulator, kind: str, name: str, namespace: str
+) -> live_state.Found:
     key = names.WorkloadKey(namespace, name)
-    if kind == "workload":
-        return key
-    found = sim.job_to_workload.get(key)
-    if found is None:
-        raise click.ClickException(f"no Berth job {key} in the scenario")
-    return found
+    if kind == "job":
+        found = sim.job_to_workload.get(key)
+        if found is None:
+            raise click.ClickException(f"no Berth job {key} in the scenario")
+        key = found
+    wl = sim.workloads.get(key)
+    if wl is None:
+        raise click.ClickException(f"no workload {key} in the scenario")
+    return live_state.Found(
+        key,
+        None if wl.job is None else str(wl.job),
+        wl.state,
+        wl.info,
+        wl.admission,
+        (wl.reason, wl.message),
+    )
+
+
+def settled(found: live_state.Found) -> str:
+    """Say where a workload that is not pending stands, and where it is (or was) admitted."""
+    who = f"job {found.job} (workload {found.key})" if found.job else f"workload {found.key}"
+    adm = found.admission
+    if adm is None or found.state not in ("admitted", "finished"):
+        return f"{who}: {found.state}\n"
+    lines = [f"{who}: {found.state} in ClusterQueue {adm.cluster_queue}"]
+    lines.extend(
+        f"  pod set {ps.name}: {ps.count} pod(s), "
+        + ", ".join(f"{res} on flavor {flavor}" for res, flavor in sorted(ps.flavors.items()))
+        for ps in adm.pod_sets
+    )
+    return "\n".join(lines) + "\n"
 
 
 def _shortfall_lines(shortfalls: tuple[core_explain.Shortfall, ...]) -> list[str]:
@@ -116,23 +150,35 @@ def render(
     "--scenario",
     "files",
     multiple=True,
-    required=True,
-    help="Scenario files to play (the live-cluster source comes with the operator).",
+    help="Scenario files to play instead of reading the cluster; repeatable.",
 )
 @click.option(
-    "--at", type=options.DURATION, help="Explain the state at this virtual time (e.g. 5m)."
+    "--at",
+    type=options.DURATION,
+    help="With --scenario: explain the state at this virtual time (e.g. 5m).",
 )
-def command(target: str, namespace: str, files: tuple[str, ...], at: float | None) -> None:
+@live_state.options
+def command(  # noqa: PLR0917 - click passes every option positionally by name
+    target: str,
+    namespace: str,
+    files: tuple[str, ...],
+    at: float | None,
+    kubeconfig: str | None,
+    config_file: Path | None,
+) -> None:
     """Say why TARGET (job/NAME or workload/NAME) is not admitted, and what would change it."""
-    sim = run_scenario(files, at, "explain")
-    key = _target(sim, target, namespace)
-    wl = sim.workloads.get(key)
-    if wl is None:
-        raise click.ClickException(f"no workload {key} in the scenario")
-    job = str(wl.job) if wl.job is not None else None
-    if wl.state != "pending":
-        where = f" in ClusterQueue {wl.admission.cluster_queue}" if wl.admission else ""
-        click.echo(f"{'job ' + job if job else 'workload ' + str(key)}: {wl.state}{where}")
+    kind, name = _parse_target(target)
+    live_state.check_source(files, at, kubeconfig, config_file)
+    if files:
+        sim = run_scenario(files, at, "explain")
+        cache, queues, policy = sim.cache, sim.queues, sim.policy
+        found = _scenario_target(sim, kind, name, namespace)
+    else:
+        world = live_state.read(kubeconfig, config_file)
+        cache, queues, policy = world.cache, world.queues, world.policy
+        found = live_state.find(world, kind, name, namespace)
+    if found.state != "pending":
+        click.echo(settled(found), nl=False)
         return
-    exp = state_explain.explain(sim.cache, sim.queues, wl.info, sim.policy)
-    click.echo(render(exp, job=job, state="pending", recorded=(wl.reason, wl.message)), nl=False)
+    exp = state_explain.explain(cache, queues, found.info, policy)
+    click.echo(render(exp, job=found.job, state="pending", recorded=found.recorded), nl=False)

@@ -1,19 +1,22 @@
-"""``berth queues --scenario FILE... [--at DURATION]``: queues with usage bars and pending counts.
+"""``berth queues``: queues with usage bars and pending counts, live or from a ``--scenario``.
 
-Plays the scenario through the simulator up to ``--at`` and prints every ClusterQueue (cohort,
-strategy, status, pending active/inadmissible, admitted, and a bar of usage against nominal
-quota per flavor and resource) and every LocalQueue. The live source comes with the operator
-and reads the same state.
+Prints every ClusterQueue (cohort, strategy, status, pending active/inadmissible, admitted, and
+a bar of usage against nominal quota per flavor and resource) and every LocalQueue, from the
+live cluster listed by ``berth.entry.live_state`` or from a scenario played through the
+simulator up to ``--at``.
 """
 
 from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
 
 import click
 
 from berth.adapters import metrics
 from berth.api import duration
 from berth.core import resources
-from berth.entry import explain_cmd, options
+from berth.entry import explain_cmd, live_state, options
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 
@@ -75,10 +78,26 @@ def render(cache: cache_mod.Cache, queues: queues_mod.QueueManager) -> str:
 
 
 @click.command(name="queues")
-@click.option("--scenario", "files", multiple=True, required=True, help="Scenario files to play.")
-@click.option("--at", type=options.DURATION, help="Show the state at this virtual time.")
-def command(files: tuple[str, ...], at: float | None) -> None:
+@click.option(
+    "--scenario",
+    "files",
+    multiple=True,
+    help="Scenario files to play instead of reading the cluster; repeatable.",
+)
+@click.option(
+    "--at", type=options.DURATION, help="With --scenario: show the state at this virtual time."
+)
+@live_state.options
+def command(
+    files: tuple[str, ...], at: float | None, kubeconfig: str | None, config_file: Path | None
+) -> None:
     """List ClusterQueues with usage bars and pending counts, then LocalQueues."""
-    sim = explain_cmd.run_scenario(files, at, "queues")
-    click.echo(f"at {duration.format(sim.now)}")
-    click.echo(render(sim.cache, sim.queues), nl=False)
+    live_state.check_source(files, at, kubeconfig, config_file)
+    if files:
+        sim = explain_cmd.run_scenario(files, at, "queues")
+        click.echo(f"at {duration.format(sim.now)}")
+        click.echo(render(sim.cache, sim.queues), nl=False)
+        return
+    world = live_state.read(kubeconfig, config_file)
+    click.echo(f"at {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M:%S} UTC")
+    click.echo(render(world.cache, world.queues), nl=False)

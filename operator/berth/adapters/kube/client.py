@@ -2,7 +2,8 @@
 
 Every other module of the adapter sends its requests through ``Kube.request``, which returns
 decoded JSON and raises only ``berth.adapters.kube.errors``. ``connection`` tells kopf how to
-reach the same server with the same credentials. Called by the operator's composition root.
+reach the same server with the same credentials. Called by the operator's composition root,
+``berth up`` and the live source of ``berth explain`` and ``berth queues``.
 """
 
 from __future__ import annotations
@@ -41,16 +42,23 @@ class Kube:
 
     @classmethod
     async def open(cls, kubeconfig: str | None = None) -> Kube:
-        """Open a session from ``kubeconfig`` (or the default one, or in-cluster config)."""
+        """Open a session from ``kubeconfig`` (or the default one, or in-cluster config).
+
+        Raises ``PermanentError`` when no usable configuration is found.
+        """
         configuration = k8s.Configuration()
         try:
             await k8s_config.load_kube_config(
                 config_file=kubeconfig, client_configuration=configuration
             )
-        except k8s_config.ConfigException:
+        except k8s_config.ConfigException as e:
             if kubeconfig is not None:
-                raise
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+                raise errors.PermanentError(f"kubeconfig {kubeconfig}: {e}") from e
+            try:
+                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except k8s_config.ConfigException as e2:
+                msg = f"no kubeconfig ($KUBECONFIG, ~/.kube/config: {e}), not in a cluster ({e2})"
+                raise errors.PermanentError(msg) from e2
         return cls(k8s.ApiClient(configuration))
 
     def connection(self) -> Connection:

@@ -1,0 +1,173 @@
+"""The live cluster as ``berth explain`` and ``berth queues`` read it without ``--scenario``.
+
+``read`` opens a session from the kubeconfig, lists every kind the operator watches into a fresh
+``World`` with the operator's own ``prime`` (so the cache and queues are built by the same intake
+the operator's leader starts from), and closes the session. ``find`` turns ``job/NAME`` or
+``workload/NAME`` into the Workload it means and says where that workload stands: pending (with
+the reason the operator last wrote on its ``QuotaReserved=False`` condition), admitted, finished
+or deactivated. ``options`` adds the ``--kubeconfig`` and ``--config`` options and ``check_source``
+refuses options that belong to the other source.
+
+No scheduling cycle runs on the listed state: pending workloads sit in their queues in queue
+order, none parked as inadmissible by a cycle, as right after a leader's priming. Every failure
+to reach or read the cluster becomes one ``click.ClickException`` line. Called by
+``berth.entry.explain_cmd`` and ``berth.entry.queues_cmd``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from berth.adapters.kube import errors
+from berth.api import conditions, configuration, names
+from berth.api import workload as api_workload
+from berth.core import admission, workload
+from berth.entry.operator import world as world_mod
+
+_COND = conditions.WorkloadCondition
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def options(command: _F) -> _F:
+    """Add ``--kubeconfig`` and ``--config``, the live source's options, to a command."""
+    command = click.option(
+        "--config",
+        "config_file",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="The operator's berth.dev/v1beta1 Configuration file (fair sharing, "
+        "waitForPodsReady ... change the policy). Live cluster only.",
+    )(command)
+    return click.option(
+        "--kubeconfig",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="Which cluster. Default: $KUBECONFIG or ~/.kube/config, else in-cluster.",
+    )(command)
+
+
+def check_source(
+    files: tuple[str, ...], at: float | None, kubeconfig: str | None, config_file: Path | None
+) -> None:
+    """Refuse options of the other source: ``--at`` without ``--scenario``, cluster ones with it."""
+    if files and (kubeconfig is not None or config_file is not None):
+        msg = "--kubeconfig and --config read the live cluster; a --scenario brings its own"
+        raise click.UsageError(msg)
+    if not files and at is not None:
+        msg = "--at needs --scenario: the live cluster is read as it is now"
+        raise click.UsageError(msg)
+
+
+def read(kubeconfig: str | None, config_file: Path | None) -> world_mod.World:
+    """List the cluster into a fresh ``World``; one error line if it cannot be read."""
+    # Imported here: the Kubernetes client and the operator's composition root (kopf, aiohttp,
+    # the history store) are seconds of start-up that the --scenario path never needs.
+    from berth.entry import run_cmd  # noqa: PLC0415 - see above
+
+    config = run_cmd.load_configuration(config_file)
+    try:
+        return asyncio.run(_list(kubeconfig, config))
+    except errors.KubeError as e:
+        msg = f"cannot read the cluster: {e}"
+        raise click.ClickException(msg) from e
+
+
+async def _list(kubeconfig: str | None, config: configuration.Configuration) -> world_mod.World:
+    from berth.adapters.kube import client  # noqa: PLC0415 - as in read
+    from berth.entry.operator import main as operator_main  # noqa: PLC0415 - as in read
+
+    kube = await client.Kube.open(kubeconfig)
+    try:
+        world = world_mod.World(config, time.time)
+        await operator_main.prime(world, kube)
+    finally:
+        await kube.close()
+    return world
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Found:
+    """A workload of the live cluster and where it stands."""
+
+    key: names.WorkloadKey
+    job: str | None
+    """The Job that owns it (``ns/name``), if any."""
+    state: str
+    """pending, admitted, finished or deactivated (Kueue's Workload states); else not queued."""
+    info: workload.WorkloadInfo
+    """The core's view of it."""
+    admission: workload.Admission | None
+    """Where it is (or, once finished, was) admitted."""
+    recorded: tuple[str, str]
+    """Reason and message of its ``QuotaReserved=False`` condition, as the operator wrote them."""
+
+
+def find(world: world_mod.World, kind: str, name: str, namespace: str) -> Found:
+    """Find the Workload that ``job`` or ``workload`` NAME in NAMESPACE means; exit 1 if none."""
+    key = names.WorkloadKey(namespace, name)
+    job: names.WorkloadKey | None = None
+    if kind == "job":
+        job = key
+        job_body = world.jobs.get(key)
+        if job_body is None:
+            msg = f"no Job {name} in namespace {namespace}"
+            raise click.ClickException(msg)
+        found = world.workload_for_job(job_body)
+        if found is None:
+            why = (
+                "the operator has not created it yet"
+                if world.managed(job_body)
+                else "Berth does not manage it (no berth.dev/queue-name label)"
+            )
+            msg = f"Job {name} in namespace {namespace} has no Workload: {why}"
+            raise click.ClickException(msg)
+        key = found
+    body = world.workloads.get(key)
+    if body is None:
+        msg = f"no Workload {key.name} in namespace {key.namespace}"
+        raise click.ClickException(msg)
+    if job is None:
+        uid = world_mod.owner_job_uid(body)
+        job = None if uid is None else world.job_of_uid.get(uid)
+    info = world.infos.get(key)
+    if info is None:
+        msg = (
+            f"Workload {key.name} in namespace {key.namespace} is invalid; the operator ignores it"
+        )
+        raise click.ClickException(msg)
+    state, adm = _state(world, key, body, info)
+    return Found(key, None if job is None else str(job), state, info, adm, _recorded(body))
+
+
+def _state(
+    world: world_mod.World,
+    key: names.WorkloadKey,
+    body: world_mod.Body,
+    info: workload.WorkloadInfo,
+) -> tuple[str, workload.Admission | None]:
+    admitted = world.cache.admitted.get(key)
+    if admitted is not None:
+        return "admitted", admitted.admission
+    raw = (body.get("status") or {}).get("admission")
+    written = (
+        None if not raw else admission.from_status(info, api_workload.Admission.model_validate(raw))
+    )
+    if world_mod.condition_true(body, _COND.FINISHED):
+        return "finished", written
+    if key in world.queues.pending:
+        return "pending", None
+    return ("deactivated" if not info.active else "not queued"), None
+
+
+def _recorded(body: world_mod.Body) -> tuple[str, str]:
+    for c in (body.get("status") or {}).get("conditions") or []:
+        if c.get("type") == _COND.QUOTA_RESERVED and c.get("status") == "False":
+            return str(c.get("reason") or ""), str(c.get("message") or "")
+    return "", ""
