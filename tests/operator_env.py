@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +59,8 @@ class OperatorProcess:
                 "run",
                 f"--kubeconfig={self.plane.kubeconfig}",
                 f"--lease-duration={self.lease_duration}",
+                "--metrics-port=0",
+                f"--data-dir={self.data_dir}",
                 *([f"--config={self.config}"] if self.config is not None else []),
             ],
             stdout=out,
@@ -65,6 +68,24 @@ class OperatorProcess:
             cwd=ROOT,
             env={**os.environ, "PYTHONWARNINGS": "ignore"},
         )
+
+    @property
+    def data_dir(self) -> Path:
+        """Its data directory (the embedded history store), beside its log."""
+        return self.log.parent / "berth-data"
+
+    @property
+    def history_url(self) -> str:
+        """The history store it records into."""
+        return f"sqlite:///{self.data_dir / 'history.db'}"
+
+    def metrics_url(self) -> str:
+        """Where the running process serves ``/metrics`` (the last start's, from its log)."""
+        found = re.findall(r"metrics served at (http://\S+/metrics)", self.log.read_text())
+        if not found:
+            msg = f"the operator logged no metrics address; see {self.log}"
+            raise RuntimeError(msg)
+        return str(found[-1])
 
     def kill(self) -> None:
         """SIGKILL it, as a crash would."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +14,7 @@ import pytest
 import yaml
 
 from berth.adapters.devcluster import binaries, kubectl, launcher, processes
+from berth.adapters.history import store
 from operator_env import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -33,6 +37,7 @@ def test_up_runs_every_sample_job_to_completion_and_prints_admissions(tmp_path: 
             pytest.fail(message)
         pytest.skip(message)
     run_dir = tmp_path / "up"
+    env = {**os.environ, "BERTH_DATA_DIR": str(tmp_path / "data")}
     try:
         done = subprocess.run(  # noqa: S603 - the project's own entry point
             [BERTH, "up", "--dir", str(run_dir), "--timeout", str(_TIMEOUT), "--keep"],
@@ -41,6 +46,7 @@ def test_up_runs_every_sample_job_to_completion_and_prints_admissions(tmp_path: 
             timeout=_TIMEOUT + 180,
             check=False,
             cwd=tmp_path,  # not the repository: the samples are found from the package
+            env=env,
         )
         assert done.returncode == 0, done.stdout + done.stderr
         lines = done.stdout.splitlines()
@@ -50,6 +56,7 @@ def test_up_runs_every_sample_job_to_completion_and_prints_admissions(tmp_path: 
             assert seen == jobs, f"{verb}: {done.stdout}"
         assert any(" preempted " in line for line in lines), done.stdout
         assert "ClusterQueue usage back to zero" in done.stdout
+        _report_matches(done.stdout, env)
         client = kubectl.Kubectl(cache.find("kubectl"), run_dir / "kubeconfig")
         listed = client.json("get", "jobs", "-A")["items"]
         complete = sorted(
@@ -68,3 +75,41 @@ def test_up_runs_every_sample_job_to_completion_and_prints_admissions(tmp_path: 
         )
     assert state is not None
     assert not any(processes.is_running(r) for r in launcher.recorded_processes(state))
+
+
+def _report_matches(printed: str, env: dict[str, str]) -> None:
+    """``berth report`` over the history the operator recorded counts what ``up`` printed.
+
+    ``up`` polls the Workloads, so it may miss a change undone within one poll: the history
+    holds at least what it printed.
+    """
+    found = re.search(r"(\d+) admissions, (\d+) preemptions", printed)
+    assert found is not None, printed
+    admissions, preemptions = int(found[1]), int(found[2])
+    assert "run `berth report`" in printed
+    report = subprocess.run(  # noqa: S603 - the project's own entry point
+        [BERTH, "report", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=env,
+    )
+    queues = [q for q in json.loads(report.stdout) if q["kind"] == "ClusterQueue"]
+    assert sum(q["admitted"] for q in queues) >= max(admissions, len(_sample_jobs()))
+    assert sum(q["preempted"] for q in queues) >= preemptions
+    assert sum(q["finished"] for q in queues) == len(_sample_jobs())
+    # SIGTERM stopped the operator gracefully: its history run is closed, with a duration.
+    url = store.default_url(Path(env["BERTH_DATA_DIR"]))
+    data = asyncio.run(_latest_run(url))
+    assert data is not None
+    assert data.run.duration is not None
+    assert data.run.kind == "operator"
+
+
+async def _latest_run(url: str) -> store.RunData | None:
+    engine = await store.open_store(url)
+    try:
+        return await store.read_run(engine)
+    finally:
+        await engine.dispose()

@@ -13,7 +13,6 @@ import csv
 import datetime as dt
 import io
 import json
-import os
 import pathlib
 from typing import Any
 
@@ -22,14 +21,6 @@ import click
 from berth.adapters.history import figures, store
 from berth.api import duration
 from berth.entry import options
-
-DATA_DIR_ENV = "BERTH_DATA_DIR"
-
-
-def default_db() -> str:
-    """The embedded store in the operator's data directory (``$BERTH_DATA_DIR``)."""
-    data_dir = os.environ.get(DATA_DIR_ENV) or str(pathlib.Path.home() / ".local/share/berth")
-    return store.default_url(pathlib.Path(data_dir))
 
 
 async def _load(url: str, run_id: int | None) -> store.RunData | None:
@@ -231,7 +222,7 @@ def command(
     plot_path: pathlib.Path | None,
 ) -> None:
     """Per ClusterQueue and LocalQueue: admissions, waits, utilisation, preemption rate."""
-    url = db_url or default_db()
+    url = db_url or options.default_history_url()
     try:
         data = asyncio.run(_load(url, run_id))
     except store.HistoryError as err:

@@ -14,7 +14,9 @@ from pathlib import Path
 import click
 import yaml
 
+from berth.adapters.history import store
 from berth.api import configuration, kinds
+from berth.entry import options as entry_options
 from berth.entry.operator import main as operator_main
 
 
@@ -57,12 +59,43 @@ def load_configuration(path: Path | None) -> configuration.Configuration:
     show_default=True,
     help="Seconds a leader's Lease lasts without renewal.",
 )
-def command(
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True, help="Address /metrics listens on."
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=-1, max=65535),
+    default=8080,
+    show_default=True,
+    help="Port of /metrics; 0 picks a free one, -1 serves no metrics.",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the embedded history store lives. Default: $BERTH_DATA_DIR or "
+    "~/.local/share/berth.",
+)
+@click.option(
+    "--history-db",
+    metavar="URL",
+    default=None,
+    help="History store: sqlite:///PATH, a path, or postgresql://... Default: "
+    "history.db in the data directory.",
+)
+@click.option("--no-history", is_flag=True, help="Record no history.")
+def command(  # noqa: PLR0917 - one parameter per command-line option
     kubeconfig: str | None,
     config_file: Path | None,
     webhook_host: str,
     webhook_port: int,
     lease_duration: int,
+    metrics_host: str,
+    metrics_port: int,
+    data_dir: Path | None,
+    history_db: str | None,
+    *,
+    no_history: bool,
 ) -> None:
     """Run the operator: watch queues and Jobs, admit Workloads, start and stop Jobs."""
     logging.basicConfig(
@@ -75,6 +108,20 @@ def command(
         webhook_host=webhook_host,
         webhook_port=webhook_port,
         lease_duration=lease_duration,
+        metrics_host=metrics_host,
+        metrics_port=None if metrics_port < 0 else metrics_port,
+        history_url=None if no_history else history_url(history_db, data_dir),
     )
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(operator_main.run(options))
+        try:
+            asyncio.run(operator_main.run(options))
+        except store.HistoryError as err:
+            msg = f"{err} (set --history-db to a store this process can write, or --no-history)"
+            raise click.ClickException(msg) from err
+
+
+def history_url(url: str | None, data_dir: Path | None) -> str:
+    """The history store to use: ``url``, else the data directory's embedded one."""
+    if url:
+        return url
+    return entry_options.default_history_url(data_dir)

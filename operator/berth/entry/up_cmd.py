@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import re
 import shutil
 import sys
 import time
@@ -31,6 +32,7 @@ from berth.adapters.kube import client
 from berth.adapters.kube import errors as kube_errors
 from berth.adapters.kube import jobs as kube_jobs
 from berth.api import base, crd, duration
+from berth.entry import options
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "config" / "samples"
@@ -246,6 +248,7 @@ def _operator(plane: launcher.ControlPlane, timeout: float) -> processes.Managed
         "run",
         f"--kubeconfig={plane.kubeconfig}",
         "--lease-duration=5",
+        "--metrics-port=0",
     ]
     log = plane.logs / "berth-operator.log"
     op = processes.ManagedProcess("berth-operator", argv, log)
@@ -335,7 +338,10 @@ def command(
         _install(plane, queues)
         click.echo(f"installed the CRDs and {queues.name}")
         operator = _operator(plane, timeout=60)
-        click.echo(f"operator running (log: {operator.log})")
+        served = re.findall(r"metrics served at (\S+)", operator.log.read_text(errors="replace"))
+        click.echo(
+            f"operator running (log: {operator.log}; metrics: {served[-1] if served else '-'})"
+        )
         click.echo(f"submitting {len(jobs)} Jobs from {jobs_file.name}, {speed:g}x faster")
         started = time.monotonic()
         narrator = Narrator(started)
@@ -348,6 +354,7 @@ def command(
                 f"{narrator.admissions} admissions, {narrator.preemptions} preemptions; "
                 + ("ClusterQueue usage back to zero" if drained else "ClusterQueues still reserve")
             )
+            click.echo(f"history recorded in {options.default_history_url()}: run `berth report`")
             finished = drained
         else:
             left = sorted({j.key for j in jobs} - narrator.finished)

@@ -60,6 +60,9 @@ class Operator:
                     "run",
                     f"--kubeconfig={self.kubeconfig}",
                     f"--lease-duration={self.lease_duration}",
+                    # As in production: metrics served, history recorded (beside the log).
+                    "--metrics-port=0",
+                    f"--data-dir={self.log.parent / 'berth-data'}",
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,

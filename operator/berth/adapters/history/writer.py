@@ -3,8 +3,9 @@
 ``Writer`` is the operator's sink: ``submit`` puts a row on a bounded ``asyncio.Queue`` and
 returns at once; when the queue is full the row is dropped and counted (``dropped`` and the
 ``berth_history_dropped_total`` metric), because admission must never wait for a database. One
-task (``run``) drains the queue in batches, each batch one transaction. ``close`` flushes what
-is queued and ends the run.
+task (``run``) drains the queue in batches, each batch one transaction; a batch the database
+refuses is logged, dropped and counted the same way, and the writer goes on. ``close`` flushes
+what is queued and ends the run.
 
 ``Buffer`` is the simulator's sink: it keeps a whole run in memory, and ``record_run`` writes
 it once the run is over (a simulated run has no scheduler loop to protect).
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import logging
 from typing import Protocol
 
 from sqlalchemy.ext import asyncio as sa_asyncio
@@ -32,6 +34,8 @@ class Counters(Protocol):
     def report_history_dropped(self, rows: int = 1) -> None:
         """Count rows dropped."""
 
+
+log = logging.getLogger(__name__)
 
 _Item = records.Record | tuple[float, list[records.QuotaRow]]
 
@@ -90,14 +94,25 @@ class Writer:
             events = [i for i in items if isinstance(i, records.Record)]
             quotas = [q for i in items if isinstance(i, tuple) for q in i[1]]
             if events or quotas:
-                written = await store.write(
-                    self.engine, self.run_id, self.started_at, events, quotas
-                )
-                self.written += written
-                if self.counters is not None:
-                    self.counters.report_history_write(written)
+                await self._write(events, quotas)
             if done:
                 return
+
+    async def _write(self, events: list[records.Record], quotas: list[records.QuotaRow]) -> None:
+        try:
+            written = await store.write(self.engine, self.run_id, self.started_at, events, quotas)
+        except store.HistoryError as err:
+            # The database being away must not stop the writer: this batch is lost and
+            # counted, and the next one tries again.
+            lost = len(events) + len(quotas)
+            log.warning("history: %d rows not written: %s", lost, err)
+            self.dropped += lost
+            if self.counters is not None:
+                self.counters.report_history_dropped(lost)
+            return
+        self.written += written
+        if self.counters is not None:
+            self.counters.report_history_write(written)
 
     async def close(self, task: asyncio.Task[None]) -> None:
         """Flush the queue, stop the ``run`` task and close the run if it ended."""

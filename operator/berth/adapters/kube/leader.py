@@ -8,6 +8,7 @@ root around the scheduler loop and the job controller.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -31,22 +32,40 @@ async def run_while_leader(
     renew_deadline: int = 10,
     retry_period: int = 2,
 ) -> None:
-    """Hold the Lease ``namespace/name`` as ``identity`` and run ``lead`` while it is held."""
-    while True:
-        lock = leaselock.LeaseLock(name, namespace, identity, kube.api)
-        stopped = asyncio.Event()
+    """Hold the Lease ``namespace/name`` as ``identity`` and run ``lead`` while it is held.
 
-        async def on_stop(done: asyncio.Event = stopped) -> None:
-            log.warning("lost the lease %s/%s", namespace, name)
-            done.set()
+    Cancelling this cancels ``lead`` too, and waits for it to finish cleaning up.
+    """
+    # The library runs ``lead`` as a task of its own and forgets it; keep hold of it so that
+    # stopping the operator stops the leader's work in order (history flushed, run closed).
+    leading: asyncio.Task[Any] | None = None
 
-        config = electionconfig.Config(
-            lock,
-            lease_duration=lease_duration,
-            renew_deadline=renew_deadline,
-            retry_period=retry_period,
-            onstarted_leading=lead,
-            onstopped_leading=on_stop,
-        )
-        await leaderelection.LeaderElection(config).run()
-        await asyncio.sleep(retry_period)
+    async def tracked() -> None:
+        nonlocal leading
+        leading = asyncio.current_task()
+        await lead()
+
+    try:
+        while True:
+            lock = leaselock.LeaseLock(name, namespace, identity, kube.api)
+            stopped = asyncio.Event()
+
+            async def on_stop(done: asyncio.Event = stopped) -> None:
+                log.warning("lost the lease %s/%s", namespace, name)
+                done.set()
+
+            config = electionconfig.Config(
+                lock,
+                lease_duration=lease_duration,
+                renew_deadline=renew_deadline,
+                retry_period=retry_period,
+                onstarted_leading=tracked,
+                onstopped_leading=on_stop,
+            )
+            await leaderelection.LeaderElection(config).run()
+            await asyncio.sleep(retry_period)
+    finally:
+        if leading is not None and not leading.done():
+            leading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await leading

@@ -1,9 +1,11 @@
 """The operator's composition root: one event loop running kopf, webhooks and the leader's tasks.
 
-``run`` opens the API session, starts the webhook server and registers its configurations,
-starts kopf (watch events → ``World``), and competes for the Lease; while it leads it primes the
-cache from a full list of every watched kind and then runs the scheduler loop, the job
-controller and the queue status writer. Called by ``berth run`` and ``berth up``.
+``run`` opens the API session, serves ``/metrics``, opens (and migrates) the history store,
+starts the webhook server and registers its configurations, starts kopf (watch events →
+``World``), and competes for the Lease; while it leads it primes the cache from a full list of
+every watched kind and then runs the scheduler loop, the job controller, the queue status
+writer and the metrics/history ``Observer`` — each leadership term is one run in the history
+store. Called by ``berth run`` and ``berth up``.
 """
 
 from __future__ import annotations
@@ -11,21 +13,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime as dt
 import logging
 import os
+import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import kopf
 from aiohttp import web
+from sqlalchemy.ext import asyncio as sa_asyncio
 
+from berth.adapters import metrics
+from berth.adapters.history import store, writer
 from berth.adapters.kube import client, errors, leader
 from berth.api import configuration
 from berth.entry.operator import (
     handlers,
     jobcontroller,
     lifecycle,
+    observe,
     scheduler,
     statuses,
     webhooks,
@@ -53,6 +61,13 @@ class Options:
     identity: str = dataclasses.field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}"
     )
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = 0
+    """Where ``/metrics`` is served; 0 picks a free port, None serves nothing."""
+    history_url: str | None = None
+    """The history store (``sqlite:///PATH`` or ``postgresql://...``); None records nothing."""
+    state_interval: float = 1.0
+    """Seconds between settings of the gauges (and checks of the quota table)."""
 
 
 async def prime(world: world_mod.World, kube: client.Kube) -> None:
@@ -73,7 +88,12 @@ async def prime(world: world_mod.World, kube: client.Kube) -> None:
     )
 
 
-async def _lead(world: world_mod.World, kube: client.Kube) -> None:
+async def _lead(
+    world: world_mod.World,
+    kube: client.Kube,
+    engine: sa_asyncio.AsyncEngine | None,
+    options: Options,
+) -> None:
     log.info("leading: priming the cache")
     while True:
         try:
@@ -82,14 +102,114 @@ async def _lead(world: world_mod.World, kube: client.Kube) -> None:
         except errors.KubeError as e:
             log.warning("priming failed, retrying: %s", e)
             await asyncio.sleep(1)
-    world.wake.schedule.set()
-    world.wake.statuses.set()
-    await asyncio.gather(
-        scheduler.Scheduler(world, kube).run(),
-        jobcontroller.JobController(world, kube).run(),
-        lifecycle.Lifecycle(world, kube).run(),
-        statuses.StatusWriter(world, statuses.KubeStatusPort(kube)).run(),
+    async with _observing(world, engine, options):
+        world.wake.schedule.set()
+        world.wake.statuses.set()
+        await asyncio.gather(
+            scheduler.Scheduler(world, kube).run(),
+            jobcontroller.JobController(world, kube).run(),
+            lifecycle.Lifecycle(world, kube).run(),
+            statuses.StatusWriter(world, statuses.KubeStatusPort(kube)).run(),
+            _report_state(world, options.state_interval),
+        )
+
+
+@contextlib.asynccontextmanager
+async def _observing(
+    world: world_mod.World, engine: sa_asyncio.AsyncEngine | None, options: Options
+) -> AsyncIterator[None]:
+    """Observe transitions while leading; with a store, this term is one history run."""
+    observer = world.observer
+    if observer is None:
+        yield
+        return
+    started = time.time()
+    observer.started_at = started
+    history_writer: writer.Writer | None = None
+    task: asyncio.Task[None] | None = None
+    if engine is not None:
+        started_at = dt.datetime.fromtimestamp(started, dt.UTC)
+        run_id = await store.start_run(
+            engine, kind="operator", label=options.identity, started_at=started_at
+        )
+        history_writer = writer.Writer(engine, run_id, started_at, counters=observer.metrics)
+        task = asyncio.create_task(history_writer.run())
+        observer.records = history_writer
+        log.info("recording history run %d", run_id)
+    observer.active = True
+    try:
+        yield
+    finally:
+        observer.active = False
+        observer.records = None
+        if history_writer is not None and task is not None:
+            history_writer.end(time.time() - started)
+            try:
+                await history_writer.close(task)
+            except store.HistoryError as err:
+                log.warning("history: closing the run failed: %s", err)
+            else:
+                log.info("closed history run %d", history_writer.run_id)
+
+
+async def _report_state(world: world_mod.World, interval: float) -> None:
+    """Set the gauges (and record quota changes) on a timer, not once per cycle.
+
+    A cycle can take a millisecond; the gauges walk every pending workload.
+    """
+    while True:
+        if world.observer is not None:
+            world.observer.state(world.cache, world.queues, world.clock())
+        await asyncio.sleep(interval)
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+
+
+async def _until_stopped(
+    stop: asyncio.Event, kopf_ready: asyncio.Event, tasks: list[asyncio.Task[None]]
+) -> None:
+    """Wait for ``stop`` (or a signal), or for a task to end; raise what a task raised."""
+    ready = asyncio.create_task(kopf_ready.wait())
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait([ready, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        # kopf installs SIGTERM and SIGINT handlers of its own as it starts, which stop kopf
+        # alone; replace them once it has.
+        _stop_on_signals(stop)
+        done, _pending = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        ready.cancel()
+        stopper.cancel()
+    for task in done:
+        if task is not stopper and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+def _stop_on_signals(stop: asyncio.Event) -> None:
+    # Without this SIGTERM (what Kubernetes sends a pod, and what ``berth up`` sends its child)
+    # ends the operator without closing its history run or writing the rows still queued.
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        # Only the main thread may handle signals; run() elsewhere just needs ``stop``.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+
+
+async def _serve_metrics(world: world_mod.World, options: Options) -> metrics.MetricsServer | None:
+    """Give the world its observer, and serve the observer's metrics if asked."""
+    sink = metrics.Metrics()
+    world.observer = observe.Observer(
+        sink, None, cache=world.cache, clock=world.clock, started_at=world.clock()
     )
+    if options.metrics_port is None:
+        return None
+    server = await metrics.serve(sink, host=options.metrics_host, port=options.metrics_port)
+    log.info("metrics served at http://%s:%d/metrics", options.metrics_host, server.port)
+    return server
 
 
 async def _ensure_namespace(kube: client.Kube, name: str) -> None:
@@ -107,10 +227,16 @@ async def run(
     stop: asyncio.Event | None = None,
     started: Callable[[world_mod.World], None] | None = None,
 ) -> None:
-    """Run the operator until ``stop`` is set (or forever)."""
+    """Run the operator until ``stop`` is set, or SIGTERM or SIGINT arrives."""
     stop = stop or asyncio.Event()
+    engine = None
+    if options.history_url is not None:
+        # Migrations run here, before anything else: a store that cannot be opened stops the
+        # start-up with the store's own error.
+        engine = await store.open_store(options.history_url)
     kube = await client.Kube.open(options.kubeconfig)
     world = world_mod.World(options.config, time.time)
+    metrics_server = await _serve_metrics(world, options)
     certs = webhooks.Certificates(options.webhook_host)
     runner = web.AppRunner(webhooks.app(world), access_log=None)
     await runner.setup()
@@ -123,7 +249,7 @@ async def run(
     port = sockets[0].getsockname()[1] if sockets else options.webhook_port
     base_url = f"https://{options.webhook_host}:{port}"
     tasks: list[asyncio.Task[None]] = []
-    kopf_stop = asyncio.Event()
+    kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
     try:
         await _ensure_namespace(kube, options.config.namespace)
         for conf in webhooks.configurations(base_url, certs.ca_bundle, world):
@@ -138,6 +264,7 @@ async def run(
                     clusterwide=True,
                     standalone=True,
                     stop_flag=kopf_stop,
+                    ready_flag=kopf_ready,
                 )
             )
         )
@@ -148,7 +275,7 @@ async def run(
                     name=options.lease_name,
                     namespace=options.config.namespace,
                     identity=options.identity,
-                    lead=lambda: _lead(world, kube),
+                    lead=lambda: _lead(world, kube, engine, options),
                     lease_duration=options.lease_duration,
                     renew_deadline=max(2, options.lease_duration * 2 // 3),
                     retry_period=max(1, options.lease_duration // 8),
@@ -157,18 +284,21 @@ async def run(
         )
         if started is not None:
             started(world)
-        stopper = asyncio.create_task(stop.wait())
-        done, _pending = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            if task is not stopper and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+        await _until_stopped(stop, kopf_ready, tasks)
     finally:
+        log.info("stopping")
+        # The leader (tasks[1]) first, while kopf (tasks[0]) still runs: kopf cancels every task
+        # of the loop it considers its own as it stops, and the leader's history writer must
+        # flush and close its run before that.
+        for task in tasks[1:]:
+            await _cancel(task)
         kopf_stop.set()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        for task in tasks[:1]:
+            await _cancel(task)
         await runner.cleanup()
         certs.cleanup()
         await kube.close()
+        if metrics_server is not None:
+            await metrics_server.close()
+        if engine is not None:
+            await engine.dispose()

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from typing import Any
 
 from berth.adapters.kube import client, errors, events, workloads
@@ -81,16 +82,7 @@ class Scheduler:
         heads = w.queues.heads()
         if not heads:
             return [], False
-        self.cycles += 1
-        result = cycle.schedule(
-            w.cache.snapshot,
-            heads,
-            now,
-            w.policy,
-            cycle=w.queues.cycle,
-            generation=w.cache.generation,
-            all_pods_ready=all(k in w.ready for k in w.cache.admitted),
-        )
+        result = self._schedule(heads, now)
         writes: list[_Write] = []
         progressed = False
         for p in result.preempted:
@@ -122,6 +114,23 @@ class Scheduler:
                 ):
                     progressed = True
         return writes, progressed
+
+    def _schedule(self, heads: list[cycle.Head], now: float) -> cycle.CycleResult:
+        w = self.world
+        self.cycles += 1
+        started = time.perf_counter()
+        result = cycle.schedule(
+            w.cache.snapshot,
+            heads,
+            now,
+            w.policy,
+            cycle=w.queues.cycle,
+            generation=w.cache.generation,
+            all_pods_ready=all(k in w.ready for k in w.cache.admitted),
+        )
+        if w.observer is not None:
+            w.observer.cycle(result, time.perf_counter() - started)
+        return result
 
     # Status bodies ------------------------------------------------------------------------------
 
@@ -162,6 +171,9 @@ class Scheduler:
         )
 
     def _evict_write(self, key: names.WorkloadKey, p: cycle.Preempt, now: float) -> _Write:
+        w = self.world
+        if w.observer is not None:
+            w.observer.preempting(p, w.cache.cluster_queue_for(p.preemptor) or "")
         body, rv = self._body(key)
         current = (body.get("status") or {}).get("conditions") or []
         changes = [

@@ -19,7 +19,7 @@ import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from berth.api import (
     clusterqueue,
@@ -36,6 +36,9 @@ from berth.api import workload as api_workload
 from berth.core import admission, batchjob, cycle, podsready, priority, workload
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
+
+if TYPE_CHECKING:
+    from berth.entry.operator import observe
 
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
@@ -124,6 +127,8 @@ class World:
         self.reactivated: set[names.WorkloadKey] = set()
         """Workloads whose spec.active turned true: their requeueState is cleared by the
         lifecycle task, as the simulator restarts their requeue count."""
+        self.observer: observe.Observer | None = None
+        """Told of every Workload body that changes (metrics and history, on the leader)."""
         self._seen: dict[tuple[str, str, str], int] = {}
         self._gone: dict[tuple[str, str, str], int] = {}
 
@@ -353,7 +358,10 @@ class World:
             job = self.job_of_uid.get(job_uid)
             if job is not None:
                 self.mark_job(job)
+        old = self.workloads.get(key)
         if deleted:
+            if self.observer is not None:
+                self.observer.workload(old, None, self.infos.get(key))
             self.workloads.pop(key, None)
             self.infos.pop(key, None)
             self.ready.discard(key)
@@ -363,10 +371,12 @@ class World:
             self.wake.statuses.set()
             return
         self.workloads[key] = body
-        if key in self.in_flight:
-            return  # the scheduler loop settles it when its write returns
-        self._refresh_info(key, body)
-        self.settle_workload(key)
+        # While an admission write is in flight, the scheduler loop settles it when it returns.
+        if key not in self.in_flight:
+            self._refresh_info(key, body)
+            self.settle_workload(key)
+        if self.observer is not None:
+            self.observer.workload(old, body, self.infos.get(key))
 
     def _refresh_info(self, key: names.WorkloadKey, body: Body) -> None:
         """Take in a changed spec.priority or spec.active (as the simulator's _set_priority)."""
