@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from berth.adapters import history, metrics
 from berth.api import conditions, names
@@ -186,13 +186,7 @@ class Observer:
         wait = max(0.0, reserved - since)
         adm = _admission(body, info)
         cq = adm.cluster_queue if adm is not None else ""
-        self.metrics.report_admission(
-            cluster_queue=cq,
-            namespace=info.key.namespace,
-            local_queue=info.local_queue or "",
-            priority_class=info.priority_class,
-            wait_seconds=wait,
-        )
+        self.metrics.report_admission(**_labels(info, cq), wait_seconds=wait)
         self._record(
             _KIND.ADMITTED,
             body,
@@ -234,13 +228,7 @@ class Observer:
                 by=str(by.workload) if by is not None else None,
                 about_admission=True,
             )
-        self.metrics.report_eviction(
-            cluster_queue=cq,
-            namespace=info.key.namespace,
-            local_queue=info.local_queue or "",
-            priority_class=info.priority_class,
-            reason=reason,
-        )
+        self.metrics.report_eviction(**_labels(info, cq), reason=reason)
         self._record(
             _KIND.EVICTED,
             admitted_body,
@@ -263,12 +251,7 @@ class Observer:
         admitted_body = new if (new.get("status") or {}).get("admission") else old
         adm = None if admitted_body is None else _admission(admitted_body, info)
         if held or adm is not None:
-            self.metrics.report_finish(
-                cluster_queue=adm.cluster_queue if adm is not None else "",
-                namespace=info.key.namespace,
-                local_queue=info.local_queue or "",
-                priority_class=info.priority_class,
-            )
+            self.metrics.report_finish(**_labels(info, adm.cluster_queue if adm else ""))
         self._record(
             _KIND.FINISHED,
             admitted_body or new,
@@ -320,6 +303,23 @@ class Observer:
                 wait_seconds=wait_seconds,
             )
         )
+
+
+class _Labels(TypedDict):
+    cluster_queue: str
+    namespace: str
+    local_queue: str
+    priority_class: str | None
+
+
+def _labels(info: core_workload.WorkloadInfo, cluster_queue: str) -> _Labels:
+    """The queue labels every per-workload series carries."""
+    return _Labels(
+        cluster_queue=cluster_queue,
+        namespace=info.key.namespace,
+        local_queue=info.local_queue or "",
+        priority_class=info.priority_class,
+    )
 
 
 def _time(cond: Body) -> float:
