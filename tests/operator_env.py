@@ -7,6 +7,7 @@ objects and GPU Jobs the operator tests submit.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from berth.adapters.devcluster import errors, kwok, launcher
+from berth.adapters.history import store
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUE_LABEL = "berth.dev/queue-name"
@@ -244,3 +246,24 @@ def running_pods(plane: launcher.ControlPlane, ns: str, job: str) -> int:
         for p in items
         if not p["metadata"].get("deletionTimestamp") and p["status"].get("phase") == "Running"
     )
+
+
+def history_run(url: str) -> store.RunData:
+    """The latest history run the operator recorded in ``url``."""
+
+    async def read() -> store.RunData | None:
+        engine = await store.open_store(url)
+        try:
+            return await store.read_run(engine)
+        finally:
+            await engine.dispose()
+
+    data = asyncio.run(read())
+    assert data is not None, "the operator opened no history run"
+    return data
+
+
+def transitions(url: str, ns: str) -> list[tuple[str, str]]:
+    """(kind, reason) of every history row of a namespace's workloads, in time order."""
+    rows = sorted((r for r in history_run(url).events if r.namespace == ns), key=lambda r: r.t)
+    return [(r.kind.value, r.reason) for r in rows]

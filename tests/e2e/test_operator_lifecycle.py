@@ -21,6 +21,7 @@ from operator_env import (
     local_queue,
     priority_class,
     running_pods,
+    transitions,
     workload_of,
 )
 
@@ -51,7 +52,7 @@ def _merge(plane: launcher.ControlPlane, *target: str, patch: str) -> None:
 
 def test_hold_and_drain_evicts_running_job_and_resuming_runs_it_again(
     gpu_cluster: launcher.ControlPlane,
-    berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    berth_operator: OperatorProcess,
     new_namespace: Callable[[launcher.ControlPlane, str], str],
     wait_until: Wait,
 ) -> None:
@@ -71,14 +72,30 @@ def test_hold_and_drain_evicts_running_job_and_resuming_runs_it_again(
         timeout=15,
     )
     assert get(gpu_cluster, "job", "train", "-n", ns)["spec"]["suspend"] is True
+    released = workload_of(gpu_cluster, ns, "train")
+    # As Kueue: Evicted stays True until the next admission; Requeued waits for the restart.
+    assert condition(released, "Evicted")["status"] == "True"
+    assert (
+        condition(released, "Requeued")["status"],
+        condition(released, "Requeued")["reason"],
+    ) == (
+        "False",
+        "ClusterQueueStopped",
+    )
     _merge(gpu_cluster, "clusterqueue", cq, patch='{"spec":{"stopPolicy":"None"}}')
     wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 2, timeout=30)
+    wait_until(
+        lambda: (
+            ("Requeued", "ClusterQueueRestarted") in transitions(berth_operator.history_url, ns)
+        ),
+        timeout=15,
+    )
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")
 
 
 def test_deactivating_a_workload_stops_its_job_and_reactivating_starts_it(
     gpu_cluster: launcher.ControlPlane,
-    berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    berth_operator: OperatorProcess,
     new_namespace: Callable[[launcher.ControlPlane, str], str],
     wait_until: Wait,
 ) -> None:
@@ -99,6 +116,23 @@ def test_deactivating_a_workload_stops_its_job_and_reactivating_starts_it(
     assert condition(workload_of(gpu_cluster, ns, "train"), "Evicted")["reason"] == "Deactivated"
     _merge(gpu_cluster, "workload", name, "-n", ns, patch='{"spec":{"active":true}}')
     wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 2, timeout=30)
+    wait_until(
+        lambda: (
+            [
+                step
+                for step in transitions(berth_operator.history_url, ns)
+                if step[0] in {"Admitted", "Evicted", "Requeued", "Deactivated"}
+            ]
+            == [
+                ("Admitted", "Admitted"),
+                ("Deactivated", "Deactivated"),
+                ("Evicted", "Deactivated"),
+                ("Requeued", "Reactivated"),
+                ("Admitted", "Admitted"),
+            ]
+        ),
+        timeout=15,
+    )
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")
 
 

@@ -11,7 +11,6 @@ transition, and `berth report --format json`.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import dataclasses
 import datetime as dt
@@ -36,6 +35,7 @@ from operator_env import (
     flavor,
     get,
     gpu_job,
+    history_run,
     local_queue,
     priority_class,
     workload_of,
@@ -153,15 +153,7 @@ def _value(
 
 
 def _history(url: str, ns: str) -> tuple[store.RunData, list[history.Record]]:
-    async def read() -> store.RunData | None:
-        engine = await store.open_store(url)
-        try:
-            return await store.read_run(engine)
-        finally:
-            await engine.dispose()
-
-    data = asyncio.run(read())
-    assert data is not None, "the operator opened no history run"
+    data = history_run(url)
     return data, [r for r in data.events if r.namespace == ns]
 
 

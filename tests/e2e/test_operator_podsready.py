@@ -20,6 +20,7 @@ from operator_env import (
     flavor,
     gpu_job,
     local_queue,
+    transitions,
     workload_of,
 )
 
@@ -59,7 +60,7 @@ def short_timeout_operator(
 
 def test_pods_never_ready_evicted_requeued_with_backoff_then_deactivated(
     gpu_cluster: launcher.ControlPlane,
-    short_timeout_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    short_timeout_operator: OperatorProcess,
     new_namespace: Callable[[launcher.ControlPlane, str], str],
     wait_until: Callable[..., None],
 ) -> None:
@@ -87,6 +88,7 @@ def test_pods_never_ready_evicted_requeued_with_backoff_then_deactivated(
     )
     first = workload_of(gpu_cluster, ns, "stuck")
     assert condition(first, "Evicted")["reason"] == "PodsReadyTimeout"
+    assert condition(first, "Evicted")["status"] == "True", "Evicted stays True until readmitted"
     # Requeued after the 2 s backoff, admitted again, timed out again: past the limit of one.
     wait_until(
         lambda: workload_of(gpu_cluster, ns, "stuck")["spec"].get("active") is False,
@@ -103,4 +105,23 @@ def test_pods_never_ready_evicted_requeued_with_backoff_then_deactivated(
     assert condition(final, "Evicted")["reason"] == "Deactivated"
     assert final["status"]["requeueState"]["count"] == 1
     assert gpu_cluster.kubectl().json("get", "job", "stuck", "-n", ns)["spec"]["suspend"] is True
+    # Kueue's Requeued condition: False (PodsReadyTimeout) at release, True (BackoffFinished)
+    # once the backoff is over, then the second admission; the history keeps each step.
+    wait_until(
+        lambda: ("Evicted", "Deactivated") in transitions(short_timeout_operator.history_url, ns),
+        timeout=15,
+    )
+    steps = [
+        step
+        for step in transitions(short_timeout_operator.history_url, ns)
+        if step[0] in {"Admitted", "Evicted", "Requeued", "Deactivated"}
+    ]
+    assert steps == [
+        ("Admitted", "Admitted"),
+        ("Evicted", "PodsReadyTimeout"),
+        ("Requeued", "BackoffFinished"),
+        ("Admitted", "Admitted"),
+        ("Deactivated", "Deactivated"),
+        ("Evicted", "Deactivated"),
+    ], steps
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")

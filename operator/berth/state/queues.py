@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
+import math
 
 from berth.api import clusterqueue, names
 from berth.core import cycle, ordering, workload
@@ -318,8 +319,11 @@ class QueueManager:
         return moved
 
     def next_backoff_expiry(self, now: float) -> float | None:
-        """The earliest future time a backed-off workload may return to its queue."""
-        times = [pw.requeue_at for pw in self.pending.values() if pw.requeue_at > now]
+        """The earliest future time a backed-off workload may return to its queue.
+
+        A workload held without a time (``requeue_at`` infinite) returns when its holder says.
+        """
+        times = [pw.requeue_at for pw in self.pending.values() if now < pw.requeue_at < math.inf]
         return min(times) if times else None
 
     # Questions ----------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ For every Job a handler marked dirty, in Kueue's reconciler order (``jobframewor
 1. no Workload yet: create one (owner reference, pod set ``main``, priority resolved);
 2. the Job finished: mark the Workload ``Finished`` (its quota is released when that is seen);
 3. the Workload is being evicted: suspend the Job, wait until none of its pods is active,
-   restore the original template, and only then clear the admission (which releases quota);
+   restore the original template, and only then clear the admission (which releases quota),
+   setting ``Requeued`` as Kueue does (True only after a preemption);
 4. the Workload is admitted and the Job suspended: start it with the flavors' node labels and
    tolerations (``core.batchjob.start_patch``); once running, keep ``PodsReady`` current;
 5. the Job runs but its Workload is not admitted: suspend it.
@@ -284,12 +285,18 @@ class JobController:
                 _COND.ADMITTED, False, "NoReservation", "The workload has no reservation", now
             ),
             workloads.condition(
-                _COND.EVICTED, False, reason, "The workload is stopped and requeued", now
-            ),
-            workloads.condition(
                 _COND.PODS_READY, False, "PodsReady", "The workload is not admitted", now
             ),
-            workloads.condition(_COND.REQUEUED, True, reason, "The workload is requeued", now),
+            # As Kueue's job reconciler: Evicted stays True until the next admission, and only
+            # a preemption requeues at once; a pods-ready timeout waits for BackoffFinished, a
+            # stopped queue for its restart, a deactivation for reactivation.
+            workloads.condition(
+                _COND.REQUEUED,
+                reason == conditions.EvictionReason.PREEMPTED,
+                reason,
+                evicted.get("message") or "Evicted",
+                now,
+            ),
         ]
         status = {"admission": None, "conditions": workloads.merge_conditions(current, changes)}
         stored = await workloads.patch_status(

@@ -11,12 +11,15 @@ Each pass, over the admitted workloads in key order, makes the simulator's decis
    exceeded (``_ready_timeout``).
 
 It then rewrites ``spec.priority`` of the Workloads whose WorkloadPriorityClass value changed
-(``_apply_workload_priority_class``), and clears ``status.requeueState`` of reactivated
-Workloads (``_update_workload`` restarts the requeue count). An eviction writes only the
-``Evicted`` condition (and ``requeueState``); the Job controller stops the Job and then clears
-the admission, which releases the quota and requeues the workload (after its backoff). Resuming
-a stopped queue needs no write: the refreshed queues take the workloads in again. Every write
-carries the resourceVersion it was decided from; a conflict is decided again on the next pass.
+(``_apply_workload_priority_class``), and sets ``Requeued=True`` as Kueue's workload controller
+does (the simulator's ``Requeued`` events): ``Reactivated`` with a cleared ``requeueState`` for
+a reactivated Workload (``_update_workload`` restarts the requeue count), ``BackoffFinished``
+(clearing ``requeueAt``) once a pods-ready timeout's backoff is over — until then the workload
+stays out of its queue — and ``LocalQueueRestarted``/``ClusterQueueRestarted`` once a stopped
+queue runs again. An eviction writes only the ``Evicted`` condition (and ``requeueState``); the
+Job controller stops the Job and then clears the admission, which releases the quota. Every
+write carries the resourceVersion it was decided from; a conflict is decided again on the next
+pass.
 """
 
 from __future__ import annotations
@@ -36,6 +39,17 @@ _COND = conditions.WorkloadCondition
 _EVICT = conditions.EvictionReason
 _PERIOD = 0.5
 """Seconds between passes: the resolution of pods-ready timeouts."""
+_RESTARTED = {
+    _EVICT.LOCAL_QUEUE_STOPPED: (
+        "LocalQueueRestarted",
+        "The LocalQueue was restarted after being stopped",
+    ),
+    _EVICT.CLUSTER_QUEUE_STOPPED: (
+        "ClusterQueueRestarted",
+        "The ClusterQueue was restarted after being stopped",
+    ),
+}
+"""Requeued reason and message when a stopped queue's evicted workload may queue again."""
 _STOPPED = {
     _EVICT.LOCAL_QUEUE_STOPPED: "The LocalQueue is stopped",
     _EVICT.CLUSTER_QUEUE_STOPPED: "The ClusterQueue is stopped",
@@ -87,8 +101,9 @@ class Lifecycle:
             w.priority_rewrites.discard(key)
             await self._rewrite_priority(key)
         for key in sorted(w.reactivated):
-            w.reactivated.discard(key)
-            await self._reset_requeue_state(key)
+            await self._reactivated(key)
+        for key in sorted(w.requeue_holds):
+            await self._requeue_when_due(key, now)
 
     async def _check_ready(self, key: names.WorkloadKey, body: dict[str, Any], now: float) -> None:
         wfpr = self.world.config.wait_for_pods_ready
@@ -158,19 +173,72 @@ class Lifecycle:
         with contextlib.suppress(errors.KubeError):
             await events.emit(self.kube, stored, "Evicted", message, w.clock())
 
-    async def _reset_requeue_state(self, key: names.WorkloadKey) -> None:
+    async def _reactivated(self, key: names.WorkloadKey) -> None:
+        """Requeued=True (Reactivated) and a fresh requeue count, as the simulator restarts it.
+
+        The workload stays out of its queue until this is written (``World._queue_pending``).
+        """
         w = self.world
         body = w.workloads.get(key)
-        if body is None or not (body.get("status") or {}).get("requeueState"):
+        if body is None:
+            w.reactivated.discard(key)
             return
+        change = workloads.condition(
+            _COND.REQUEUED, True, "Reactivated", "The workload was reactivated", w.clock()
+        )
+        status = {"requeueState": None, "conditions": _merged(body, change)}
+        await self._write_status(key, body, status, done=w.reactivated)
+
+    async def _requeue_when_due(self, key: names.WorkloadKey, now: float) -> None:
+        """Turn Requeued True once what held the workload is over (Kueue's workload controller)."""
+        w = self.world
+        body = w.workloads.get(key)
+        info = w.infos.get(key)
+        if body is None or info is None:
+            w.requeue_holds.discard(key)
+            return
+        reason = world_mod.condition_of(body, _COND.REQUEUED).get("reason")
+        status: dict[str, Any] = {}
+        if reason == _EVICT.PODS_READY_TIMEOUT:
+            state = dict((body.get("status") or {}).get("requeueState") or {})
+            if world_mod.parse_time(state.get("requeueAt")) > now:
+                return
+            state["requeueAt"] = None
+            status["requeueState"] = state
+            change = workloads.condition(
+                _COND.REQUEUED, True, "BackoffFinished", "The workload backoff was finished", now
+            )
+        elif reason in _RESTARTED:
+            if w.cache.blocker(info) is not None:
+                return
+            change = workloads.condition(_COND.REQUEUED, True, *_RESTARTED[reason], now)
+        else:
+            w.requeue_holds.discard(key)
+            return
+        status["conditions"] = _merged(body, change)
+        await self._write_status(key, body, status, done=w.requeue_holds)
+
+    async def _write_status(
+        self,
+        key: names.WorkloadKey,
+        body: dict[str, Any],
+        status: dict[str, Any],
+        *,
+        done: set[names.WorkloadKey],
+    ) -> None:
+        """Patch a Workload's status from the body it was decided on, then take it off ``done``.
+
+        Off the set before the World sees the stored body, which lets the workload queue again;
+        on a conflict it stays, and the next pass decides on the newer body.
+        """
         try:
             stored = await workloads.patch_status(
-                self.kube, key, body["metadata"]["resourceVersion"], {"requeueState": None}
+                self.kube, key, body["metadata"]["resourceVersion"], status
             )
         except errors.ConflictError:
-            w.reactivated.add(key)
             return
-        w.apply("Workload", stored)
+        done.discard(key)
+        self.world.apply("Workload", stored)
 
     async def _rewrite_priority(self, key: names.WorkloadKey) -> None:
         w = self.world
@@ -192,3 +260,7 @@ class Lifecycle:
             return
         w.apply("Workload", stored)
         log.info("priority of %s is now %d", key, value)
+
+
+def _merged(body: dict[str, Any], change: dict[str, Any]) -> list[dict[str, Any]]:
+    return workloads.merge_conditions((body.get("status") or {}).get("conditions") or [], [change])

@@ -8,6 +8,8 @@ wrote it (the scheduler loop, the lifecycle task, the job controller, a person) 
 nothing twice when a write echoes back through the watch. Each transition becomes a
 ``history.Record`` for the writer and a ``Metrics.report_*`` call.
 
+A row's time is when the leader saw the change (conditions carry whole seconds only, which
+would misorder transitions of one second); waits are computed from the conditions, as Kueue's.
 Only the leader observes, and only after it primed its cache: a full list at start-up shows the
 cluster's state, not transitions. The scheduler loop adds what bodies cannot say: the preemptor
 of each victim (``preempting``) and each cycle's duration (``cycle``). ``state`` sets the gauges
@@ -139,29 +141,22 @@ class Observer:
             return
         if old is None and not before and _active(new) and not after:
             self._record(_KIND.QUEUED, new, info, t=info.creation_time)
-        if old is not None and _active(old) != _active(new):
-            self._activity(new, info)
+        if old is not None and _active(old) and not _active(new):
+            self._record(_KIND.DEACTIVATED, new, info, t=self.clock(), reason="Deactivated")
         if _newly_true(before, after, _COND.ADMITTED) is not None and _holds_quota(new, after):
             self._admitted(new, info, after, _queued_since(old, info))
         evicted = _newly_true(before, after, _COND.EVICTED)
         if evicted is not None:
             self._evicted(old or new, new, info, evicted, after)
-        released = _holds_quota(old, before) and not _holds_quota(new, after)
-        if released and _COND.FINISHED not in after and _active(new):
-            # Released after an eviction: back in its queue, for the eviction's reason (the job
-            # controller writes it on Requeued=True as it clears Evicted).
-            cause = after.get(_COND.REQUEUED) or before.get(_COND.EVICTED) or {}
-            when = _time(cause) if cause is after.get(_COND.REQUEUED) else self.clock()
-            self._record(_KIND.REQUEUED, new, info, t=when, reason=str(cause.get("reason") or ""))
+        requeued = _newly_true(before, after, _COND.REQUEUED)
+        if requeued is not None:
+            # Back in its queue: at once after a preemption, after the backoff of a pods-ready
+            # timeout, when its stopped queue restarts, or when it is reactivated.
+            reason = str(requeued.get("reason") or "")
+            self._record(_KIND.REQUEUED, new, info, t=self.clock(), reason=reason)
         done = _newly_true(before, after, _COND.FINISHED)
         if done is not None:
             self._finished(old, new, info, done, held=_holds_quota(old, before))
-
-    def _activity(self, new: Body, info: core_workload.WorkloadInfo) -> None:
-        if _active(new):
-            self._record(_KIND.REQUEUED, new, info, t=self.clock(), reason="Reactivated")
-        else:
-            self._record(_KIND.DEACTIVATED, new, info, t=self.clock(), reason="Deactivated")
 
     def _deleted(
         self, old: Body | None, before: dict[str, Body], info: core_workload.WorkloadInfo
@@ -191,7 +186,7 @@ class Observer:
             _KIND.ADMITTED,
             body,
             info,
-            t=reserved,
+            t=self.clock(),
             reason="Admitted",
             about_admission=True,
             wait_seconds=wait,
@@ -210,7 +205,7 @@ class Observer:
         adm = _admission(admitted_body, info)
         cq = adm.cluster_queue if adm is not None else ""
         reason = str(evicted.get("reason") or "")
-        t = _time(evicted)
+        t = self.clock()
         preempted = after.get(_COND.PREEMPTED)
         if preempted is not None and reason == conditions.EvictionReason.PREEMPTED:
             by = self._preemptors.pop(info.key, None)
@@ -256,7 +251,7 @@ class Observer:
             _KIND.FINISHED,
             admitted_body or new,
             info,
-            t=_time(done),
+            t=self.clock(),
             reason=str(done.get("reason") or ""),
             message=str(done.get("message") or ""),
             about_admission=adm is not None,

@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,8 @@ from berth.api import (
     resourceflavor,
 )
 from berth.api import workload as api_workload
-from berth.core import admission, batchjob, cycle, podsready, priority, workload
+from berth.api.configuration import RequeueTimestamp
+from berth.core import admission, batchjob, cycle, priority, workload
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 
@@ -42,6 +44,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
+_EVICT = conditions.EvictionReason
+_HELD = frozenset(
+    {_EVICT.PODS_READY_TIMEOUT, _EVICT.LOCAL_QUEUE_STOPPED, _EVICT.CLUSTER_QUEUE_STOPPED}
+)
+"""Requeued=False reasons the lifecycle task turns True once their cause is over."""
 
 Body = dict[str, Any]
 
@@ -127,6 +134,9 @@ class World:
         self.reactivated: set[names.WorkloadKey] = set()
         """Workloads whose spec.active turned true: their requeueState is cleared by the
         lifecycle task, as the simulator restarts their requeue count."""
+        self.requeue_holds: set[names.WorkloadKey] = set()
+        """Pending workloads whose Requeued condition is False for a reason the lifecycle task
+        turns True (BackoffFinished after a pods-ready timeout, a stopped queue restarted)."""
         self.observer: observe.Observer | None = None
         """Told of every Workload body that changes (metrics and history, on the leader)."""
         self._seen: dict[tuple[str, str, str], int] = {}
@@ -331,21 +341,19 @@ class World:
         return info if evicted_at is None else info.with_order_time(evicted_at)
 
     def _timeout_eviction_time(self, body: Body) -> float | None:
-        """When a workload was last evicted by a pods-ready timeout, if it queues by that time."""
+        """When a workload was evicted by a pods-ready timeout, if it queues by that time.
+
+        Kueue's ``GetQueueOrderTimestamp``: with ``requeuingStrategy.timestamp: Eviction``, the
+        transition time of ``Evicted=True`` (reason PodsReadyTimeout), which stays True until the
+        workload is admitted again.
+        """
         wfpr = self.config.wait_for_pods_ready
-        if wfpr is None:
+        if wfpr is None or wfpr.requeuing_strategy.timestamp != RequeueTimestamp.EVICTION:
             return None
-        evicted = _condition(body, _COND.EVICTED)
-        state = (body.get("status") or {}).get("requeueState") or {}
-        if evicted.get("reason") != conditions.EvictionReason.PODS_READY_TIMEOUT or not state:
+        evicted = condition_of(body, _COND.EVICTED)
+        if evicted.get("status") != "True" or evicted.get("reason") != _EVICT.PODS_READY_TIMEOUT:
             return None
-        decision = podsready.after_timeout(
-            wfpr.requeuing_strategy, int(state.get("count") or 1) - 1, 0.0
-        )
-        if not isinstance(decision, podsready.Requeue) or decision.order_time is None:
-            return None
-        # requeueAt was written as eviction time + backoff; the eviction time is what orders it.
-        return parse_time(state.get("requeueAt")) - decision.backoff
+        return parse_time(evicted.get("lastTransitionTime"))
 
     def _workload(self, body: Body, *, deleted: bool) -> None:
         key = _key(body)
@@ -365,6 +373,7 @@ class World:
             self.workloads.pop(key, None)
             self.infos.pop(key, None)
             self.ready.discard(key)
+            self.requeue_holds.discard(key)
             self.release(key)
             self.queues.delete(key)
             self.wake.schedule.set()
@@ -400,7 +409,7 @@ class World:
         self.wake.lifecycle.set()
         self.wake.schedule.set()
 
-    def settle_workload(self, key: names.WorkloadKey) -> None:  # noqa: C901 - the Workload lifecycle, step by step
+    def settle_workload(self, key: names.WorkloadKey) -> None:
         """Bring state in line with the latest body of a Workload."""
         body = self.workloads.get(key)
         if body is None:
@@ -422,11 +431,13 @@ class World:
         # A deactivated workload that still holds quota keeps it until its Job has stopped and
         # the job controller clears the admission, as after any other eviction.
         if condition_true(body, _COND.FINISHED) or (not info.active and not holds_quota):
+            self.requeue_holds.discard(key)
             self.release(key)
             self.queues.delete(key)
             self.wake.schedule.set()
             return
         if holds_quota:
+            self.requeue_holds.discard(key)
             self.queues.delete(key)
             if key not in self.cache.admitted:
                 adm = api_workload.Admission.model_validate(raw_admission)
@@ -437,11 +448,39 @@ class World:
             return
         if key in self.cache.admitted:
             self.release(key)
-        if key not in self.queues.pending:
-            now = self.clock()
-            requeue_at = parse_time((status.get("requeueState") or {}).get("requeueAt"))
-            self.queues.add(info, now=now, requeue_at=requeue_at if requeue_at > now else 0.0)
-            self.wake.schedule.set()
+        self._queue_pending(key, body, info)
+
+    def _queue_pending(
+        self, key: names.WorkloadKey, body: Body, info: workload.WorkloadInfo
+    ) -> None:
+        """Queue a pending workload, in the order and after the backoff its status says."""
+        now = self.clock()
+        requeued = condition_of(body, _COND.REQUEUED)
+        requeue_at = 0.0
+        self.requeue_holds.discard(key)
+        if requeued.get("status") == "False" and requeued.get("reason") in _HELD:
+            # Kueue keeps such a workload out of its queue until Requeued turns True
+            # (BackoffFinished, *Restarted), which the lifecycle task writes.
+            self.requeue_holds.add(key)
+            requeue_at = math.inf
+            self.wake.lifecycle.set()
+        elif key in self.reactivated:
+            requeue_at = math.inf  # until the lifecycle task writes Requeued=True (Reactivated)
+        order = self._timeout_eviction_time(body)
+        want = -1.0 if order is None else order  # -1: by creation time
+        if info.queue_order_time != want:
+            info = self.infos[key] = info.with_order_time(want)
+        pw = self.queues.pending.get(key)
+        if (
+            pw is not None
+            and pw.info is info
+            and math.isinf(pw.requeue_at) == math.isinf(requeue_at)
+        ):
+            return
+        if pw is not None and not math.isinf(pw.requeue_at) and requeue_at == 0.0:
+            requeue_at = pw.requeue_at  # a backoff the scheduler loop set (a failed write)
+        self.queues.add(info, now=now, requeue_at=requeue_at)
+        self.wake.schedule.set()
 
     def release(self, key: names.WorkloadKey) -> None:
         """Stop counting an admission; requeue what waited in its quota tree (as the simulator)."""
@@ -478,7 +517,8 @@ def _without_status(body: Body) -> Body:
     }
 
 
-def _condition(body: Body, kind: str) -> Body:
+def condition_of(body: Body, kind: str) -> Body:
+    """An object's status condition of this type (whatever its status), or ``{}``."""
     for c in (body.get("status") or {}).get("conditions") or []:
         if c.get("type") == kind:
             return dict(c)
