@@ -114,3 +114,46 @@ def test_a_deactivated_workload_keeps_its_quota_until_its_admission_is_cleared()
     world.apply("Workload", _workload_of(job, "13", active=True))
     assert key in world.queues.pending
     assert world.reactivated == {key}
+
+
+def _parked_world() -> tuple[world_mod.World, names.WorkloadKey]:
+    world, job = _queued_world()
+    key = _key(job)
+    world.apply("Workload", _workload_of(job, "10"))
+    q = world.queues.queues[names.ClusterQueueName("cq")]
+    q.park(world.queues.pending[key])  # as a head found inadmissible is
+    return world, key
+
+
+def test_a_status_write_of_a_queue_leaves_its_inadmissible_workloads_parked() -> None:
+    world, key = _parked_world()
+    cq = cluster_queue("cq", "team", {"a100": 4})
+    cq["metadata"]["resourceVersion"] = "20"
+    cq["status"] = {"pendingWorkloads": 1}
+    world.apply("ClusterQueue", cq)
+    lq = local_queue("lq", "team", "cq")
+    lq["metadata"].update(resourceVersion="21", labels={"team": "a"})
+    lq["status"] = {"pendingWorkloads": 1}
+    world.apply("LocalQueue", lq)
+    assert key in world.queues.queues[names.ClusterQueueName("cq")].inadmissible
+
+
+def test_a_spec_change_of_a_queue_requeues_its_inadmissible_workloads() -> None:
+    world, key = _parked_world()
+    cq = cluster_queue("cq", "team", {"a100": 8})
+    cq["metadata"]["resourceVersion"] = "20"
+    world.apply("ClusterQueue", cq)
+    q = world.queues.queues[names.ClusterQueueName("cq")]
+    assert key not in q.inadmissible
+    assert q.active_count == 1
+
+
+def test_a_queue_deleted_and_created_again_unchanged_is_taken_in_again() -> None:
+    world, key = _parked_world()
+    lq = local_queue("lq", "team", "cq")
+    lq["metadata"]["resourceVersion"] = "20"
+    world.remove("LocalQueue", lq)
+    assert key in world.queues.outside
+    lq["metadata"]["resourceVersion"] = "21"
+    world.apply("LocalQueue", lq)
+    assert key not in world.queues.outside

@@ -141,6 +141,8 @@ class World:
         """Told of every Workload body that changes (metrics and history, on the leader)."""
         self._seen: dict[tuple[str, str, str], int] = {}
         self._gone: dict[tuple[str, str, str], int] = {}
+        self._consumed: dict[tuple[str, str, str], Body] = {}
+        """What the cache last took from each queue object (everything but metadata and status)."""
 
     # Intake -------------------------------------------------------------------------------------
 
@@ -192,10 +194,21 @@ class World:
         self.wake.statuses.set()
 
     def _queue_object(self, kind: str, body: Body, *, deleted: bool) -> None:  # noqa: C901, PLR0912 - one branch per kind
+        key = _key(body)
+        ident = (kind, key.namespace, key.name)
+        consumed = _consumed(body)
+        if deleted:
+            self._consumed.pop(ident, None)
+        elif self._consumed.get(ident) == consumed:
+            # The operator's own status writes come back as MODIFIED events; re-placing every
+            # pending workload for them would change nothing the cache reads (spec, value).
+            return
         obj, problems = kinds.try_load(body)
         if obj is None:
-            log.warning("ignoring invalid %s %s: %s", kind, _key(body), problems)
+            log.warning("ignoring invalid %s %s: %s", kind, key, problems)
             return
+        if not deleted:
+            self._consumed[ident] = consumed
         if isinstance(obj, resourceflavor.ResourceFlavor):
             (self.cache.delete_flavor(obj.name) if deleted else self.cache.upsert_flavor(obj))
         elif isinstance(obj, cohort.Cohort):
@@ -505,6 +518,16 @@ class World:
             and not condition_true(body, _COND.EVICTED)
             and bool((body.get("status") or {}).get("admission"))
         )
+
+
+def _consumed(body: Body) -> Body:
+    """The part of a queue object the cache reads: all but its metadata (name aside) and status.
+
+    Compared in full rather than by ``metadata.generation``: a kind without a status
+    subresource (ResourceFlavor, WorkloadPriorityClass) bumps it for any change, and one with
+    it never bumps it for labels; the cache reads neither labels nor status.
+    """
+    return {k: v for k, v in body.items() if k not in {"metadata", "status"}}
 
 
 def _without_status(body: Body) -> Body:
