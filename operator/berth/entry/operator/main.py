@@ -19,7 +19,8 @@ import os
 import signal
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 
 import kopf
 from aiohttp import web
@@ -27,7 +28,7 @@ from sqlalchemy.ext import asyncio as sa_asyncio
 
 from berth.adapters import metrics
 from berth.adapters.history import store, writer
-from berth.adapters.kube import client, errors, leader
+from berth.adapters.kube import client, errors, events, leader
 from berth.api import configuration
 from berth.entry.operator import (
     handlers,
@@ -93,6 +94,7 @@ async def _lead(
     kube: client.Kube,
     engine: sa_asyncio.AsyncEngine | None,
     options: Options,
+    failed: asyncio.Future[None],
 ) -> None:
     log.info("leading: priming the cache")
     while True:
@@ -105,13 +107,40 @@ async def _lead(
     async with _observing(world, engine, options):
         world.wake.schedule.set()
         world.wake.statuses.set()
-        await asyncio.gather(
-            scheduler.Scheduler(world, kube).run(),
-            jobcontroller.JobController(world, kube).run(),
-            lifecycle.Lifecycle(world, kube).run(),
-            statuses.StatusWriter(world, statuses.KubeStatusPort(kube)).run(),
-            _report_state(world, options.state_interval),
+        recorder = events.Recorder(kube)
+        await supervise(
+            [
+                recorder.run(),
+                scheduler.Scheduler(world, kube, recorder).run(),
+                jobcontroller.JobController(world, kube).run(),
+                lifecycle.Lifecycle(world, kube).run(),
+                statuses.StatusWriter(world, statuses.KubeStatusPort(kube)).run(),
+                _report_state(world, options.state_interval),
+            ],
+            failed,
         )
+
+
+async def supervise(coros: list[Coroutine[Any, Any, None]], failed: asyncio.Future[None]) -> None:
+    """Run the leader's tasks; if one dies, log it, cancel the others and fail ``failed``.
+
+    The leader election runs ``_lead`` in a task nobody awaits, so an exception escaping it
+    would leave the operator alive, holding the Lease and idle; ``run`` waits on ``failed``
+    and stops the process instead, and another replica (or a restart) takes over.
+    """
+    try:
+        async with asyncio.TaskGroup() as group:
+            for coro in coros:
+                group.create_task(coro)
+    except Exception as e:
+        log.exception("a leader task died; stopping the operator")
+        if not failed.done():
+            failed.set_exception(e)
+        raise
+
+
+async def _raise_when_failed(failed: asyncio.Future[None]) -> None:
+    await failed
 
 
 @contextlib.asynccontextmanager
@@ -249,6 +278,7 @@ async def run(
     port = sockets[0].getsockname()[1] if sockets else options.webhook_port
     base_url = f"https://{options.webhook_host}:{port}"
     tasks: list[asyncio.Task[None]] = []
+    failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
     try:
         await _ensure_namespace(kube, options.config.namespace)
@@ -275,13 +305,15 @@ async def run(
                     name=options.lease_name,
                     namespace=options.config.namespace,
                     identity=options.identity,
-                    lead=lambda: _lead(world, kube, engine, options),
+                    lead=lambda: _lead(world, kube, engine, options, failed),
                     lease_duration=options.lease_duration,
                     renew_deadline=max(2, options.lease_duration * 2 // 3),
                     retry_period=max(1, options.lease_duration // 8),
                 )
             )
         )
+        # A leader task that died fails ``failed``: this task then ends with its error.
+        tasks.append(asyncio.create_task(_raise_when_failed(failed)))
         if started is not None:
             started(world)
         await _until_stopped(stop, kopf_ready, tasks)

@@ -4,10 +4,13 @@ Each turn mirrors the simulator's ``_settle``/``_apply_result`` (``berth.sim.eng
 heads, run ``core.cycle.schedule`` on the cache's snapshot, then, before any write, *assume*
 every admission in the cache, mark every victim evicted and put every pending head back where
 its queue's strategy says. Only then are the Workload statuses written, each with the
-resourceVersion the decision was based on. A failed admission write is undone: the admission is
-forgotten, the inadmissible workloads of its quota tree are requeued, and the workload returns
-to its queue after a backoff. Victims stay counted until the job controller has stopped their
-Jobs and cleared their admission. Started by ``main`` once the cache is primed.
+resourceVersion the decision was based on, and the cycle waits for them; their Events go to a
+background ``Recorder``, and the advisory pending conditions (QuotaReserved=False with the
+reason) are written by background senders the cycles never wait for. A failed admission write
+is undone: the admission is forgotten, the inadmissible workloads of its quota tree are
+requeued, and the workload returns to its queue after a backoff. Victims stay counted until the
+job controller has stopped their Jobs and cleared their admission. Started by ``main`` once the
+cache is primed.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
 _BACKOFF_BASE = 1.0
 _BACKOFF_MAX = 30.0
+_PENDING_SENDERS = 8
+"""Pending-condition writes in flight at once; admissions and evictions are not limited."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -44,14 +49,29 @@ class _Write:
 class Scheduler:
     """Runs cycles while there is work; applies decisions to state, then to the API."""
 
-    def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
+    def __init__(
+        self, world: world_mod.World, kube: client.Kube, recorder: events.Recorder
+    ) -> None:
         self.world = world
         self.kube = kube
+        self.recorder = recorder
         self.failures: dict[names.WorkloadKey, int] = {}
         self.cycles = 0
+        self.pending: dict[names.WorkloadKey, tuple[str, str, float]] = {}
+        """Pending conditions to write (reason, message, decided at), oldest first."""
+        self._pending_wake = asyncio.Event()
+        self._sending: dict[names.WorkloadKey, asyncio.Future[tuple[str | None, str | None]]] = {}
+        """Pending-condition writes in flight: each resolves to (the resourceVersion it was
+        built on, the one it stored, or None if it failed)."""
 
     async def run(self) -> None:
-        """Schedule until cancelled."""
+        """Schedule, and write pending conditions in the background, until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for _ in range(_PENDING_SENDERS):
+                group.create_task(self._send_pending())
+            group.create_task(self._loop())
+
+    async def _loop(self) -> None:
         w = self.world
         while True:
             now = w.clock()
@@ -102,9 +122,8 @@ class Scheduler:
         for pending in result.pending:
             parked = w.queues.requeue(pending)
             for same in [pending.info, *(pw.info for pw in parked)]:
-                write = self._pending_write(same.key, pending.reason, pending.message, now)
-                if write is not None:
-                    writes.append(write)
+                self.pending[same.key] = (pending.reason, pending.message, now)
+                self._pending_wake.set()
             pw = w.queues.pending.get(pending.info.key)
             if pw is not None and pw.cluster_queue is not None:
                 q = w.queues.queues[pw.cluster_queue]
@@ -205,13 +224,58 @@ class Scheduler:
 
     # Writing ------------------------------------------------------------------------------------
 
-    async def _write(self, x: _Write) -> None:
+    async def _send_pending(self) -> None:
+        """Write pending conditions, latest decision per workload, off the cycle's path.
+
+        They are advisory (the simulator has no such write), so cycles never wait for them;
+        a workload that was admitted or left its queue meanwhile is skipped, and the condition
+        is built from the body known when it is sent, so a burst of decisions about one
+        workload costs one write.
+        """
         w = self.world
+        while True:
+            while not self.pending:
+                self._pending_wake.clear()
+                await self._pending_wake.wait()
+            key = next(iter(self.pending))
+            reason, message, at = self.pending.pop(key)
+            earlier = self._sending.get(key)
+            if earlier is not None:
+                await earlier
+            if key in self._sending:  # another sender took it up meanwhile: after that one
+                self.pending.setdefault(key, (reason, message, at))
+                continue
+            if key in w.in_flight or key not in w.queues.pending:
+                continue
+            x = self._pending_write(key, reason, message, at)
+            if x is None:
+                continue
+            sent: asyncio.Future[tuple[str | None, str | None]] = (
+                asyncio.get_running_loop().create_future()
+            )
+            self._sending[key] = sent
+            stored: str | None = None
+            try:
+                stored = await self._write(x)
+            finally:
+                del self._sending[key]
+                sent.set_result((x.rv, stored))
+
+    async def _write(self, x: _Write) -> str | None:
+        """Send one write; return the resourceVersion it stored (None if it failed)."""
+        w = self.world
+        earlier = self._sending.get(x.key) if x.kind != "pending" else None
+        if earlier is not None:
+            # A pending condition of the same workload is being written: wait for it, and
+            # build on what it stored if it was built on the same body as this decision.
+            based_on, stored_rv = await earlier
+            if stored_rv is not None and based_on == x.rv:
+                x.rv = stored_rv
         try:
             stored = await workloads.patch_status(self.kube, x.key, x.rv, x.status)
         except errors.KubeError as e:
             self._undo(x, e)
-            return
+            return None
         finally:
             if x.kind == "admit":
                 w.in_flight.discard(x.key)
@@ -222,12 +286,11 @@ class Scheduler:
         w.apply("Workload", stored)
         w.settle_workload(x.key)  # events held while the write was in flight
         if x.event is not None:
-            with contextlib.suppress(errors.KubeError):
-                await events.emit(self.kube, stored, x.event[0], x.event[1], w.clock())
-                if x.kind == "admit":
-                    await events.emit(
-                        self.kube, stored, "Admitted", "The workload is admitted", w.clock()
-                    )
+            # Queued, not awaited: the next cycle must not wait for Events (best effort).
+            self.recorder.record(stored, x.event[0], x.event[1], w.clock())
+            if x.kind == "admit":
+                self.recorder.record(stored, "Admitted", "The workload is admitted", w.clock())
+        return (stored.get("metadata") or {}).get("resourceVersion")
 
     def _undo(self, x: _Write, e: errors.KubeError) -> None:
         w = self.world

@@ -1,0 +1,88 @@
+"""The operator's background machinery: the leader's supervised tasks and the Event recorder."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from berth.adapters.kube import errors, events
+from berth.entry.operator import main
+
+
+class _BoomError(RuntimeError):
+    pass
+
+
+def test_a_dying_leader_task_fails_the_operator_and_cancels_the_others() -> None:
+    async def scenario() -> tuple[BaseException | None, bool]:
+        failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        cancelled = asyncio.Event()
+
+        async def forever() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        async def dies() -> None:
+            await asyncio.sleep(0)
+            raise _BoomError
+
+        with pytest.raises(ExceptionGroup):
+            await main.supervise([forever(), dies()], failed)
+        return failed.exception(), cancelled.is_set()
+
+    failure, cancelled = asyncio.run(scenario())
+    assert isinstance(failure, ExceptionGroup)
+    assert failure.subgroup(_BoomError) is not None
+    assert cancelled
+
+
+class _FakeKube:
+    """Answers Event POSTs after ``release`` is set; fails those about ``refuse``."""
+
+    def __init__(self, refuse: str = "") -> None:
+        self.posted: list[dict[str, Any]] = []
+        self.called = asyncio.Event()
+        self.release = asyncio.Event()
+        self.refuse = refuse
+
+    async def request(self, method: str, path: str, *, body: Any = None) -> dict[str, Any]:
+        self.called.set()
+        await self.release.wait()
+        assert (method, path) == ("POST", "/api/v1/namespaces/team/events")
+        if body["involvedObject"]["name"] == self.refuse:
+            raise errors.TransientError("refused")
+        self.posted.append(body)
+        return body
+
+
+def _workload(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "berth.dev/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "team", "uid": f"uid-{name}"},
+    }
+
+
+def test_the_recorder_never_waits_and_drops_what_does_not_fit() -> None:
+    async def scenario() -> tuple[events.Recorder, _FakeKube]:
+        kube = _FakeKube(refuse="c")
+        recorder = events.Recorder(kube, capacity=3, senders=1)  # type: ignore[arg-type]
+        sender = asyncio.create_task(recorder.run())
+        for name in "abcde":
+            recorder.record(_workload(name), "QuotaReserved", f"reserved {name}", 0.0)
+        await kube.called.wait()  # the sender took "a" and waits for the API server
+        recorder.record(_workload("f"), "Admitted", "The workload is admitted", 0.0)
+        kube.release.set()
+        await recorder.flush()
+        sender.cancel()
+        return recorder, kube
+
+    recorder, kube = asyncio.run(asyncio.wait_for(scenario(), 10))
+    assert [e["involvedObject"]["name"] for e in kube.posted] == ["a", "b", "f"]
+    assert [e["reason"] for e in kube.posted] == ["QuotaReserved", "QuotaReserved", "Admitted"]
+    assert (recorder.sent, recorder.failed, recorder.dropped) == (3, 1, 2)
