@@ -9,6 +9,7 @@ failed one is retried on the next pass. Started by ``main`` on the leader.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any, Protocol
 
@@ -46,10 +47,41 @@ def _active(reason: str | None, message: str, now: float) -> dict[str, Any]:
     return workloads.condition("Active", False, reason, message, now)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Counts:
+    """Pending workloads per ClusterQueue and LocalQueue, admitted ones per LocalQueue."""
+
+    pending_by_cq: dict[names.ClusterQueueName, int]
+    pending_by_lq: dict[tuple[str, str], int]
+    admitted_by_lq: dict[tuple[str, str], list[names.WorkloadKey]]
+
+
+def count(world: world_mod.World) -> Counts:
+    """Count every queue's workloads in one pass (per queue, it would be a pass per queue)."""
+    by_cq: dict[names.ClusterQueueName, int] = {}
+    by_lq: dict[tuple[str, str], int] = {}
+    for pw in world.queues.pending.values():
+        cq = world.cache.cluster_queue_for(pw.info)
+        if cq is not None:
+            by_cq[cq] = by_cq.get(cq, 0) + 1
+        if pw.info.local_queue is not None:
+            lq = (pw.info.key.namespace, pw.info.local_queue)
+            by_lq[lq] = by_lq.get(lq, 0) + 1
+    admitted: dict[tuple[str, str], list[names.WorkloadKey]] = {}
+    for key, adm in world.cache.admitted.items():
+        if adm.info.local_queue is not None:
+            admitted.setdefault((key.namespace, adm.info.local_queue), []).append(key)
+    return Counts(by_cq, by_lq, admitted)
+
+
 def build_cluster_queue(
-    world: world_mod.World, name: names.ClusterQueueName, now: float
+    world: world_mod.World,
+    name: names.ClusterQueueName,
+    now: float,
+    counts: Counts | None = None,
 ) -> dict[str, Any]:
-    """The status of one ClusterQueue."""
+    """The status of one ClusterQueue (``counts`` from ``count``, taken now if not given)."""
+    counts = counts or count(world)
     snap = world.cache.snapshot
     info = snap.cluster_queues[name]
     node = snap.cq_nodes[name]
@@ -64,11 +96,8 @@ def build_cluster_queue(
             resources.add_into(admitted_only, adm.admission.usage)
             n_admitted += 1
     nominal = {fr: q.nominal for fr, q in node.quotas.items()}
-    pending = sum(
-        1 for pw in world.queues.pending.values() if world.cache.cluster_queue_for(pw.info) == name
-    )
     return {
-        "pendingWorkloads": pending,
+        "pendingWorkloads": counts.pending_by_cq.get(name, 0),
         "reservingWorkloads": len(admitted),
         "admittedWorkloads": n_admitted,
         "flavorsReservation": _flavor_usage(node.quotas, usage, nominal),
@@ -79,23 +108,23 @@ def build_cluster_queue(
 
 
 def build_local_queue(
-    world: world_mod.World, namespace: str, name: str, now: float
+    world: world_mod.World,
+    namespace: str,
+    name: str,
+    now: float,
+    counts: Counts | None = None,
 ) -> dict[str, Any]:
-    """The status of one LocalQueue."""
+    """The status of one LocalQueue (``counts`` from ``count``, taken now if not given)."""
+    counts = counts or count(world)
     lq = world.cache.local_queue(namespace, name)
     assert lq is not None  # noqa: S101 - callers pass known queues
     cq_name = lq.spec.cluster_queue
-    pending = sum(
-        1
-        for pw in world.queues.pending.values()
-        if pw.info.key.namespace == namespace and pw.info.local_queue == name
-    )
+    pending = counts.pending_by_lq.get((namespace, name), 0)
     usage: dict[resources.FlavorResource, int] = {}
     admitted_only: dict[resources.FlavorResource, int] = {}
     reserving = n_admitted = 0
-    for key, adm in world.cache.admitted.items():
-        if key.namespace != namespace or adm.info.local_queue != name:
-            continue
+    for key in counts.admitted_by_lq.get((namespace, name), []):
+        adm = world.cache.admitted[key]
         reserving += 1
         resources.add_into(usage, adm.admission.usage)
         if world_mod.condition_true(
@@ -208,13 +237,14 @@ class StatusWriter:
         """
         w = self.world
         now = w.clock()
+        counts = count(w)
         targets: list[tuple[tuple[str, str, str], dict[str, Any]]] = [
-            (("cq", "", cq_name), build_cluster_queue(w, cq_name, now))
+            (("cq", "", cq_name), build_cluster_queue(w, cq_name, now, counts))
             for cq_name in sorted(w.cache.cluster_queues)
             if cq_name in w.cache.snapshot.cluster_queues
         ]
         targets.extend(
-            (("lq", namespace, name), build_local_queue(w, namespace, name, now))
+            (("lq", namespace, name), build_local_queue(w, namespace, name, now, counts))
             for namespace, name in sorted(w.cache.local_queues)
         )
         failure: errors.KubeError | None = None
