@@ -64,6 +64,10 @@ class ClusterQueueQueue:
         self.strategy = strategy
         self._heap: list[tuple[tuple[bool, int, float, str], int, names.WorkloadKey]] = []
         self._active: dict[names.WorkloadKey, tuple[bool, int, float, str]] = {}
+        self._in_heap: dict[names.WorkloadKey, tuple[bool, int, float, str]] = {}
+        """The order of an entry each key still has in the heap: pushing a key back with the same
+        order adds none, so parking and requeueing a queue over and over leaves no trail of
+        stale entries for ``pop`` to wade through."""
         self._active_by_shape: dict[
             tuple[object, ...], dict[names.WorkloadKey, PendingWorkload]
         ] = {}
@@ -88,7 +92,9 @@ class ClusterQueueQueue:
         order = ordering.queue_key(pw.info)
         self._active[key] = order
         self._active_by_shape.setdefault(pw.shape, {})[key] = pw
-        heapq.heappush(self._heap, (order, next(self._seq), key))
+        if self._in_heap.get(key) != order:
+            self._in_heap[key] = order
+            heapq.heappush(self._heap, (order, next(self._seq), key))
 
     def _deactivate(self, key: names.WorkloadKey, shape: tuple[object, ...]) -> None:
         if self._active.pop(key, None) is not None:
@@ -132,6 +138,8 @@ class ClusterQueueQueue:
             if self._active.get(key) == order:
                 return key
             heapq.heappop(heap)
+            if self._in_heap.get(key) == order:
+                del self._in_heap[key]
         return None
 
     def take(self, pw: PendingWorkload) -> None:
@@ -155,6 +163,8 @@ class QueueManager:
         self.pending: dict[names.WorkloadKey, PendingWorkload] = {}
         self.outside: set[names.WorkloadKey] = set()
         """Pending workloads whose LocalQueue or ClusterQueue is missing or stopped."""
+        self.backing_off: set[names.WorkloadKey] = set()
+        """Pending workloads added with a ``requeue_at`` (a backoff), until added again without."""
         self.cycle = 0
         self._by_root: dict[str, list[ClusterQueueQueue]] | None = None
 
@@ -169,11 +179,16 @@ class QueueManager:
             self._detach(old)
         pw = PendingWorkload(info, requeue_at=requeue_at)
         self.pending[info.key] = pw
+        if requeue_at > 0:
+            self.backing_off.add(info.key)
+        else:
+            self.backing_off.discard(info.key)
         self._place(pw, now=now)
 
     def delete(self, key: names.WorkloadKey) -> None:
         """Forget a pending workload (admitted, deleted or deactivated)."""
         pw = self.pending.pop(key, None)
+        self.backing_off.discard(key)
         if pw is not None:
             self._detach(pw)
 
@@ -287,6 +302,7 @@ class QueueManager:
     def admitted(self, key: names.WorkloadKey) -> None:
         """Forget a head that was admitted."""
         pw = self.pending.pop(key, None)
+        self.backing_off.discard(key)
         if pw is not None:
             self._detach(pw)
 
@@ -323,7 +339,11 @@ class QueueManager:
 
         A workload held without a time (``requeue_at`` infinite) returns when its holder says.
         """
-        times = [pw.requeue_at for pw in self.pending.values() if now < pw.requeue_at < math.inf]
+        times = [
+            pw.requeue_at
+            for pw in (self.pending[k] for k in self.backing_off)
+            if now < pw.requeue_at < math.inf
+        ]
         return min(times) if times else None
 
     # Questions ----------------------------------------------------------------------------------
