@@ -48,10 +48,14 @@ class PendingWorkload:
     shape: tuple[object, ...] = ()
     preemptor: bool = False
     """It issued preemptions and waits for the room they make."""
+    order: tuple[bool, int, float, str] = (False, 0, 0.0, "")
+    """Its ``ordering.queue_key``, kept: a parked workload is pushed back after every release
+    in its quota tree, and its info never changes while it is queued."""
 
     def __post_init__(self) -> None:
         if not self.shape:
             self.shape = self.info.scheduling_shape()
+        self.order = ordering.queue_key(self.info)
 
 
 class ClusterQueueQueue:
@@ -89,12 +93,31 @@ class ClusterQueueQueue:
         """Put a workload into the heap (replacing its old place)."""
         key = pw.info.key
         self.inadmissible.pop(key, None)
-        order = ordering.queue_key(pw.info)
+        self._activate(key, pw)
+
+    def _activate(self, key: names.WorkloadKey, pw: PendingWorkload) -> None:
+        order = pw.order
         self._active[key] = order
         self._active_by_shape.setdefault(pw.shape, {})[key] = pw
         if self._in_heap.get(key) != order:
             self._in_heap[key] = order
             heapq.heappush(self._heap, (order, next(self._seq), key))
+
+    def push_parked(self, now: float) -> bool:
+        """Push every parked workload whose backoff is over back into the heap; tell if any was.
+
+        The same as ``push`` of each in turn (same order), in one pass over the set.
+        """
+        waiting: dict[names.WorkloadKey, PendingWorkload] = {}
+        moved = False
+        for key, pw in self.inadmissible.items():
+            if pw.requeue_at > now:
+                waiting[key] = pw
+                continue
+            self._activate(key, pw)
+            moved = True
+        self.inadmissible = waiting
+        return moved
 
     def _deactivate(self, key: names.WorkloadKey, shape: tuple[object, ...]) -> None:
         if self._active.pop(key, None) is not None:
@@ -149,9 +172,7 @@ class ClusterQueueQueue:
     def ordered(self) -> list[names.WorkloadKey]:
         """Every pending workload in queue order (active first, then inadmissible)."""
         active = sorted(self._active, key=lambda k: (k != self.sticky, self._active[k]))
-        return active + sorted(
-            self.inadmissible, key=lambda k: ordering.queue_key(self.inadmissible[k].info)
-        )
+        return active + sorted(self.inadmissible, key=lambda k: self.inadmissible[k].order)
 
 
 class QueueManager:
@@ -318,12 +339,7 @@ class QueueManager:
         moved = False
         for q in self._by_root.get(root, []):
             q.requeue_cycle = self.cycle
-            for key in list(q.inadmissible):
-                pw = q.inadmissible[key]
-                if pw.requeue_at > now:
-                    continue
-                q.push(pw)
-                moved = True
+            moved = q.push_parked(now) or moved
         return moved
 
     def requeue_all_inadmissible(self, now: float) -> bool:
