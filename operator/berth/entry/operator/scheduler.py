@@ -4,15 +4,13 @@ Each turn mirrors the simulator's ``_settle``/``_apply_result`` (``berth.sim.eng
 heads, run ``core.cycle.schedule`` on the cache's snapshot, then, before any write, *assume*
 every admission in the cache, mark every victim evicted and put every pending head back where
 its queue's strategy says. Only then are the Workload statuses written, each with the
-resourceVersion the decision was based on, while the next cycles run (they see every decision
-already assumed, as Kueue's do); an eviction of a workload whose admission is still being
-written waits for that write and builds on what it stored. Events go to a background
-``Recorder``, and the advisory pending conditions (QuotaReserved=False with the reason) are
-written by background senders, the latest decision per workload. A failed admission write is
-undone: the admission is forgotten, the inadmissible workloads of its quota tree are
-requeued, and the workload returns to its queue after a backoff. Victims stay counted until the
-job controller has stopped their Jobs and cleared their admission. Started by ``main`` once the
-cache is primed.
+resourceVersion the decision was based on; the next cycle waits for them. Events go to a
+background ``Recorder``, and the advisory pending conditions (QuotaReserved=False with the
+reason) are written by background senders the cycles never wait for, the latest decision per
+workload. A failed admission write is undone: the admission is forgotten, the inadmissible
+workloads of its quota tree are requeued, and the workload returns to its queue after a backoff.
+Victims stay counted until the job controller has stopped their Jobs and cleared their
+admission. Started by ``main`` once the cache is primed.
 """
 
 from __future__ import annotations
@@ -47,8 +45,6 @@ class _Write:
     rv: str | None
     status: dict[str, Any]
     event: tuple[str, str] | None = None
-    changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    """The conditions this write sets, to build it again on a newer body (evictions)."""
 
 
 class Scheduler:
@@ -71,29 +67,27 @@ class Scheduler:
         self._sending: dict[names.WorkloadKey, asyncio.Future[tuple[str | None, str | None]]] = {}
         """Pending-condition writes in flight: each resolves to (the resourceVersion it was
         built on, the one it stored, or None if it failed)."""
-        self._admitting: dict[names.WorkloadKey, asyncio.Future[dict[str, Any] | None]] = {}
-        """Admission writes in flight: each resolves to the stored body, or None if it failed."""
 
     async def run(self) -> None:
-        """Schedule, write decisions and pending conditions in the background, until cancelled."""
+        """Schedule, and write pending conditions in the background, until cancelled."""
         async with asyncio.TaskGroup() as group:
             for _ in range(_PENDING_SENDERS):
                 group.create_task(self._send_pending())
-            group.create_task(self._loop(group))
+            group.create_task(self._loop())
 
-    async def _loop(self, group: asyncio.TaskGroup) -> None:
+    async def _loop(self) -> None:
         w = self.world
-        loop = asyncio.get_running_loop()
         while True:
             now = w.clock()
             self._backoffs_done(now)
             writes, progressed = self.decide(now)
-            # Written while the next cycles run, as Kueue does: each decision is already assumed
-            # in the cache, so those cycles see it; a failed write is undone when it returns.
-            for x in writes:
-                if x.kind == "admit":
-                    self._admitting[x.key] = loop.create_future()
-                group.create_task(self._write(x))
+            # The next cycle waits for this one's admissions and evictions. Not waiting was
+            # measured: every release pushes its quota tree's parked workloads back and the
+            # next cycle parks them again, so cycles that run after each single release cost
+            # twice the CPU per admission; a cycle per write round trip takes in every release
+            # of that round trip at once.
+            if writes:
+                await asyncio.gather(*(self._write(x) for x in writes))
             if progressed:
                 await asyncio.sleep(0)
                 continue
@@ -217,7 +211,7 @@ class Scheduler:
             workloads.condition(_COND.PREEMPTED, True, p.reason.value, p.message, now),
         ]
         status = {"conditions": workloads.merge_conditions(current, changes)}
-        return _Write(key, "evict", body, rv, status, ("Preempted", p.message), changes)
+        return _Write(key, "evict", body, rv, status, ("Preempted", p.message))
 
     def _pending_write(
         self, key: names.WorkloadKey, reason: str, message: str, now: float
@@ -277,26 +271,7 @@ class Scheduler:
 
     async def _write(self, x: _Write) -> str | None:
         """Send one write; return the resourceVersion it stored (None if it failed)."""
-        stored: dict[str, Any] | None = None
-        try:
-            stored = await self._send(x)
-        finally:
-            admitting = self._admitting.pop(x.key, None) if x.kind == "admit" else None
-            if admitting is not None:
-                admitting.set_result(stored)
-        return None if stored is None else (stored.get("metadata") or {}).get("resourceVersion")
-
-    async def _send(self, x: _Write) -> dict[str, Any] | None:
         w = self.world
-        admitting = self._admitting.get(x.key) if x.kind == "evict" else None
-        if admitting is not None:
-            # A victim whose admission is still being written: evict what that write stored.
-            admitted = await admitting
-            if admitted is None:
-                return None  # the admission was undone; there is nothing to evict
-            x.rv = (admitted.get("metadata") or {}).get("resourceVersion")
-            current = (admitted.get("status") or {}).get("conditions") or []
-            x.status = {"conditions": workloads.merge_conditions(current, x.changes)}
         earlier = self._sending.get(x.key) if x.kind != "pending" else None
         if earlier is not None:
             # A pending condition of the same workload is being written: wait for it, and
@@ -323,7 +298,7 @@ class Scheduler:
             self.recorder.record(stored, x.event[0], x.event[1], w.clock())
             if x.kind == "admit":
                 self.recorder.record(stored, "Admitted", "The workload is admitted", w.clock())
-        return stored
+        return (stored.get("metadata") or {}).get("resourceVersion")
 
     def _undo(self, x: _Write, e: errors.KubeError) -> None:
         w = self.world
