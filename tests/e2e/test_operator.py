@@ -246,8 +246,9 @@ def test_cohort_borrowing_then_reclaim_by_preemption(
     )
     gpu_cluster.kubectl().create([gpu_job("borrower", ns, "qa", 8, runs_for="300s")])
     wait_until(lambda: running_pods(gpu_cluster, ns, "borrower") == 8, timeout=30)
-    usage = get(gpu_cluster, "clusterqueue", f"{ns}-a")
     wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-a") == 8, timeout=15)
+    # Read after the status shows the reservation: pods can run before the status writer's pass.
+    usage = get(gpu_cluster, "clusterqueue", f"{ns}-a")
     borrowed = [
         r["borrowed"] for f in usage["status"]["flavorsReservation"] for r in f["resources"]
     ]
