@@ -64,6 +64,8 @@ class Head:
     progress: ScanProgress | None = None
     preemptor: bool = False
     """It issued preemptions in an earlier cycle and waits for the room they make."""
+    counts: tuple[int, ...] | None = None
+    """The reduced pod counts (partial admission) those preemptions made room for."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,6 +97,8 @@ class Pending:
     message: str
     requeue: RequeueReason
     progress: ScanProgress | None = None
+    counts: tuple[int, ...] | None = None
+    """PendingPreemption under partial admission: the pod counts the preemptions were for."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -256,7 +260,9 @@ class _Cycle:
             self.cycle - progress.cycle <= 1 or progress.generation == self.generation(cq.name)
         ):
             start = list(progress.tried)
-        assignment, targets = get_assignment(snap, cq, info, self.policy, start=start)
+        assignment, targets = get_assignment(
+            snap, cq, info, self.policy, start=start, counts=head.counts
+        )
         return Entry(head, cq, assignment, targets)
 
     def _pend(
@@ -271,8 +277,13 @@ class _Cycle:
         progress = (
             _progress(entry, self.cycle, self.generation(entry.cq.name)) if keep_progress else None
         )
+        counts = None
+        if requeue == RequeueReason.PENDING_PREEMPTION:
+            counts = tuple(ps.count for ps in entry.assignment.pod_sets)
+            if counts == tuple(ps.count for ps in entry.info.pod_sets):
+                counts = None  # not reduced: nothing to hold it to
         self.result.pending.append(
-            Pending(entry.info, entry.cq.name, reason, message, requeue, progress)
+            Pending(entry.info, entry.cq.name, reason, message, requeue, progress, counts)
         )
 
     def _recompute_after_overlap(self, entry: Entry) -> bool:
@@ -402,35 +413,39 @@ def get_assignment(
     policy: Policy,
     *,
     start: list[dict[names.ResourceName, int]] | None = None,
+    counts: tuple[int, ...] | None = None,
 ) -> tuple[flavors.Assignment, list[preemption.Target]]:
-    """Assign flavors and find preemption targets, falling back to partial admission."""
+    """Assign flavors and find preemption targets, falling back to partial admission.
+
+    ``counts``: a preemptor that preempted for reduced pod counts is first tried at those
+    counts, not at its full size (a deliberate difference from Kueue, which starts again from the
+    full size: two partially admissible workloads in one cohort could otherwise each preempt the
+    other at a reduced size and be admitted at full size, for ever).
+    """
     finder = _target_finder(snap, cq, info, policy)
     assigner = flavors.FlavorAssigner(
         snap, cq, info, finder.oracle, fair_sharing=policy.fair_sharing, start=start
     )
+
+    def judged(
+        tried: flavors.Assignment,
+    ) -> tuple[flavors.Assignment, list[preemption.Target]] | None:
+        """The assignment if it fits, or fits by preempting someone; else None."""
+        if tried.mode == flavors.Mode.FIT:
+            return tried, []
+        if tried.mode == flavors.Mode.PREEMPT:
+            found = finder.targets(tried.frs_needing_preemption(), tried.usage)
+            if found:
+                return tried, found
+        return None
+
+    if counts is not None and (held := judged(assigner.assign(counts))) is not None:
+        return held
     full = assigner.assign()
-    mode = full.mode
-    if mode == flavors.Mode.FIT:
-        return full, []
-    if mode == flavors.Mode.PREEMPT:
-        targets = finder.targets(full.frs_needing_preemption(), full.usage)
-        if targets:
-            return full, targets
+    if (done := judged(full)) is not None:
+        return done
     if info.can_be_partially_admitted():
-
-        def attempt(
-            counts: tuple[int, ...],
-        ) -> tuple[flavors.Assignment, list[preemption.Target]] | None:
-            reduced = assigner.assign(counts)
-            if reduced.mode == flavors.Mode.FIT:
-                return reduced, []
-            if reduced.mode == flavors.Mode.PREEMPT:
-                found = finder.targets(reduced.frs_needing_preemption(), reduced.usage)
-                if found:
-                    return reduced, found
-            return None
-
-        best = partial.search(info.pod_sets, attempt)
+        best = partial.search(info.pod_sets, lambda at: judged(assigner.assign(at)))
         if best is not None:
             return best
     return full, []

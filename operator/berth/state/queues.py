@@ -48,6 +48,8 @@ class PendingWorkload:
     shape: tuple[object, ...] = ()
     preemptor: bool = False
     """It issued preemptions and waits for the room they make."""
+    preempted_for: tuple[int, ...] | None = None
+    """The pod counts its preemptions were decided for, when partial admission reduced them."""
     order: tuple[bool, int, float, str] = (False, 0, 0.0, "")
     """Its ``ordering.queue_key``, kept: a parked workload is pushed back after every release
     in its quota tree, and its info never changes while it is queued."""
@@ -273,7 +275,7 @@ class QueueManager:
             q.pop_cycle = self.cycle
             pw = self.pending[key]
             q.take(pw)
-            out.append(cycle.Head(pw.info, name, pw.progress, pw.preemptor))
+            out.append(cycle.Head(pw.info, name, pw.progress, pw.preemptor, pw.preempted_for))
         return out
 
     def requeue(self, decision: cycle.Pending) -> list[PendingWorkload]:
@@ -290,6 +292,7 @@ class QueueManager:
         pw.progress = decision.progress
         reason = decision.requeue
         pw.preemptor = reason == cycle.RequeueReason.PENDING_PREEMPTION
+        pw.preempted_for = decision.counts if pw.preemptor else None
         if reason == cycle.RequeueReason.PENDING_PREEMPTION:
             q.sticky = (
                 pw.info.key
