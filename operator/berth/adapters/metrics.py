@@ -137,6 +137,11 @@ class Metrics:
             "History rows dropped because the writer's queue was full.",
             registry=reg,
         )
+        self.events_dropped = c(
+            f"{PREFIX}_events_dropped",
+            "Kubernetes Events not sent because the operator's event queue was full.",
+            registry=reg,
+        )
 
         # ClusterQueue.
         self.pending_workloads = g(
@@ -338,6 +343,10 @@ class Metrics:
     def report_history_write(self, rows: int = 1) -> None:
         """Count rows the history writer stored."""
         self.history_writes.inc(rows)
+
+    def report_event_dropped(self) -> None:
+        """Count an Event dropped because the event recorder's queue was full."""
+        self.events_dropped.inc()
 
     def report_history_dropped(self, rows: int = 1) -> None:
         """Count rows the history writer dropped because its queue was full."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from berth.adapters.kube import client, errors, workloads
@@ -84,9 +85,16 @@ class Recorder:
     """Sends Events in the background; ``record`` queues one and returns at once."""
 
     def __init__(
-        self, kube: client.Kube, *, capacity: int = CAPACITY, senders: int = SENDERS
+        self,
+        kube: client.Kube,
+        *,
+        capacity: int = CAPACITY,
+        senders: int = SENDERS,
+        on_drop: Callable[[], None] | None = None,
     ) -> None:
         self.kube = kube
+        self.on_drop = on_drop
+        """Told of each dropped Event (the operator counts them in a metric)."""
         self.senders = senders
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(capacity)
         self.sent = 0
@@ -109,6 +117,8 @@ class Recorder:
             self._queue.put_nowait(event_body(involved, reason, message, now, warning=warning))
         except asyncio.QueueFull:
             self.dropped += 1
+            if self.on_drop is not None:
+                self.on_drop()
             # Once at the first drop and then rarely: under load this would flood the log.
             if self.dropped == 1 or self.dropped % CAPACITY == 0:
                 log.warning("events: queue full, %d dropped so far", self.dropped)

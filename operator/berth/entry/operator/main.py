@@ -107,7 +107,10 @@ async def _lead(
     async with _observing(world, engine, options):
         world.wake.schedule.set()
         world.wake.statuses.set()
-        recorder = events.Recorder(kube)
+        recorder = events.Recorder(
+            kube,
+            on_drop=world.observer.metrics.report_event_dropped if world.observer else None,
+        )
         await supervise(
             [
                 recorder.run(),
