@@ -127,9 +127,10 @@ async def _lead(
 async def supervise(coros: list[Coroutine[Any, Any, None]], failed: asyncio.Future[None]) -> None:
     """Run the leader's tasks; if one dies, log it, cancel the others and fail ``failed``.
 
-    The leader election runs ``_lead`` in a task nobody awaits, so an exception escaping it
-    would leave the operator alive, holding the Lease and idle; ``run`` waits on ``failed``
-    and stops the process instead, and another replica (or a restart) takes over.
+    The leader election runs ``_lead`` in a task of its own and never looks at its outcome
+    (``leader.run_while_leader`` only cancels and awaits it when stopping), so an exception
+    escaping it would leave the operator alive, holding the Lease and idle; ``run`` waits on
+    ``failed`` and stops the process instead, and another replica (or a restart) takes over.
     """
     try:
         async with asyncio.TaskGroup() as group:
