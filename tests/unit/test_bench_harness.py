@@ -84,3 +84,19 @@ def test_summary_usage_and_waits_follow_the_recorded_intervals() -> None:
     assert s["workloadClasses"]["small"]["averageTimeToAdmissionSeconds"] == pytest.approx(1.0)
     # 2 queues x (12 x 0.2 + 4 x 2.5 + 2 x 20) CPU-s = 104.8 over 40 CPUs x 10 s.
     assert s["clusterQueueClasses"]["cq"]["usagePercent"] == pytest.approx(26.2)
+
+
+def test_summary_arrivals_show_when_creates_fell_behind_their_schedule() -> None:
+    config = generator.load(CONFIGS / "smoke.yaml")
+    records = [runner.Record(a) for a in generator.arrivals(config)]
+    last = max(records, key=lambda r: r.arrival.at)
+    for r in records:
+        r.created = r.arrival.at
+        r.create_latency = 0.25
+    last.created = last.arrival.at + 3.0  # waited for a create slot
+    s = summary.summarize(config, records, wall=20.0)
+    arrivals = s["arrivals"]
+    assert arrivals["scheduledEndSeconds"] == pytest.approx(last.arrival.at)
+    assert arrivals["endSeconds"] == pytest.approx(last.arrival.at + 3.25)
+    assert arrivals["lagSecondsMax"] == pytest.approx(3.0)
+    assert arrivals["lagSecondsP95"] == pytest.approx(0.0)

@@ -1,4 +1,4 @@
-"""The scheduler loop's writes: pending conditions in the background, admissions consistent."""
+"""The scheduler loop's writes: pending conditions in the background, batches consistent."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from berth.adapters.kube import errors, events
-from berth.api import configuration
+from berth.api import configuration, names
 from berth.core import batchjob
 from berth.entry.operator import scheduler as scheduler_mod
 from berth.entry.operator import world as world_mod
@@ -24,6 +24,10 @@ class _FakeApi:
         self.pending_sent = asyncio.Event()
         self.admitted = asyncio.Event()
         self.conflicts = 0
+        self.admission_gate: asyncio.Event | None = None
+        """When set to an Event, admission writes wait for it."""
+        self.admitting = asyncio.Event()
+        self.order: list[tuple[str, str]] = []
 
     async def request(
         self, method: str, path: str, *, body: Any = None, content_type: str = ""
@@ -31,8 +35,12 @@ class _FakeApi:
         assert (method, content_type) == ("PATCH", "application/merge-patch+json")
         name = path.split("/")[-2]
         if "admission" not in body["status"]:
-            self.pending_sent.set()
-            await self.gate.wait()
+            if not any(c["type"] == "Evicted" for c in body["status"].get("conditions", [])):
+                self.pending_sent.set()
+                await self.gate.wait()
+        elif self.admission_gate is not None:
+            self.admitting.set()
+            await self.admission_gate.wait()
         stored = self.bodies[name]
         if body["metadata"]["resourceVersion"] != stored["metadata"]["resourceVersion"]:
             self.conflicts += 1
@@ -42,13 +50,19 @@ class _FakeApi:
         self.rv += 1
         stored["metadata"]["resourceVersion"] = str(self.rv)
         self.bodies[name] = stored
+        kinds = {c["type"] for c in body["status"].get("conditions", []) if c["status"] == "True"}
+        self.order.append(
+            (name, "evict" if "Evicted" in kinds else "admit" if kinds else "pending")
+        )
         if "admission" in body["status"]:
             self.admitted.set()
         return copy.deepcopy(stored)
 
 
-def _workload(name: str, rv: str) -> dict[str, Any]:
-    job = gpu_job(name, "team", "lq", 4, runs_for="1s")
+def _workload(
+    name: str, rv: str, *, namespace: str = "team", queue: str = "lq", gpus: int = 4
+) -> dict[str, Any]:
+    job = gpu_job(name, namespace, queue, gpus, runs_for="1s")
     obj, problems = batchjob.to_workload(job, uid=f"uid-{name}", honor_kueue=False)
     assert obj is not None, problems
     body: dict[str, Any] = obj.to_yaml_dict()
@@ -91,3 +105,58 @@ def test_an_admission_decided_while_a_pending_condition_is_written_builds_on_it(
     conds = {c["type"]: c["status"] for c in api.bodies["train"]["status"]["conditions"]}
     assert conds == {"QuotaReserved": "True", "Admitted": "True"}
     assert api.bodies["train"]["status"]["admission"]["clusterQueue"] == "cq"
+
+
+def test_an_eviction_decided_in_the_batch_that_admitted_the_victim_builds_on_its_admission() -> (
+    None
+):
+    """Cycle 1 admits b1 borrowing; cycle 2 of the same batch reclaims that quota for a2.
+
+    a1 (16 GPUs, more than the cohort has) heads queue a in cycle 1 and is parked, so a2 heads
+    it in cycle 2, within a's nominal quota lent to b1: reclaimWithinCohort preempts b1. Both
+    decisions are taken before any write returns; the eviction must wait for b1's admission
+    write and build on what it stored.
+    """
+
+    async def scenario() -> tuple[_FakeApi, world_mod.World]:
+        api = _FakeApi()
+        api.admission_gate = asyncio.Event()
+        world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
+        reclaim = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+        objects: list[tuple[str, dict[str, Any]]] = [
+            ("ResourceFlavor", flavor("a100", {"gpu": "a100"})),
+            (
+                "ClusterQueue",
+                cluster_queue("a", "ns-a", {"a100": 4}, cohort="c", preemption=reclaim),
+            ),
+            (
+                "ClusterQueue",
+                cluster_queue("b", "ns-b", {"a100": 4}, cohort="c", preemption=reclaim),
+            ),
+            ("LocalQueue", local_queue("lq", "ns-a", "a")),
+            ("LocalQueue", local_queue("lq", "ns-b", "b")),
+        ]
+        for kind, obj in objects:
+            obj["metadata"]["resourceVersion"] = "1"
+            world.apply(kind, obj)
+        for name, ns, gpus in (("a1", "ns-a", 16), ("a2", "ns-a", 4), ("b1", "ns-b", 8)):
+            wl = _workload(name, "10", namespace=ns, gpus=gpus)
+            api.bodies[name] = copy.deepcopy(wl)
+            world.apply("Workload", wl)
+        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))  # type: ignore[arg-type]
+        loop = asyncio.create_task(sched.run())
+        await asyncio.wait_for(api.admitting.wait(), 5)  # b1's admission is being written
+        b1 = world.cache.admitted[names.WorkloadKey("ns-b", "b1")]
+        assert b1.evicted, "the reclaim was decided in the batch that admitted b1"
+        assert sched.batches == 1
+        api.admission_gate.set()
+        await asyncio.sleep(0.1)
+        loop.cancel()
+        return api, world
+
+    api, _ = asyncio.run(scenario())
+    assert api.conflicts == 0
+    assert [o for o in api.order if o[0] == "b1"] == [("b1", "admit"), ("b1", "evict")]
+    conds = {c["type"] for c in api.bodies["b1"]["status"]["conditions"] if c["status"] == "True"}
+    assert conds == {"QuotaReserved", "Admitted", "Evicted", "Preempted"}
+    assert api.bodies["b1"]["status"]["admission"]["clusterQueue"] == "b"

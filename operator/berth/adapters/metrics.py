@@ -18,7 +18,7 @@ scheduler loop and the history writer (for the dropped-writes counter).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import prometheus_client
 from aiohttp import web
@@ -485,14 +485,24 @@ def cluster_queue_cells(cache: cache_mod.Cache, name: names.ClusterQueueName) ->
         )
 
 
-async def serve(metrics: Metrics, *, host: str = "127.0.0.1", port: int = 0) -> MetricsServer:
+async def serve(
+    metrics: Metrics,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    before_scrape: Callable[[], None] | None = None,
+) -> MetricsServer:
     """Serve ``/metrics`` over HTTP on ``host:port`` (0 picks a free port) on the running loop.
 
-    On the loop, not in a thread: ``report_state`` clears the gauges before setting them again,
-    and a scrape must never see them half set.
+    ``before_scrape`` runs first on every scrape: the operator sets its gauges there
+    (``report_state`` walks every pending workload, so it runs when someone looks, not on a
+    timer). On the loop, not in a thread: ``report_state`` clears the gauges before setting them
+    again, and a scrape must never see them half set.
     """
 
     async def scrape(_request: web.Request) -> web.Response:
+        if before_scrape is not None:
+            before_scrape()
         return web.Response(
             body=prometheus_client.generate_latest(metrics.registry),
             headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST},

@@ -11,6 +11,9 @@ Definitions, following Kueue's recorder (``runner/recorder``) where it has one:
   at most twice a second, so the admissions themselves are the finer record.)
 - *capacity bound*: per cohort, the work it receives (request x runtime) over its nominal quota,
   or the last arrival if that is later; the largest over cohorts.
+- *arrivals*: when the last arrival was due, when the last create returned, and how late
+  creates were sent after their due time (they wait for one of the harness's 64 create slots, so
+  a lag means the API server took creates more slowly than the config makes them).
 - *API requests per admission*: the API server's ``apiserver_request_total`` increase over the
   run divided by admissions, whole and without the harness's own requests.
 """
@@ -100,13 +103,18 @@ def summarize(
     busy: dict[str, float] = collections.defaultdict(float)
     admissions = evictions = finished = created = 0
     create_latency: list[float] = []
+    create_lag: list[float] = []
+    arrivals_end = scheduled_end = 0.0
     for r in recs:
         cls = r.arrival.template.class_name
         counts[cls] += 1
+        scheduled_end = max(scheduled_end, r.arrival.at)
         if r.created is not None:
             created += 1
-        if r.create_latency is not None:
+            create_lag.append(max(0.0, r.created - r.arrival.at))
+        if r.create_latency is not None and r.created is not None:
             create_latency.append(r.create_latency)
+            arrivals_end = max(arrivals_end, r.created + r.create_latency)
         if r.admitted is not None and r.created is not None:
             waits[cls].append(max(0.0, r.admitted - r.created))
         if r.finished is not None:
@@ -139,6 +147,12 @@ def summarize(
         "createLatencyMs": {
             "p50": _round(1000 * percentile(create_latency, 50), 1),
             "p95": _round(1000 * percentile(create_latency, 95), 1),
+        },
+        "arrivals": {
+            "scheduledEndSeconds": _round(scheduled_end),
+            "endSeconds": _round(arrivals_end),
+            "lagSecondsP95": _round(percentile(create_lag, 95)),
+            "lagSecondsMax": _round(max(create_lag, default=0.0)),
         },
         "workloadClasses": {
             cls: {

@@ -67,8 +67,8 @@ class Options:
     """Where ``/metrics`` is served; 0 picks a free port, None serves nothing."""
     history_url: str | None = None
     """The history store (``sqlite:///PATH`` or ``postgresql://...``); None records nothing."""
-    state_interval: float = 1.0
-    """Seconds between settings of the gauges (and checks of the quota table)."""
+    quota_interval: float = 1.0
+    """Seconds between checks whether the quota table changed (gauges are set at each scrape)."""
 
 
 async def prime(world: world_mod.World, kube: client.Kube) -> None:
@@ -118,7 +118,7 @@ async def _lead(
                 jobcontroller.JobController(world, kube).run(),
                 lifecycle.Lifecycle(world, kube).run(),
                 statuses.StatusWriter(world, statuses.KubeStatusPort(kube)).run(),
-                _report_state(world, options.state_interval),
+                _record_quotas(world, options.quota_interval),
             ],
             failed,
         )
@@ -185,14 +185,11 @@ async def _observing(
                 log.info("closed history run %d", history_writer.run_id)
 
 
-async def _report_state(world: world_mod.World, interval: float) -> None:
-    """Set the gauges (and record quota changes) on a timer, not once per cycle.
-
-    A cycle can take a millisecond; the gauges walk every pending workload.
-    """
+async def _record_quotas(world: world_mod.World, interval: float) -> None:
+    """Record the quota table when queues change, checked on a timer (an identity test)."""
     while True:
         if world.observer is not None:
-            world.observer.state(world.cache, world.queues, world.clock())
+            world.observer.quotas(world.cache, world.clock())
         await asyncio.sleep(interval)
 
 
@@ -240,7 +237,13 @@ async def _serve_metrics(world: world_mod.World, options: Options) -> metrics.Me
     )
     if options.metrics_port is None:
         return None
-    server = await metrics.serve(sink, host=options.metrics_host, port=options.metrics_port)
+    observer = world.observer
+    server = await metrics.serve(
+        sink,
+        host=options.metrics_host,
+        port=options.metrics_port,
+        before_scrape=lambda: observer.gauges(world.cache, world.queues),
+    )
     log.info("metrics served at http://%s:%d/metrics", options.metrics_host, server.port)
     return server
 

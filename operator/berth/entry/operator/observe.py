@@ -115,9 +115,13 @@ class Observer:
         """Count one scheduling cycle."""
         self.metrics.report_cycle(admitted=len(result.admitted), seconds=seconds)
 
-    def state(self, cache: cache_mod.Cache, queues: queues_mod.QueueManager, now: float) -> None:
-        """Set the gauges; record the quota table if queues changed since it was last recorded."""
-        self.metrics.report_state(cache, queues)
+    def gauges(self, cache: cache_mod.Cache, queues: queues_mod.QueueManager) -> None:
+        """Set the gauges from the current state, while leading (called at each scrape)."""
+        if self.active:
+            self.metrics.report_state(cache, queues)
+
+    def quotas(self, cache: cache_mod.Cache, now: float) -> None:
+        """Record the quota table if queues changed since it was last recorded."""
         snap = cache.snapshot
         if self.records is not None and self.active and snap is not self._quota_snapshot:
             # The cache replaces its snapshot whenever queues, cohorts or flavors change.

@@ -1,16 +1,20 @@
 """The scheduler loop: one task on the leader that runs the core and writes its decisions.
 
-Each turn mirrors the simulator's ``_settle``/``_apply_result`` (``berth.sim.engine``): pop the
+Each cycle mirrors the simulator's ``_settle``/``_apply_result`` (``berth.sim.engine``): pop the
 heads, run ``core.cycle.schedule`` on the cache's snapshot, then, before any write, *assume*
 every admission in the cache, mark every victim evicted and put every pending head back where
-its queue's strategy says. Only then are the Workload statuses written, each with the
-resourceVersion the decision was based on; the next cycle waits for them. Events go to a
-background ``Recorder``, and the advisory pending conditions (QuotaReserved=False with the
-reason) are written by background senders the cycles never wait for, the latest decision per
-workload. A failed admission write is undone: the admission is forgotten, the inadmissible
-workloads of its quota tree are requeued, and the workload returns to its queue after a backoff.
-Victims stay counted until the job controller has stopped their Jobs and cleared their
-admission. Started by ``main`` once the cache is primed.
+its queue's strategy says. Cycles then run back to back on that state, as the simulator settles
+an instant, until one makes no progress (or a batch's time is up), so a ClusterQueue admits as
+many heads per API round trip as fit; only then is the batch's Workload statuses written, each
+with the resourceVersion its decision was based on, and the next batch waits for them. An
+eviction of a workload admitted earlier in the same batch waits for that admission's write and
+builds on what it stored. Events go to a background ``Recorder``, and the advisory pending
+conditions (QuotaReserved=False with the reason) are written by background senders the cycles
+never wait for, the latest decision per workload. A failed admission write is undone: the
+admission is forgotten, the inadmissible workloads of its quota tree are requeued, and the
+workload returns to its queue after a backoff. Victims stay counted until the job controller
+has stopped their Jobs and cleared their admission. Started by ``main`` once the cache is
+primed.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ _BACKOFF_BASE = 1.0
 _BACKOFF_MAX = 30.0
 _PENDING_SENDERS = 8
 """Pending-condition writes in flight at once; admissions and evictions are not limited."""
+_BATCH_SECONDS = 0.1
+"""How long one batch of cycles may run before its writes go out; a batch normally ends
+sooner, at the first cycle that makes no progress. Bounds how long watch events wait."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -45,6 +52,8 @@ class _Write:
     rv: str | None
     status: dict[str, Any]
     event: tuple[str, str] | None = None
+    changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The conditions this write sets, to build it again on a newer body (evictions)."""
 
 
 class Scheduler:
@@ -67,6 +76,9 @@ class Scheduler:
         self._sending: dict[names.WorkloadKey, asyncio.Future[tuple[str | None, str | None]]] = {}
         """Pending-condition writes in flight: each resolves to (the resourceVersion it was
         built on, the one it stored, or None if it failed)."""
+        self._admitting: dict[names.WorkloadKey, asyncio.Future[dict[str, Any] | None]] = {}
+        """Admission writes of the current batch: each resolves to the stored body, or None."""
+        self.batches = 0
 
     async def run(self) -> None:
         """Schedule, and write pending conditions in the background, until cancelled."""
@@ -77,16 +89,18 @@ class Scheduler:
 
     async def _loop(self) -> None:
         w = self.world
+        loop = asyncio.get_running_loop()
         while True:
-            now = w.clock()
-            self._backoffs_done(now)
-            writes, progressed = self.decide(now)
-            # The next cycle waits for this one's admissions and evictions. Not waiting was
+            writes, progressed = self.decide_batch()
+            # The next batch waits for this one's admissions and evictions. Not waiting was
             # measured: every release pushes its quota tree's parked workloads back and the
             # next cycle parks them again, so cycles that run after each single release cost
-            # twice the CPU per admission; a cycle per write round trip takes in every release
+            # twice the CPU per admission; a batch per write round trip takes in every release
             # of that round trip at once.
             if writes:
+                for x in writes:
+                    if x.kind == "admit":
+                        self._admitting[x.key] = loop.create_future()
                 await asyncio.gather(*(self._write(x) for x in writes))
             if progressed:
                 await asyncio.sleep(0)
@@ -96,6 +110,25 @@ class Scheduler:
             w.wake.schedule.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(w.wake.schedule.wait(), timeout)
+
+    def decide_batch(self) -> tuple[list[_Write], bool]:
+        """Run cycles back to back until one makes no progress or the batch's time is up.
+
+        No event is taken in between, so the cycles decide exactly what Kueue's consecutive
+        cycles would with nothing arriving or finishing meanwhile. Returns the writes of all of
+        them and whether the last one progressed (then another batch follows at once).
+        """
+        w = self.world
+        self.batches += 1
+        writes: list[_Write] = []
+        started = time.perf_counter()
+        while True:
+            now = w.clock()
+            self._backoffs_done(now)
+            more, progressed = self.decide(now)
+            writes.extend(more)
+            if not progressed or time.perf_counter() - started >= _BATCH_SECONDS:
+                return writes, progressed
 
     def _backoffs_done(self, now: float) -> None:
         """Return workloads whose backoff ended to their queues (the simulator's backoff timer)."""
@@ -211,7 +244,7 @@ class Scheduler:
             workloads.condition(_COND.PREEMPTED, True, p.reason.value, p.message, now),
         ]
         status = {"conditions": workloads.merge_conditions(current, changes)}
-        return _Write(key, "evict", body, rv, status, ("Preempted", p.message))
+        return _Write(key, "evict", body, rv, status, ("Preempted", p.message), changes)
 
     def _pending_write(
         self, key: names.WorkloadKey, reason: str, message: str, now: float
@@ -271,7 +304,27 @@ class Scheduler:
 
     async def _write(self, x: _Write) -> str | None:
         """Send one write; return the resourceVersion it stored (None if it failed)."""
+        stored: dict[str, Any] | None = None
+        try:
+            stored = await self._send(x)
+        finally:
+            admitting = self._admitting.pop(x.key, None) if x.kind == "admit" else None
+            if admitting is not None:
+                admitting.set_result(stored)
+        return None if stored is None else (stored.get("metadata") or {}).get("resourceVersion")
+
+    async def _send(self, x: _Write) -> dict[str, Any] | None:
         w = self.world
+        admitting = self._admitting.get(x.key) if x.kind == "evict" else None
+        if admitting is not None:
+            # Admitted earlier in the same batch: evict what that admission's write stored
+            # (built on the older body, the two writes would race and the admission be lost).
+            admitted = await admitting
+            if admitted is None:
+                return None  # the admission was undone; there is nothing to evict
+            x.rv = (admitted.get("metadata") or {}).get("resourceVersion")
+            current = (admitted.get("status") or {}).get("conditions") or []
+            x.status = {"conditions": workloads.merge_conditions(current, x.changes)}
         earlier = self._sending.get(x.key) if x.kind != "pending" else None
         if earlier is not None:
             # A pending condition of the same workload is being written: wait for it, and
@@ -298,7 +351,7 @@ class Scheduler:
             self.recorder.record(stored, x.event[0], x.event[1], w.clock())
             if x.kind == "admit":
                 self.recorder.record(stored, "Admitted", "The workload is admitted", w.clock())
-        return (stored.get("metadata") or {}).get("resourceVersion")
+        return stored
 
     def _undo(self, x: _Write, e: errors.KubeError) -> None:
         w = self.world
