@@ -102,6 +102,8 @@ class Record:
     """When the current admission's runtime is over."""
     writing: bool = False
     conflicts: int = 0
+    finish_lag: float | None = None
+    """How long after its runtime was over the harness saw it Finished (its own delay)."""
 
     @property
     def queue(self) -> generator.Queue:
@@ -146,6 +148,11 @@ class Runner:
         self.finished = 0
         self.errors: list[str] = []
         self.watch_events = 0
+        self.conflicts = 0
+        self._written: dict[str, float] = {}
+        """resourceVersions the harness's own writes stored, and when their answer came."""
+        self.watch_lags: list[float] = []
+        """For each own write, how much later the watch delivered it than the write's answer."""
 
     def now(self) -> float:
         """Seconds since the start of arrivals."""
@@ -272,6 +279,9 @@ class Runner:
                     rv = str((page.get("metadata") or {}).get("resourceVersion") or rv)
                     break
                 rv = str(meta.get("resourceVersion") or rv)
+                written = self._written.pop(rv, None)
+                if written is not None:
+                    self.watch_lags.append(self.now() - written)
                 if kind in {"ADDED", "MODIFIED"}:
                     self.watch_events += 1
                     self._observe(obj)
@@ -288,6 +298,8 @@ class Runner:
             return
         if _condition(body, "Finished"):
             rec.finished = now
+            if rec.due is not None:
+                rec.finish_lag = max(0.0, now - rec.due)
             rec.close(now)
             self.finished += 1
             return
@@ -382,9 +394,13 @@ class Runner:
         finally:
             rec.writing = False
         if stored is not None:
+            stored_rv = (stored.get("metadata") or {}).get("resourceVersion")
+            if stored_rv:
+                self._written[str(stored_rv)] = self.now()
             self._observe(stored)  # newer than the body it was built from; the watch may lag
             return
         rec.conflicts += 1
+        self.conflicts += 1
         if rec.conflicts > _MAX_RETRIES:
             self.errors.append(f"{rec.queue.name}/{rec.arrival.name}: too many conflicts")
             return

@@ -14,6 +14,11 @@ Definitions, following Kueue's recorder (``runner/recorder``) where it has one:
 - *arrivals*: when the last arrival was due, when the last create returned, and how late
   creates were sent after their due time (they wait for one of the harness's 64 create slots, so
   a lag means the API server took creates more slowly than the config makes them).
+- *the harness's own delays*: how long after a Workload's runtime was over the harness saw it
+  Finished (``finishLagSeconds``), and how much later its watch delivered each of its own
+  writes than the write's answer came (``watchLagSeconds``, the API server's watch latency as a
+  client sees it); with its resourceVersion conflicts. Large values mean the harness, or the API
+  server feeding it, and not the scheduler, held quota busy.
 - *API requests per admission*: the API server's ``apiserver_request_total`` increase over the
   run divided by admissions, whole and without the harness's own requests.
 """
@@ -72,6 +77,15 @@ def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(pct / 100 * len(ordered)))
     return ordered[rank - 1]
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    """p50, p95 and max of some durations in seconds (all 0 for none)."""
+    return {
+        "p50": _round(percentile(values, 50)),
+        "p95": _round(percentile(values, 95)),
+        "max": _round(max(values, default=0.0)),
+    }
 
 
 def capacity_bound(config: generator.Config) -> float:

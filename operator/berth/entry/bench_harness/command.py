@@ -130,7 +130,15 @@ async def _run(
         "cpuShareOfWall": round(operator_cpu / wall, 2) if wall else 0.0,
         "peakRssMiB": round(rss, 1),
     }
-    out["harness"] = {"cpuSeconds": round(harness_cpu, 1), "watchEvents": run.watch_events}
+    out["harness"] = {
+        "cpuSeconds": round(harness_cpu, 1),
+        "watchEvents": run.watch_events,
+        "conflicts": run.conflicts,
+        "finishLagSeconds": summary.spread(
+            [r.finish_lag for r in run.records.values() if r.finish_lag is not None]
+        ),
+        "watchLagSeconds": summary.spread(run.watch_lags),
+    }
     if components:
         out["controlPlaneCpuSeconds"] = components
     if limits:
