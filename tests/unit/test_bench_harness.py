@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
 
+from berth.adapters.benchharness import api as api_mod
 from berth.adapters.benchharness import generator, runner, summary
+from berth.entry.bench_harness import command
 
 CONFIGS = Path(__file__).resolve().parents[2] / "config" / "bench"
 
@@ -100,3 +104,79 @@ def test_summary_arrivals_show_when_creates_fell_behind_their_schedule() -> None
     assert arrivals["endSeconds"] == pytest.approx(last.arrival.at + 3.25)
     assert arrivals["lagSecondsMax"] == pytest.approx(3.0)
     assert arrivals["lagSecondsP95"] == pytest.approx(0.0)
+
+
+class _Run:
+    """The runner's clock only: t0 stays 0 until arrivals start."""
+
+    def __init__(self) -> None:
+        self.t0 = 0.0
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+
+class _Api:
+    """Answers the profile's GET with ``answer``, after ``hold`` seconds."""
+
+    def __init__(self, answer: bytes | Exception, hold: float = 0.0) -> None:
+        self.answer = answer
+        self.hold = hold
+        self.paths: list[str] = []
+
+    async def raw(self, path: str, *, seconds: float | None = None) -> bytes:
+        assert seconds is not None  # a profile's answer must not wait forever
+        self.paths.append(path)
+        await asyncio.sleep(self.hold)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def _profile(
+    api: _Api, want: command.ApiserverProfile, *, arrivals_after: float, run_for: float
+) -> dict[str, object]:
+    async def scenario() -> dict[str, object]:
+        run = _Run()
+        task = asyncio.create_task(command.fetch_apiserver_profile(api, run, want))  # type: ignore[arg-type]
+        await asyncio.sleep(arrivals_after)
+        run.t0 = time.monotonic()
+        await asyncio.sleep(run_for)
+        return await command.apiserver_profile_entry(task, want)
+
+    return asyncio.run(scenario())
+
+
+def test_apiserver_profile_starts_its_delay_after_arrivals_and_writes_the_bytes(
+    tmp_path: Path,
+) -> None:
+    want = command.ApiserverProfile(tmp_path / "apiserver.pprof", seconds=7, delay=0.2)
+    api = _Api(b"pprof bytes")
+    entry = _profile(api, want, arrivals_after=0.3, run_for=0.5)
+    assert api.paths == ["/debug/pprof/profile?seconds=7"]
+    assert want.path.read_bytes() == b"pprof bytes"
+    # Counted from the start of arrivals, not from when the task began waiting (0.5 s then).
+    assert entry == {
+        "path": str(want.path),
+        "seconds": 7,
+        "startedAtSeconds": pytest.approx(0.2, abs=0.1),
+    }
+
+
+def test_apiserver_profile_still_running_when_the_run_ends_is_cancelled_and_reported(
+    tmp_path: Path,
+) -> None:
+    want = command.ApiserverProfile(tmp_path / "apiserver.pprof", seconds=30, delay=0.0)
+    entry = _profile(_Api(b"late", hold=30.0), want, arrivals_after=0.0, run_for=0.1)
+    assert entry == {
+        "error": "the run ended before the profile (30 s from 0 s into arrivals) was complete"
+    }
+    assert not want.path.exists()
+
+
+def test_apiserver_profile_refused_is_a_one_line_error_entry(tmp_path: Path) -> None:
+    want = command.ApiserverProfile(tmp_path / "apiserver.pprof", seconds=30, delay=0.0)
+    refused = api_mod.ApiError(404, "404 page not found\n")
+    entry = _profile(_Api(refused), want, arrivals_after=0.0, run_for=0.1)
+    assert entry == {"error": "GET /debug/pprof/profile: 404: 404 page not found"}
+    assert not want.path.exists()

@@ -103,12 +103,19 @@ class Api:
 
     async def text(self, path: str) -> str:
         """GET a plain-text endpoint (``/metrics``)."""
+        return (await self.raw(path)).decode()
+
+    async def raw(self, path: str, *, seconds: float | None = None) -> bytes:
+        """GET a non-JSON endpoint (``/metrics``, ``/debug/pprof/...``) and return its bytes."""
         self.requests["GET"] += 1
-        async with self.session.get(self.server + path, headers=self.headers) as response:
+        timeout = self.session.timeout if seconds is None else aiohttp.ClientTimeout(total=seconds)
+        async with self.session.get(
+            self.server + path, headers=self.headers, timeout=timeout
+        ) as response:
             raw = await response.read()
             if response.status >= 300:
                 raise ApiError(response.status, raw.decode(errors="replace"))
-            return raw.decode()
+            return raw
 
     async def create(
         self, collection: str, body: dict[str, Any], *, exist_ok: bool = False

@@ -49,6 +49,8 @@ class ControlPlaneConfig:
     """Let the processes outlive this Python process (``berth dev up``)."""
     start_timeout: float = 90.0
     """Seconds each component may take to become ready."""
+    profiling: bool = False
+    """Serve kube-apiserver's ``/debug/pprof`` (``berth bench harness --apiserver-profile``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -279,7 +281,7 @@ class ControlPlane:
             # Endpoints may not hold a loopback address, so the apiserver must not publish its own.
             "--endpoint-reconciler-type=none",
             "--allow-privileged=true",
-            "--profiling=false",
+            "--profiling=true" if self.config.profiling else "--profiling=false",
             f"--cert-dir={self.run_dir / 'apiserver'}",
         ]
         if not self.config.scheduling:

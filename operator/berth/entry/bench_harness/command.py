@@ -3,14 +3,16 @@
 In order: a control plane (the one ``--kubeconfig`` names, or etcd + kube-apiserver started
 here), Berth's CRDs, the API server's own ceiling (``ceiling``), the operator as its own process
 (``berth run``), the queues of the config, then the run itself (``runner``) with the API server's
-request counters, the operator's CPU time and peak memory read around it. Prints the summary as
-YAML (``--out`` writes it too). Registered as a subcommand of ``berth bench``.
+request counters, the operator's CPU time and peak memory read around it, and optionally the API
+server's Go CPU profile taken during it (``--apiserver-profile``). Prints the summary as YAML
+(``--out`` writes it too). Registered as a subcommand of ``berth bench``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import secrets
 import sys
 import tempfile
@@ -19,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import click
 import yaml
 
@@ -29,15 +32,29 @@ from berth.api import crd
 
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 _WEBHOOKS = "/apis/admissionregistration.k8s.io/v1"
+_PPROF = "/debug/pprof/profile"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApiserverProfile:
+    """Where and when to take the API server's CPU profile."""
+
+    path: Path
+    seconds: int
+    """How long the profile samples."""
+    delay: float
+    """Seconds after the start of arrivals at which it starts."""
 
 
 @contextlib.contextmanager
-def _cluster(kubeconfig: str | None, work: Path) -> Iterator[tuple[str, dict[str, int]]]:
+def _cluster(
+    kubeconfig: str | None, work: Path, *, profiling: bool
+) -> Iterator[tuple[str, dict[str, int]]]:
     """The kubeconfig to use, and the pids of the components started here (none if given)."""
     if kubeconfig is not None:
         yield kubeconfig, {}
         return
-    config = launcher.ControlPlaneConfig(work / "control-plane")
+    config = launcher.ControlPlaneConfig(work / "control-plane", profiling=profiling)
     with launcher.ControlPlane(config) as plane:
         yield str(plane.kubeconfig), plane.pids()
 
@@ -62,6 +79,61 @@ async def _requests(api: api_mod.Api) -> dict[tuple[tuple[str, str], ...], float
     return summary.counter(await api.text("/metrics"), "apiserver_request_total")
 
 
+async def fetch_apiserver_profile(
+    api: api_mod.Api, run: runner.Runner, want: ApiserverProfile
+) -> dict[str, Any]:
+    """Take the profile ``want.delay`` s into the arrivals and write it; the summary's entry."""
+    # Runner.run sets t0 as arrivals start; polling it spares the runner a hook for this alone.
+    while not run.t0:  # noqa: ASYNC110 - the runner has no event to wait on, only t0
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(max(0.0, want.delay - run.now()))
+    started = run.now()
+    try:
+        # The server holds the answer for the whole profile; the margin is for sending it.
+        data = await api.raw(f"{_PPROF}?seconds={want.seconds}", seconds=want.seconds + 60)
+    except (api_mod.ApiError, aiohttp.ClientError, TimeoutError) as e:
+        return {"error": _one_line(f"GET {_PPROF}: {e}")}
+    try:
+        await asyncio.to_thread(want.path.write_bytes, data)
+    except OSError as e:
+        return {"error": _one_line(f"writing {want.path}: {e}")}
+    return {"path": str(want.path), "seconds": want.seconds, "startedAtSeconds": round(started, 1)}
+
+
+async def apiserver_profile_entry(
+    task: asyncio.Task[dict[str, Any]], want: ApiserverProfile
+) -> dict[str, Any]:
+    """End the profile's task if the run ended first; the summary's entry either way."""
+    task.cancel()  # a no-op once it is done
+    await asyncio.wait([task])
+    if task.cancelled():
+        return {
+            "error": f"the run ended before the profile ({want.seconds} s from "
+            f"{want.delay:g} s into arrivals) was complete"
+        }
+    if (e := task.exception()) is not None:
+        return {"error": _one_line(f"{type(e).__name__}: {e}")}
+    return task.result()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+async def _run_profiled(
+    api: api_mod.Api, run: runner.Runner, limit: float, want: ApiserverProfile | None
+) -> tuple[float, dict[str, Any] | None]:
+    """``run.run``, with the API server's profile taken beside it if wanted; its entry."""
+    if want is None:
+        return await run.run(limit=limit), None
+    task = asyncio.create_task(fetch_apiserver_profile(api, run, want))
+    try:
+        wall = await run.run(limit=limit)
+    finally:
+        entry = await apiserver_profile_entry(task, want)
+    return wall, entry
+
+
 def _cpu(pids: dict[str, int]) -> dict[str, float]:
     out = {}
     for name, pid in pids.items():
@@ -79,6 +151,7 @@ async def _run(
     limit: float,
     measure_ceiling: bool,
     profile: Path | None,
+    apiserver_profile: ApiserverProfile | None,
 ) -> dict[str, Any]:
     api = await api_mod.Api.open(kubeconfig)
     operator = proc.Operator(kubeconfig, work / "operator.log")
@@ -95,7 +168,7 @@ async def _run(
         cpu_before = operator.cpu_seconds()
         components_before = _cpu(pids)
         harness_cpu_before = time.process_time()
-        wall = await run.run(limit=limit)
+        wall, profiled = await _run_profiled(api, run, limit, apiserver_profile)
         harness_cpu = time.process_time() - harness_cpu_before
         operator_cpu = operator.cpu_seconds() - cpu_before
         components = {
@@ -141,6 +214,8 @@ async def _run(
     }
     if components:
         out["controlPlaneCpuSeconds"] = components
+    if profiled is not None:
+        out["apiserverProfile"] = profiled
     if limits:
         patches = limits["statusPatchesPerSecond"]
         out["apiserverCeiling"] = limits
@@ -178,6 +253,26 @@ async def _run(
     default=None,
     help="Sample the operator with py-spy during the run; collapsed stacks into this file.",
 )
+@click.option(
+    "--apiserver-profile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a Go CPU profile of kube-apiserver taken during the run (go tool pprof reads it).",
+)
+@click.option(
+    "--apiserver-profile-seconds",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="How long the API server's profile samples.",
+)
+@click.option(
+    "--apiserver-profile-delay",
+    type=click.FloatRange(min=0.0),
+    default=15.0,
+    show_default=True,
+    help="Start the API server's profile this many seconds after arrivals start.",
+)
 def command(  # noqa: PLR0917 - click passes every option positionally by name
     config_file: Path,
     kubeconfig: str | None,
@@ -186,12 +281,20 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
     timeout: float,
     no_ceiling: bool,
     profile: Path | None,
+    apiserver_profile: Path | None,
+    apiserver_profile_seconds: int,
+    apiserver_profile_delay: float,
 ) -> None:
     """Run a Kueue scheduler-performance generator config against Berth on a real API server."""
     try:
         config = generator.load(config_file)
     except ValueError as e:
         raise click.UsageError(str(e)) from e
+    want = (
+        None
+        if apiserver_profile is None
+        else ApiserverProfile(apiserver_profile, apiserver_profile_seconds, apiserver_profile_delay)
+    )
     with contextlib.ExitStack() as stack:
         if work_dir is None:
             work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="berth-bench-")))
@@ -201,7 +304,7 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
             f"{generator.workload_count(config)} workloads; logs in {work_dir}",
             err=True,
         )
-        kube, pids = stack.enter_context(_cluster(kubeconfig, work_dir))
+        kube, pids = stack.enter_context(_cluster(kubeconfig, work_dir, profiling=want is not None))
         result = asyncio.run(
             _run(
                 config,
@@ -211,9 +314,14 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
                 limit=timeout,
                 measure_ceiling=not no_ceiling,
                 profile=profile,
+                apiserver_profile=want,
             )
         )
     result = {"config": str(config_file), **result}
+    if "error" in result.get("apiserverProfile", {}):
+        click.echo(
+            f"warning: no API server profile: {result['apiserverProfile']['error']}", err=True
+        )
     text = yaml.safe_dump(result, sort_keys=False)
     click.echo(text)
     if out is not None:
