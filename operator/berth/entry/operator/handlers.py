@@ -1,4 +1,6 @@
-"""kopf handlers: watch events of every kind Berth reads, fed into the ``World``. No API calls.
+"""Watch events of every kind Berth reads, fed into the ``World``: kopf handlers, and informers.
+
+Workloads are watched by an ``informer.Informer`` (``INFORMED``), every other kind by kopf.
 
 Only ``on.event`` handlers are registered, so kopf never adds finalizers, and the progress and
 diff-base storages below store nothing (nor build a diff base), so kopf never writes annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import kopf
 
-from berth.adapters.kube import client
+from berth.adapters.kube import client, informer
 from berth.api import base
 from berth.entry.operator import world as world_mod
 
@@ -30,6 +32,10 @@ WATCHED = (
     ("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses"),
 )
 """(kind, group, version, plural) of everything the operator watches, in priming order."""
+
+INFORMED = frozenset({"Workload"})
+"""Kinds watched by an ``informer.Informer`` of their own instead of kopf: those whose events
+come by the tens of thousands, where kopf's per-event machinery was the operator's largest cost."""
 
 
 class _NoProgress(kopf.ProgressStorage):
@@ -96,8 +102,37 @@ def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry
         )
 
     for kind, group, version, plural in WATCHED:
-        _register(reg, world, kind, group, version, plural)
+        if kind not in INFORMED:
+            _register(reg, world, kind, group, version, plural)
     return reg
+
+
+def informers(world: world_mod.World, kube: client.Kube) -> list[informer.Informer]:
+    """One list-then-watch per informed kind, feeding the world as kopf's handlers do."""
+    out = []
+    for kind, group, version, plural in WATCHED:
+        if kind not in INFORMED:
+            continue
+        api_version = f"{group}/{version}" if group else version
+        prefix = f"/apis/{api_version}" if group else f"/api/{version}"
+
+        def apply(body: dict[str, Any], kind: str = kind) -> None:
+            world.apply(kind, body)
+
+        def remove(body: dict[str, Any], kind: str = kind) -> None:
+            world.remove(kind, body)
+
+        out.append(
+            informer.Informer(
+                kube,
+                path=f"{prefix}/{plural}",
+                api_version=api_version,
+                kind=kind,
+                apply=apply,
+                remove=remove,
+            )
+        )
+    return out
 
 
 def _register(  # noqa: PLR0917 - one watched kind's coordinates, as WATCHED lists them

@@ -1,11 +1,11 @@
 """The operator's composition root: one event loop running kopf, webhooks and the leader's tasks.
 
 ``run`` opens the API session, serves ``/metrics``, opens (and migrates) the history store,
-starts the webhook server and registers its configurations, starts kopf (watch events →
-``World``), and competes for the Lease; while it leads it primes the cache from a full list of
-every watched kind and then runs the scheduler loop, the job controller, the queue status
-writer and the metrics/history ``Observer`` — each leadership term is one run in the history
-store. Called by ``berth run`` and ``berth up``.
+starts the webhook server and registers its configurations, starts kopf and the Workload
+informer (watch events → ``World``), and competes for the Lease; while it leads it primes the
+cache from a full list of every watched kind and then runs the scheduler loop, the job
+controller, the queue status writer and the metrics/history ``Observer`` — each leadership term
+is one run in the history store. Called by ``berth run`` and ``berth up``.
 """
 
 from __future__ import annotations
@@ -287,6 +287,7 @@ async def run(
     tasks: list[asyncio.Task[None]] = []
     failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
+    watches: list[asyncio.Task[None]] = []
     try:
         await _ensure_namespace(kube, options.config.namespace)
         for conf in webhooks.configurations(base_url, certs.ca_bundle, world):
@@ -305,6 +306,7 @@ async def run(
                 )
             )
         )
+        watches.extend(asyncio.create_task(i.run()) for i in handlers.informers(world, kube))
         tasks.append(
             asyncio.create_task(
                 leader.run_while_leader(
@@ -323,13 +325,15 @@ async def run(
         tasks.append(asyncio.create_task(_raise_when_failed(failed)))
         if started is not None:
             started(world)
-        await _until_stopped(stop, kopf_ready, tasks)
+        await _until_stopped(stop, kopf_ready, [*tasks, *watches])
     finally:
         log.info("stopping")
         # The leader (tasks[1]) first, while kopf (tasks[0]) still runs: kopf cancels every task
         # of the loop it considers its own as it stops, and the leader's history writer must
         # flush and close its run before that.
         for task in tasks[1:]:
+            await _cancel(task)
+        for task in watches:
             await _cancel(task)
         kopf_stop.set()
         for task in tasks[:1]:
