@@ -91,6 +91,9 @@ class Scheduler:
         w = self.world
         loop = asyncio.get_running_loop()
         while True:
+            # Cleared before the batch, not after its writes: whatever arrives while they are in
+            # flight (a release, a newly placed workload) must start the next batch.
+            w.wake.schedule.clear()
             writes, progressed = self.decide_batch()
             # The next batch waits for this one's admissions and evictions. Not waiting was
             # measured: every release pushes its quota tree's parked workloads back and the
@@ -107,7 +110,6 @@ class Scheduler:
                 continue
             expiry = w.queues.next_backoff_expiry(w.clock())
             timeout = None if expiry is None else max(0.05, expiry - w.clock())
-            w.wake.schedule.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(w.wake.schedule.wait(), timeout)
 
@@ -116,19 +118,22 @@ class Scheduler:
 
         No event is taken in between, so the cycles decide exactly what Kueue's consecutive
         cycles would with nothing arriving or finishing meanwhile. Returns the writes of all of
-        them and whether the last one progressed (then another batch follows at once).
+        them and whether any progressed (then another batch follows once they are written: the
+        releases and arrivals of the round trip may let more in).
         """
         w = self.world
         self.batches += 1
         writes: list[_Write] = []
+        any_progress = False
         started = time.perf_counter()
         while True:
             now = w.clock()
             self._backoffs_done(now)
             more, progressed = self.decide(now)
             writes.extend(more)
+            any_progress = any_progress or progressed
             if not progressed or time.perf_counter() - started >= _BATCH_SECONDS:
-                return writes, progressed
+                return writes, any_progress
 
     def _backoffs_done(self, now: float) -> None:
         """Return workloads whose backoff ended to their queues (the simulator's backoff timer)."""
