@@ -167,10 +167,13 @@ class Scheduler:
             progressed = True
             writes.append(self._admit_write(key, a, now))
         for pending in result.pending:
-            parked = w.queues.requeue(pending)
-            for same in [pending.info, *(pw.info for pw in parked)]:
-                self.pending[same.key] = (pending.reason, pending.message, now)
-                self._pending_wake.set()
+            w.queues.requeue(pending)
+            # The head the cycle tried gets the condition, as Kueue's scheduler writes it; the
+            # same-shape workloads parked with it are left as they are (Kueue's workload
+            # controller writes none on them either, UnadmittedWorkloadsExplicitStatus being
+            # off by default), which spares the API server a write per parked workload.
+            self.pending[pending.info.key] = (pending.reason, pending.message, now)
+            self._pending_wake.set()
             pw = w.queues.pending.get(pending.info.key)
             if pw is not None and pw.cluster_queue is not None:
                 q = w.queues.queues[pw.cluster_queue]
