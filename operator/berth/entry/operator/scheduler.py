@@ -5,7 +5,7 @@ heads, run ``core.cycle.schedule`` on the cache's snapshot, then, before any wri
 every admission in the cache, mark every victim evicted and put every pending head back where
 its queue's strategy says. Cycles then run back to back on that state, as the simulator settles
 an instant, until one makes no progress (or a batch's time is up), so a ClusterQueue admits as
-many heads per API round trip as fit; only then is the batch's Workload statuses written, each
+many heads per API round trip as fit; only then are the batch's Workload statuses written, each
 with the resourceVersion its decision was based on, and the next batch waits for them. An
 eviction of a workload admitted earlier in the same batch waits for that admission's write and
 builds on what it stored. Events go to a background ``Recorder``, and the advisory pending
