@@ -180,3 +180,21 @@ def test_apiserver_profile_refused_is_a_one_line_error_entry(tmp_path: Path) -> 
     entry = _profile(_Api(refused), want, arrivals_after=0.0, run_for=0.1)
     assert entry == {"error": "GET /debug/pprof/profile: 404: 404 page not found"}
     assert not want.path.exists()
+
+
+def _webhook_metrics(name: str, buckets: dict[str, int], seconds: float) -> str:
+    metric = "apiserver_admission_webhook_admission_duration_seconds"
+    labels = f'name="{name}",operation="CREATE",rejected="false",type="admit"'
+    lines = [f'{metric}_bucket{{{labels},le="{le}"}} {n}' for le, n in buckets.items()]
+    lines.append(f"{metric}_sum{{{labels}}} {seconds}")
+    lines.append(f"{metric}_count{{{labels}}} {buckets['+Inf']}")
+    return "\n".join(lines) + "\n"
+
+
+def test_webhook_latency_is_the_difference_between_two_scrapes() -> None:
+    before = _webhook_metrics("mutate", {"0.005": 5, "0.025": 10, "0.1": 10, "+Inf": 10}, 0.1)
+    # 100 more calls: 60 under 5 ms, 36 more under 25 ms, 4 more under 100 ms; 2.0 s in all.
+    after = _webhook_metrics("mutate", {"0.005": 65, "0.025": 106, "0.1": 110, "+Inf": 110}, 2.1)
+    got = summary.webhook_latency(before, after)
+    assert got == {"mutate": {"calls": 100, "meanMs": 20.0, "p95AtMostMs": 25.0}}
+    assert summary.webhook_latency(after, after) == {}

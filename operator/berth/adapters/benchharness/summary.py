@@ -19,6 +19,9 @@ Definitions, following Kueue's recorder (``runner/recorder``) where it has one:
   writes than the write's answer came (``watchLagSeconds``, the API server's watch latency as a
   client sees it); with its resourceVersion conflicts. Large values mean the harness, or the API
   server feeding it, and not the scheduler, held quota busy.
+- *webhook latency*: per admission webhook, its calls and their latency as the API server
+  measured it (``apiserver_admission_webhook_admission_duration_seconds``); every Workload
+  create waits for Berth's mutating and validating webhooks.
 - *API requests per admission*: the API server's ``apiserver_request_total`` increase over the
   run divided by admissions, whole and without the harness's own requests.
 """
@@ -68,6 +71,45 @@ def requests_between(
             resource += "/" + d["subresource"]
         out[f"{d.get('verb', '?')} {resource}"] += round(delta)
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def webhook_latency(before: str, after: str) -> dict[str, dict[str, float]]:
+    """Per admission webhook: its calls between two scrapes, and their latency as the server saw.
+
+    From ``apiserver_admission_webhook_admission_duration_seconds``: the count, the mean, and
+    the p95 as the upper bound of the bucket that holds it (the histogram keeps no more).
+    """
+    metric = "apiserver_admission_webhook_admission_duration_seconds"
+
+    def delta(suffix: str) -> dict[tuple[tuple[str, str], ...], float]:
+        old = counter(before, metric + suffix)
+        return {k: v - old.get(k, 0.0) for k, v in counter(after, metric + suffix).items()}
+
+    counts, sums, buckets = delta("_count"), delta("_sum"), delta("_bucket")
+    calls: dict[str, float] = collections.defaultdict(float)
+    total: dict[str, float] = collections.defaultdict(float)
+    cumulative: dict[str, dict[float, float]] = collections.defaultdict(
+        lambda: collections.defaultdict(float)
+    )
+    for labels, n in counts.items():
+        calls[dict(labels).get("name", "?")] += n
+    for labels, seconds in sums.items():
+        total[dict(labels).get("name", "?")] += seconds
+    for labels, n in buckets.items():
+        d = dict(labels)
+        cumulative[d.get("name", "?")][float(d.get("le", "inf"))] += n
+    out: dict[str, dict[str, float]] = {}
+    for name, n in sorted(calls.items()):
+        if n <= 0:
+            continue
+        bounds = sorted(cumulative[name].items())
+        p95 = next((le for le, c in bounds if c >= 0.95 * n), math.inf)
+        out[name] = {
+            "calls": round(n),
+            "meanMs": _round(1000 * total[name] / n, 1),
+            "p95AtMostMs": _round(1000 * p95, 1) if math.isfinite(p95) else -1.0,
+        }
+    return out
 
 
 def percentile(values: list[float], pct: float) -> float:

@@ -75,8 +75,8 @@ async def _install_crds(api: api_mod.Api, within: float = 60.0) -> None:
             await asyncio.sleep(0.2)
 
 
-async def _requests(api: api_mod.Api) -> dict[tuple[tuple[str, str], ...], float]:
-    return summary.counter(await api.text("/metrics"), "apiserver_request_total")
+async def _scrape(api: api_mod.Api) -> str:
+    return await api.text("/metrics")
 
 
 async def fetch_apiserver_profile(
@@ -163,7 +163,7 @@ async def _run(
         await run.setup()
         if profile is not None:
             operator.profile(profile)
-        before = await _requests(api)
+        before = await _scrape(api)
         harness_before = sum(api.requests.values())
         cpu_before = operator.cpu_seconds()
         components_before = _cpu(pids)
@@ -177,7 +177,7 @@ async def _run(
         }
         rss = operator.peak_rss_mib()
         harness_requests = sum(api.requests.values()) - harness_before
-        after = await _requests(api)
+        after = await _scrape(api)
     finally:
         await asyncio.to_thread(operator.stop)
         for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
@@ -185,7 +185,10 @@ async def _run(
                 await api.request("DELETE", f"{_WEBHOOKS}/{kind}/berth")
         await api.close()
     out = summary.summarize(config, run.records.values(), wall)
-    by_kind = summary.requests_between(before, after)
+    by_kind = summary.requests_between(
+        summary.counter(before, "apiserver_request_total"),
+        summary.counter(after, "apiserver_request_total"),
+    )
     total = sum(by_kind.values())
     admissions = max(1, out["admissions"])
     out["apiserver"] = {
@@ -196,6 +199,7 @@ async def _run(
         "operatorRequestsPerAdmission": round(max(0, total - harness_requests) / admissions, 2),
         "requestsPerSecond": round(total / wall, 1) if wall else 0.0,
         "byVerbAndResource": dict(list(by_kind.items())[:12]),
+        "webhooks": summary.webhook_latency(before, after),
     }
     out["operator"] = {
         "cpuSeconds": round(operator_cpu, 1),
