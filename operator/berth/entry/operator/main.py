@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import kopf
+from aiohttp import web
 from sqlalchemy.ext import asyncio as sa_asyncio
 
 from berth.adapters import metrics
@@ -273,8 +274,15 @@ async def run(
     world = world_mod.World(options.config, time.time)
     metrics_server = await _serve_metrics(world, options)
     certs = webhooks.Certificates(options.webhook_host)
-    hooks = webhooks.Server(webhooks.app(world, asyncio.get_running_loop()), certs.ssl_context())
-    port = await hooks.start(options.webhook_host, options.webhook_port)
+    runner = web.AppRunner(webhooks.app(world), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(
+        runner, options.webhook_host, options.webhook_port, ssl_context=certs.ssl_context()
+    )
+    await site.start()
+    server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
+    sockets = getattr(server, "sockets", None) or []
+    port = sockets[0].getsockname()[1] if sockets else options.webhook_port
     base_url = f"https://{options.webhook_host}:{port}"
     tasks: list[asyncio.Task[None]] = []
     failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -330,7 +338,7 @@ async def run(
         kopf_stop.set()
         for task in tasks[:1]:
             await _cancel(task)
-        await hooks.stop()
+        await runner.cleanup()
         certs.cleanup()
         await kube.close()
         if metrics_server is not None:

@@ -10,22 +10,16 @@ Routes (AdmissionReview v1, served by aiohttp with a certificate this module iss
 - ``/validate-berth``: Berth's kinds are checked with ``berth.api.validation``; every field error
   is returned.
 
-``Server`` serves them from a thread of its own; the Job routes' decisions, which read the
-``World``, run on the operator's loop. ``configurations`` builds the
-Mutating/ValidatingWebhookConfiguration objects pointing at a URL with the CA bundle; ``main``
-applies them. Decisions read the ``World`` only.
+``configurations`` builds the Mutating/ValidatingWebhookConfiguration objects pointing at a URL
+with the CA bundle; ``main`` applies them. Decisions read the ``World`` only.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import concurrent.futures
 import json
 import ssl
 import tempfile
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,106 +137,23 @@ def validate_berth(request: dict[str, Any]) -> dict[str, Any]:
     return _allow()
 
 
-def app(world: world_mod.World, world_loop: asyncio.AbstractEventLoop) -> web.Application:
-    """The aiohttp application serving every route, for a loop other than ``world_loop``.
-
-    The Berth-kind routes are pure and answer on the serving loop. The Job routes read the
-    ``World``, which only the operator's loop (``world_loop``) may touch, so their decisions are
-    handed to it and awaited.
-    """
-
-    def on_world_loop(decide: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:  # noqa: ANN401 - a decision function
-        async def run(req: dict[str, Any]) -> dict[str, Any]:
-            done: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
-
-            def call() -> None:
-                try:
-                    done.set_result(decide(req))
-                except Exception as e:  # noqa: BLE001 - handed back to the serving loop
-                    done.set_exception(e)
-
-            world_loop.call_soon_threadsafe(call)
-            return await asyncio.wrap_future(done)
-
-        return run
-
-    def here(decide: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:  # noqa: ANN401 - a decision function
-        async def run(req: dict[str, Any]) -> dict[str, Any]:
-            return decide(req)
-
-        return run
+def app(world: world_mod.World) -> web.Application:
+    """The aiohttp application serving every route."""
 
     def route(decide: Any) -> Any:  # noqa: ANN401 - an aiohttp handler
         async def handle(request: web.Request) -> web.Response:
             review = await request.json()
             req = review.get("request") or {}
-            return web.json_response(_review(req, await decide(req)))
+            return web.json_response(_review(req, decide(req)))
 
         return handle
 
     application = web.Application()
-    application.router.add_post("/mutate-job", route(on_world_loop(lambda r: mutate_job(world, r))))
-    application.router.add_post(
-        "/validate-job", route(on_world_loop(lambda r: validate_job(world, r)))
-    )
-    application.router.add_post("/mutate-berth", route(here(mutate_berth)))
-    application.router.add_post("/validate-berth", route(here(validate_berth)))
+    application.router.add_post("/mutate-job", route(lambda r: mutate_job(world, r)))
+    application.router.add_post("/validate-job", route(lambda r: validate_job(world, r)))
+    application.router.add_post("/mutate-berth", route(mutate_berth))
+    application.router.add_post("/validate-berth", route(validate_berth))
     return application
-
-
-class Server:
-    """The webhook server, on an event loop of its own in a thread of its own.
-
-    Every Workload create waits for two webhook calls; served on the operator's loop they waited
-    behind scheduling batches and watch events (about 0.1 s each under Kueue's baseline harness,
-    most of a create's latency), and the API server, keeping 25 idle connections per webhook
-    host, opened a new TLS connection for every call beyond that. A thread of its own answers
-    between the other loop's steps (the interpreter switches threads every few milliseconds).
-    """
-
-    def __init__(self, application: web.Application, ssl_context: ssl.SSLContext) -> None:
-        self._app = application
-        self._ssl = ssl_context
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
-
-    async def start(self, host: str, port: int) -> int:
-        """Listen on ``host:port`` (0 picks a free port); return the port once it listens."""
-        started: concurrent.futures.Future[int] = concurrent.futures.Future()
-        self._thread = threading.Thread(
-            target=self._serve, args=(host, port, started), name="berth-webhooks", daemon=True
-        )
-        self._thread.start()
-        self.port = await asyncio.wrap_future(started)
-        return self.port
-
-    def _serve(self, host: str, port: int, started: concurrent.futures.Future[int]) -> None:
-        loop = self._loop = asyncio.new_event_loop()
-        try:
-            runner = self._runner = web.AppRunner(self._app, access_log=None)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, host, port, ssl_context=self._ssl)
-            loop.run_until_complete(site.start())
-        except Exception as e:  # noqa: BLE001 - handed to ``start``, which raises it
-            started.set_exception(e)
-            loop.close()
-            return
-        server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
-        sockets = getattr(server, "sockets", None) or []
-        started.set_result(sockets[0].getsockname()[1] if sockets else port)
-        try:
-            loop.run_forever()
-        finally:
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-    async def stop(self) -> None:
-        """Stop serving and wait for the thread to end."""
-        if self._loop is not None and self._thread is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            await asyncio.to_thread(self._thread.join)
 
 
 class Certificates:
