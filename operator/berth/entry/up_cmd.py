@@ -166,6 +166,12 @@ class Narrator:
 
             if became("Preempted"):
                 self.preemptions += 1
+                if "True" not in (
+                    before.get("Admitted", ("", ""))[0],
+                    now.get("Admitted", ("", ""))[0],
+                ):
+                    # Admitted and preempted between two looks: the admission happened all the same.
+                    self.admissions += 1
                 reason = now["Preempted"][1]
                 self.say("preempted", job, f"{reason}: {messages['Preempted']}")
             elif became("Evicted"):
