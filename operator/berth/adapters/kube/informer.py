@@ -19,9 +19,10 @@ third of the operator's time under load and delayed each event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import aiohttp
@@ -115,9 +116,11 @@ class Informer:
         delay = _BACKOFF_FIRST
         while True:
             try:
-                async for kind, obj in self._stream():
-                    delay = _BACKOFF_FIRST
-                    self._event(kind, obj)
+                # Closed at once when an event raises (Gone), so the response goes back then.
+                async with contextlib.aclosing(self._stream()) as events:
+                    async for kind, obj in events:
+                        delay = _BACKOFF_FIRST
+                        self._event(kind, obj)
             except (errors.TransientError, aiohttp.ClientError, TimeoutError, OSError) as e:
                 log.warning("%s watch failed, reopening in %.1fs: %s", self.kind, delay, e)
                 await asyncio.sleep(delay)
@@ -150,7 +153,7 @@ class Informer:
         obj.setdefault("apiVersion", self.api_version)
         obj.setdefault("kind", self.kind)
 
-    async def _stream(self) -> AsyncIterator[tuple[str, Body]]:
+    async def _stream(self) -> AsyncGenerator[tuple[str, Body]]:
         """One watch request: its events, until the server ends it."""
         query = [
             ("watch", "true"),
