@@ -1,5 +1,6 @@
 import collections
 import csv
+import importlib.util
 import io
 import json
 import math
@@ -248,3 +249,22 @@ def test_report_on_an_empty_store_says_so(tmp_path: pathlib.Path) -> None:
     result = CliRunner().invoke(cli.main, ["report", "--db", f"sqlite:///{tmp_path / 'h.db'}"])
     assert result.exit_code == 1
     assert "no run recorded" in result.output
+
+
+def test_report_plot_without_matplotlib_says_which_extra_to_install(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # matplotlib is the extra berth[plot]: the image and a plain install do not have it.
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "matplotlib" else real(name, *a),
+    )
+    png = tmp_path / "report.png"
+    result = CliRunner().invoke(
+        cli.main, ["report", "--db", f"sqlite:///{tmp_path / 'h.db'}", "--plot", str(png)]
+    )
+    assert result.exit_code == 2
+    assert "pip install 'berth[plot]'" in result.output
+    assert not png.exists()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import datetime as dt
+import importlib.util
 import io
 import json
 import pathlib
@@ -222,6 +223,10 @@ def command(
     plot_path: pathlib.Path | None,
 ) -> None:
     """Per ClusterQueue and LocalQueue: admissions, waits, utilisation, preemption rate."""
+    if plot_path is not None and importlib.util.find_spec("matplotlib") is None:
+        # matplotlib is an extra (a third of the image's root), so say how to get it.
+        msg = "--plot needs matplotlib, which is not installed: pip install 'berth[plot]'"
+        raise click.UsageError(msg)
     url = db_url or options.default_history_url()
     try:
         data = asyncio.run(_load(url, run_id))
