@@ -1,0 +1,312 @@
+"""The Helm chart ``helm/berth``, rendered by the helm binary the control-plane build makes.
+
+Checks what a reviewer of a chart checks: it lints strictly and renders for the pinned
+Kubernetes version; its CRDs are the project's own, byte for byte; its RBAC has no wildcard and
+each rule is one the operator's code needs (the table below names the code, and every entry of
+the table is rendered, both ways); the pods are hardened; values that cannot work are refused
+with a message naming the value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from berth.adapters.devcluster import binaries, errors
+from operator_env import ROOT
+
+CHART = ROOT / "helm" / "berth"
+RELEASE_NAMESPACE = "berth-system"
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    """The helm binary ``scripts/build-control-plane`` builds."""
+    try:
+        return binaries.BinaryCache.default().find("helm")
+    except errors.MissingBinaryError as e:
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(f"{e}; CI must build it (scripts/test runs the build)", pytrace=False)
+        pytest.skip(str(e))
+
+
+def _helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - argv built here
+        [str(helm), *args], capture_output=True, text=True, check=False, timeout=120
+    )
+
+
+def render(helm: Path, *settings: str, release: str = "berth") -> list[dict[str, Any]]:
+    """The chart's objects for these ``--set`` values."""
+    version = binaries.load_versions().of("kube-apiserver")
+    args = ["template", release, str(CHART), "-n", RELEASE_NAMESPACE, "--kube-version", version]
+    for setting in settings:
+        args += ["--set", setting]
+    done = _helm(helm, *args)
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def _one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind and name in {None, o["metadata"]["name"]}]
+    assert len(found) == 1, (kind, name, [o["metadata"]["name"] for o in found])
+    return found[0]
+
+
+def test_lints_strictly(helm: Path) -> None:
+    done = _helm(helm, "lint", "--strict", str(CHART))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_crds_are_the_projects_own() -> None:
+    ours = {p.name: p.read_bytes() for p in (ROOT / "crds").glob("*.yaml")}
+    charted = {p.name: p.read_bytes() for p in (CHART / "crds").glob("*.yaml")}
+    assert charted == ours, "copy crds/*.yaml into helm/berth/crds/ (berth manifests writes both)"
+
+
+def test_dashboard_is_the_projects_own() -> None:
+    chart = (CHART / "dashboards" / "berth.json").read_bytes()
+    assert chart == (ROOT / "config" / "grafana" / "berth.json").read_bytes()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rule:
+    kind: str
+    """ClusterRole or Role."""
+    group: str
+    resource: str
+    verb: str
+    name: str = ""
+    """A resourceName the rule is limited to, or empty."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Need:
+    rules: tuple[Rule, ...]
+    code: str
+    """module:attribute of the code that makes the request."""
+    why: str
+
+
+def _rules(kind: str, group: str, resources: str, verbs: str, name: str = "") -> tuple[Rule, ...]:
+    return tuple(Rule(kind, group, r, v, name) for r in resources.split() for v in verbs.split())
+
+
+_QUEUE_KINDS = "resourceflavors cohorts clusterqueues localqueues workloadpriorityclasses workloads"
+NEEDS = (
+    Need(
+        _rules("ClusterRole", "berth.dev", _QUEUE_KINDS, "get list watch"),
+        "berth.entry.operator.handlers:WATCHED",
+        "every Berth kind is watched into the World and listed when a leader primes",
+    ),
+    Need(
+        _rules("ClusterRole", "berth.dev", "workloads", "create patch delete"),
+        "berth.adapters.kube.workloads:create",
+        "a Job's Workload is created, admitted and evicted, replaced when its Job changed",
+    ),
+    Need(
+        _rules(
+            "ClusterRole",
+            "berth.dev",
+            "workloads/status clusterqueues/status localqueues/status",
+            "patch",
+        ),
+        "berth.adapters.kube.queues_status:patch_cluster_queue",
+        "Workload conditions and admissions, queue statuses",
+    ),
+    Need(
+        _rules("ClusterRole", "berth.dev", "resourceflavors clusterqueues", "patch"),
+        "berth.entry.operator.world:World",
+        "the resource-in-use finalizer on flavors and ClusterQueues",
+    ),
+    Need(
+        _rules("ClusterRole", "batch", "jobs", "get list watch patch"),
+        "berth.adapters.kube.jobs:patch",
+        "Jobs are watched, suspended, started with their flavors and restored",
+    ),
+    Need(
+        _rules("ClusterRole", "batch", "jobs/status", "patch"),
+        "berth.adapters.kube.jobs:clear_start_time",
+        "a restored Job's startTime is cleared before it starts again",
+    ),
+    Need(
+        _rules("ClusterRole", "", "pods namespaces", "get list watch"),
+        "berth.entry.operator.handlers:WATCHED",
+        "pods of evicted Jobs; namespaces for selectors and the managed predicate",
+    ),
+    Need(
+        _rules("ClusterRole", "scheduling.k8s.io", "priorityclasses", "list watch"),
+        "berth.entry.operator.handlers:WATCHED",
+        "a pod's PriorityClass is a Workload's priority when no WorkloadPriorityClass is named",
+    ),
+    Need(
+        _rules("ClusterRole", "", "events", "create"),
+        "berth.adapters.kube.events:emit",
+        "Events on Jobs and Workloads",
+    ),
+    Need(
+        _rules(
+            "ClusterRole", "apiextensions.k8s.io", "customresourcedefinitions", "get list watch"
+        ),
+        "berth.entry.operator.handlers:registry",
+        "kopf resolves the custom resources it watches",
+    ),
+    Need(
+        _rules(
+            "ClusterRole",
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations validatingwebhookconfigurations",
+            "get patch",
+            "berth",
+        ),
+        "berth.entry.operator.webhooks:configurations",
+        "the leader keeps its two webhook configurations' caBundle current",
+    ),
+    Need(
+        (
+            Rule("Role", "coordination.k8s.io", "leases", "create"),
+            *_rules("Role", "coordination.k8s.io", "leases", "get update", "berth-leader"),
+        ),
+        "berth.adapters.kube.leader:run_while_leader",
+        "leader election on a Lease in the release namespace",
+    ),
+    Need(
+        (
+            Rule("Role", "", "secrets", "create"),
+            *_rules("Role", "", "secrets", "get update", "berth-webhook-tls"),
+        ),
+        "berth.entry.operator.webhooks:Certificates",
+        "the webhook certificate every replica serves, kept by the leader",
+    ),
+)
+
+
+def _rendered_rules(objects: list[dict[str, Any]]) -> set[Rule]:
+    out: set[Rule] = set()
+    for obj in objects:
+        if obj["kind"] not in {"ClusterRole", "Role"} or not obj["metadata"]["name"].endswith(
+            "-operator"
+        ):
+            continue
+        for rule in obj["rules"]:
+            names = rule.get("resourceNames") or [""]
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        out.update(Rule(obj["kind"], group, resource, verb, n) for n in names)
+    return out
+
+
+def test_operator_rbac_is_exactly_what_the_code_needs(helm: Path) -> None:
+    rendered = _rendered_rules(render(helm))
+    needed = {rule for need in NEEDS for rule in need.rules}
+    assert not {r for r in rendered if "*" in {r.group, r.resource, r.verb}}
+    assert rendered - needed == set(), "a rule no code needs"
+    assert needed - rendered == set(), "a rule the code needs is missing"
+
+
+@pytest.mark.parametrize("need", NEEDS, ids=lambda n: n.why)
+def test_each_rule_names_code_that_exists(need: Need) -> None:
+    module, _, attribute = need.code.partition(":")
+    assert hasattr(importlib.import_module(module), attribute), need.code
+
+
+def test_cert_manager_takes_over_the_certificate(helm: Path) -> None:
+    objects = render(helm, "enableCertManager=true")
+    assert not {r for r in _rendered_rules(objects) if r.resource == "secrets"}
+    certificate = _one(objects, "Certificate")
+    assert certificate["spec"]["dnsNames"][0] == "berth-webhook.berth-system.svc"
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        annotations = _one(objects, kind)["metadata"]["annotations"]
+        assert annotations["cert-manager.io/inject-ca-from"] == "berth-system/berth-webhook-tls"
+    args = _one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--webhook-certs=external" in args
+
+
+def test_pods_are_hardened_and_highly_available(helm: Path) -> None:
+    objects = render(helm)
+    deployment = _one(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
+    assert writable == {"/data", "/tmp"}  # noqa: S108 - the pod's own emptyDir
+    assert _one(objects, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+
+
+def test_a_changed_configuration_rolls_the_pods(helm: Path) -> None:
+    def checksum(*settings: str) -> str:
+        deployment = _one(render(helm, *settings), "Deployment")
+        return str(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
+
+    assert checksum() == checksum()
+    assert checksum() != checksum("managerConfig.manageJobsWithoutQueueName=true")
+
+
+def test_configuration_is_in_the_release_namespace_and_loads(helm: Path) -> None:
+    from berth.entry import run_cmd  # noqa: PLC0415 - the operator's own loader
+
+    config_map = _one(render(helm), "ConfigMap", "berth-config")
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"berth-chart-{os.getpid()}.yaml"  # noqa: S108 - a scratch file
+    path.write_text(config_map["data"]["config.yaml"])
+    try:
+        config = run_cmd.load_configuration(path)
+    finally:
+        path.unlink()
+    assert config.namespace == RELEASE_NAMESPACE
+
+
+def test_job_webhooks_never_see_kube_system_or_the_release_namespace(helm: Path) -> None:
+    objects = render(helm, "webhooks.excludedNamespaces={team-infra}")
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for hook in _one(objects, kind)["webhooks"]:
+            assert "url" not in hook["clientConfig"]
+            assert hook["clientConfig"]["service"]["name"] == "berth-webhook"
+            if hook["rules"][0]["apiGroups"] == ["batch"]:
+                (expression,) = hook["namespaceSelector"]["matchExpressions"]
+                assert expression["operator"] == "NotIn"
+                assert set(expression["values"]) == {"kube-system", "berth-system", "team-infra"}
+
+
+Refusal = tuple[tuple[str, ...], str]
+REFUSALS: tuple[Refusal, ...] = (
+    (("history.sqlite.persistence=true",), "set controllerManager.replicas to 1"),
+    (("history.store=postgresql",), "history.postgresql.existingSecret is required"),
+    (("history.store=mysql",), 'history.store must be sqlite or postgresql, not "mysql"'),
+)
+
+
+@pytest.mark.parametrize(("settings", "message"), REFUSALS)
+def test_values_that_cannot_work_are_refused(
+    helm: Path, settings: tuple[str, ...], message: str
+) -> None:
+    version = binaries.load_versions().of("kube-apiserver")
+    args = ["template", "berth", str(CHART), "--kube-version", version]
+    for setting in settings:
+        args += ["--set", setting]
+    done = _helm(helm, *args)
+    assert done.returncode != 0
+    assert message in done.stderr
+
+
+def test_postgresql_history_comes_from_a_secret(helm: Path) -> None:
+    objects = render(helm, "history.store=postgresql", "history.postgresql.existingSecret=pg")
+    container = _one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert "--history-db=$(BERTH_HISTORY_URL)" in container["args"]
+    (env,) = [e for e in container["env"] if e["name"] == "BERTH_HISTORY_URL"]
+    assert env["valueFrom"]["secretKeyRef"] == {"name": "pg", "key": "url"}
