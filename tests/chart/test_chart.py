@@ -166,7 +166,7 @@ NEEDS = (
             "get patch",
             "berth",
         ),
-        "berth.entry.operator.webhooks:configurations",
+        "berth.adapters.kube.webhook_certs:patch_ca_bundle",
         "the leader keeps its two webhook configurations' caBundle current",
     ),
     Need(
@@ -182,8 +182,8 @@ NEEDS = (
             Rule("Role", "", "secrets", "create"),
             *_rules("Role", "", "secrets", "get update", "berth-webhook-tls"),
         ),
-        "berth.entry.operator.webhooks:Certificates",
-        "the webhook certificate every replica serves, kept by the leader",
+        "berth.adapters.kube.webhook_certs:keep",
+        "the webhook certificate every replica reads and serves, kept by the leader",
     ),
 )
 
@@ -220,14 +220,16 @@ def test_each_rule_names_code_that_exists(need: Need) -> None:
 
 def test_cert_manager_takes_over_the_certificate(helm: Path) -> None:
     objects = render(helm, "enableCertManager=true")
-    assert not {r for r in _rendered_rules(objects) if r.resource == "secrets"}
+    secrets = {r for r in _rendered_rules(objects) if r.resource == "secrets"}
+    assert secrets == {Rule("Role", "", "secrets", "get", "berth-webhook-tls")}
     certificate = _one(objects, "Certificate")
     assert certificate["spec"]["dnsNames"][0] == "berth-webhook.berth-system.svc"
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         annotations = _one(objects, kind)["metadata"]["annotations"]
         assert annotations["cert-manager.io/inject-ca-from"] == "berth-system/berth-webhook-tls"
     args = _one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert "--webhook-certs=external" in args
+    assert "--no-manage-webhook-certs" in args
+    assert "--webhook-secret=berth-webhook-tls" in args
 
 
 def test_pods_are_hardened_and_highly_available(helm: Path) -> None:
@@ -244,7 +246,8 @@ def test_pods_are_hardened_and_highly_available(helm: Path) -> None:
     assert security["capabilities"] == {"drop": ["ALL"]}
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
+    mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
+    writable = {path for path, read_only in mounts.items() if not read_only}
     assert writable == {"/data", "/tmp"}  # noqa: S108 - the pod's own emptyDir
     assert _one(objects, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
 
@@ -310,3 +313,32 @@ def test_postgresql_history_comes_from_a_secret(helm: Path) -> None:
     assert "--history-db=$(BERTH_HISTORY_URL)" in container["args"]
     (env,) = [e for e in container["env"] if e["name"] == "BERTH_HISTORY_URL"]
     assert env["valueFrom"]["secretKeyRef"] == {"name": "pg", "key": "url"}
+
+
+def _comparable(hook: dict[str, Any]) -> dict[str, Any]:
+    """A webhook without where it points (URL or Service) and its trust, which differ by mode."""
+    out = {k: v for k, v in hook.items() if k not in {"clientConfig", "namespaceSelector"}}
+    config = hook["clientConfig"]
+    out["path"] = config["service"]["path"] if "service" in config else config["url"].split("/")[-1]
+    out["path"] = "/" + out["path"].lstrip("/")
+    return out
+
+
+@pytest.mark.parametrize("without_queue_name", [False, True])
+def test_chart_webhooks_are_the_ones_the_operator_registers(
+    helm: Path, *, without_queue_name: bool
+) -> None:
+    from berth.api import configuration  # noqa: PLC0415 - the operator's own model
+    from berth.entry.operator import webhooks  # noqa: PLC0415 - the operator's own registration
+    from berth.entry.operator import world as world_mod  # noqa: PLC0415 - its input
+
+    setting = f"managerConfig.manageJobsWithoutQueueName={str(without_queue_name).lower()}"
+    objects = render(helm, setting)
+    config = configuration.Configuration(manage_jobs_without_queue_name=without_queue_name)
+    world = world_mod.World(config, lambda: 0.0)
+    local = webhooks.configurations("https://127.0.0.1:9443", "", world)
+    for registered in local:
+        charted = _one(objects, registered["kind"], "berth")
+        assert [_comparable(h) for h in charted["webhooks"]] == [
+            _comparable(h) for h in registered["webhooks"]
+        ]

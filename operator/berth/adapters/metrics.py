@@ -491,8 +491,12 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     before_scrape: Callable[[], None] | None = None,
+    not_ready: Callable[[], str | None] | None = None,
 ) -> MetricsServer:
     """Serve ``/metrics`` over HTTP on ``host:port`` (0 picks a free port) on the running loop.
+
+    ``/healthz`` answers 200 while the loop does; ``/readyz`` answers 503 with the reason
+    ``not_ready`` gives, and 200 once it gives None (the probes of the Helm chart's pods).
 
     ``before_scrape`` runs first on every scrape: the operator sets its gauges there
     (``report_state`` walks every pending workload, so it runs when someone looks, not on a
@@ -508,8 +512,19 @@ async def serve(
             headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST},
         )
 
+    async def healthz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(_request: web.Request) -> web.Response:
+        reason = not_ready() if not_ready is not None else None
+        if reason is not None:
+            return web.Response(status=503, text=f"not ready: {reason}\n")
+        return web.Response(text="ok\n")
+
     app = web.Application()
     app.router.add_get("/metrics", scrape)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

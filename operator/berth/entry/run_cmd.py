@@ -17,6 +17,7 @@ import yaml
 from berth.adapters.history import store
 from berth.api import configuration, kinds
 from berth.entry import options as entry_options
+from berth.entry.operator import cluster_certs
 from berth.entry.operator import main as operator_main
 
 
@@ -84,6 +85,29 @@ def load_configuration(path: Path | None) -> configuration.Configuration:
     "history.db in the data directory.",
 )
 @click.option("--no-history", is_flag=True, help="Record no history.")
+@click.option(
+    "--webhook-secret",
+    metavar="NAME",
+    default=None,
+    help="Cluster mode: serve the webhooks with the certificate of this Secret in the operator's "
+    "namespace, shared by every replica, and leave the webhook configurations to the chart.",
+)
+@click.option(
+    "--webhook-service",
+    metavar="NAME",
+    default=None,
+    help="Cluster mode: the webhook Service, whose names the certificate carries.",
+)
+@click.option(
+    "--manage-webhook-certs/--no-manage-webhook-certs",
+    default=True,
+    show_default=True,
+    help="Cluster mode: the leader creates and renews the Secret and keeps the configurations' "
+    "caBundle (off when cert-manager does).",
+)
+@click.option(
+    "--cluster-domain", default="cluster.local", show_default=True, help="The cluster's DNS domain."
+)
 def command(  # noqa: PLR0917 - one parameter per command-line option
     kubeconfig: str | None,
     config_file: Path | None,
@@ -96,8 +120,25 @@ def command(  # noqa: PLR0917 - one parameter per command-line option
     history_db: str | None,
     *,
     no_history: bool,
+    webhook_secret: str | None,
+    webhook_service: str | None,
+    manage_webhook_certs: bool,
+    cluster_domain: str,
 ) -> None:
     """Run the operator: watch queues and Jobs, admit Workloads, start and stop Jobs."""
+    cluster = None
+    if webhook_secret is not None:
+        if manage_webhook_certs and webhook_service is None:
+            msg = "--webhook-service names the certificate (or give --no-manage-webhook-certs)"
+            raise click.UsageError(msg)
+        cluster = cluster_certs.ClusterWebhooks(
+            secret=webhook_secret,
+            service=webhook_service,
+            manage=manage_webhook_certs,
+            cluster_domain=cluster_domain,
+        )
+    elif webhook_service is not None:
+        raise click.UsageError("--webhook-service needs --webhook-secret (cluster mode)")
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -111,6 +152,7 @@ def command(  # noqa: PLR0917 - one parameter per command-line option
         metrics_host=metrics_host,
         metrics_port=None if metrics_port < 0 else metrics_port,
         history_url=None if no_history else history_url(history_db, data_dir),
+        cluster_webhooks=cluster,
     )
     with contextlib.suppress(KeyboardInterrupt):
         try:

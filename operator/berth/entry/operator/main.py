@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import kopf
-from aiohttp import web
 from sqlalchemy.ext import asyncio as sa_asyncio
 
 from berth.adapters import metrics
@@ -31,13 +30,14 @@ from berth.adapters.history import store, writer
 from berth.adapters.kube import client, errors, events, leader
 from berth.api import configuration
 from berth.entry.operator import (
+    cluster_certs,
     handlers,
     jobcontroller,
     lifecycle,
     observe,
     scheduler,
     statuses,
-    webhooks,
+    webhook_server,
 )
 from berth.entry.operator import world as world_mod
 
@@ -69,6 +69,10 @@ class Options:
     """The history store (``sqlite:///PATH`` or ``postgresql://...``); None records nothing."""
     quota_interval: float = 1.0
     """Seconds between checks whether the quota table changed (gauges are set at each scrape)."""
+    cluster_webhooks: cluster_certs.ClusterWebhooks | None = None
+    """Cluster mode: the certificate from a Secret shared by the replicas, and the chart's webhook
+    configurations left as they are. None: local mode (a certificate of this process's own, and
+    webhook configurations pointing at ``webhook_host``, registered by this process)."""
 
 
 async def prime(world: world_mod.World, kube: client.Kube) -> None:
@@ -111,8 +115,13 @@ async def _lead(
             kube,
             on_drop=world.observer.metrics.report_event_dropped if world.observer else None,
         )
+        keeper = []
+        cluster = options.cluster_webhooks
+        if cluster is not None and cluster.manage:
+            keeper.append(cluster_certs.keep_certificates(kube, options.config.namespace, cluster))
         await supervise(
             [
+                *keeper,
                 recorder.run(),
                 scheduler.Scheduler(world, kube, recorder).run(),
                 jobcontroller.JobController(world, kube).run(),
@@ -229,8 +238,10 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
             loop.add_signal_handler(sig, stop.set)
 
 
-async def _serve_metrics(world: world_mod.World, options: Options) -> metrics.MetricsServer | None:
-    """Give the world its observer, and serve the observer's metrics if asked."""
+async def _serve_metrics(
+    world: world_mod.World, options: Options, not_ready: Callable[[], str | None]
+) -> metrics.MetricsServer | None:
+    """Give the world its observer, and serve its metrics and the health endpoints if asked."""
     sink = metrics.Metrics()
     world.observer = observe.Observer(
         sink, None, cache=world.cache, clock=world.clock, started_at=world.clock()
@@ -243,12 +254,17 @@ async def _serve_metrics(world: world_mod.World, options: Options) -> metrics.Me
         host=options.metrics_host,
         port=options.metrics_port,
         before_scrape=lambda: observer.gauges(world.cache, world.queues),
+        not_ready=not_ready,
     )
     log.info("metrics served at http://%s:%d/metrics", options.metrics_host, server.port)
     return server
 
 
 async def _ensure_namespace(kube: client.Kube, name: str) -> None:
+    # Installed by the chart, the namespace exists and the operator may not create namespaces.
+    with contextlib.suppress(errors.NotFoundError):
+        await kube.request("GET", f"/api/v1/namespaces/{name}")
+        return
     with contextlib.suppress(errors.ConflictError):
         await kube.request(
             "POST",
@@ -272,28 +288,27 @@ async def run(
         engine = await store.open_store(options.history_url)
     kube = await client.Kube.open(options.kubeconfig)
     world = world_mod.World(options.config, time.time)
-    metrics_server = await _serve_metrics(world, options)
-    certs = webhooks.Certificates(options.webhook_host)
-    runner = web.AppRunner(webhooks.app(world), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(
-        runner, options.webhook_host, options.webhook_port, ssl_context=certs.ssl_context()
+    kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
+    server = await webhook_server.WebhookServer.start(
+        world,
+        kube,
+        host=options.webhook_host,
+        port=options.webhook_port,
+        cluster=options.cluster_webhooks,
     )
-    await site.start()
-    server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
-    sockets = getattr(server, "sockets", None) or []
-    port = sockets[0].getsockname()[1] if sockets else options.webhook_port
-    base_url = f"https://{options.webhook_host}:{port}"
+
+    def not_ready() -> str | None:
+        return server.not_ready() or (None if kopf_ready.is_set() else "watches starting")
+
+    metrics_server = await _serve_metrics(world, options, not_ready)
     tasks: list[asyncio.Task[None]] = []
     failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
     watches: list[asyncio.Task[None]] = []
     try:
         await _ensure_namespace(kube, options.config.namespace)
-        for conf in webhooks.configurations(base_url, certs.ca_bundle, world):
-            plural = conf["kind"].lower() + "s"
-            await client.apply(kube, f"/apis/admissionregistration.k8s.io/v1/{plural}", conf)
-        log.info("webhooks served at %s", base_url)
+        await server.register(world, kube)
+        watches.extend(asyncio.create_task(c) for c in server.background())
+        log.info("webhooks served at %s", server.base_url)
         tasks.append(
             asyncio.create_task(
                 kopf.operator(
@@ -338,8 +353,7 @@ async def run(
         kopf_stop.set()
         for task in tasks[:1]:
             await _cancel(task)
-        await runner.cleanup()
-        certs.cleanup()
+        await server.close()
         await kube.close()
         if metrics_server is not None:
             await metrics_server.close()
