@@ -342,3 +342,23 @@ def test_chart_webhooks_are_the_ones_the_operator_registers(
         assert [_comparable(h) for h in charted["webhooks"]] == [
             _comparable(h) for h in registered["webhooks"]
         ]
+
+
+def test_helm_unittest_suites_pass() -> None:
+    try:
+        unittest = binaries.BinaryCache.default().find("helm-unittest")
+    except errors.MissingBinaryError as e:
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(f"{e}; CI must build it (scripts/test runs the build)", pytrace=False)
+        pytest.skip(str(e))
+    done = subprocess.run(  # noqa: S603 - argv built here
+        [str(unittest), "--color=false", str(CHART)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = next(line for line in done.stdout.splitlines() if line.startswith("Tests:"))
+    assert "failed" not in summary
+    assert int(summary.split()[1]) >= 10, summary

@@ -28,7 +28,7 @@ KUBERNETES_COMMANDS = (
 )
 """The commands built from ``k8s.io/kubernetes``; they share its version."""
 
-COMPONENTS = ("etcd", *KUBERNETES_COMMANDS, "kwok", "helm")
+COMPONENTS = ("etcd", *KUBERNETES_COMMANDS, "kwok", "helm", "helm-unittest")
 """Every binary the build script produces."""
 
 KWOK_POD_STAGES = "pod-general-stages.yaml"
@@ -43,13 +43,15 @@ class Versions:
     etcd: str
     kwok: str
     helm: str
+    helm_unittest: str
+    """helm-unittest, which runs the chart's unit tests (``helm/berth/tests``)."""
 
     def of(self, component: str) -> str:
         """Return the version ``component`` is built at."""
         if component in KUBERNETES_COMMANDS:
             return self.kubernetes
-        if component in ("etcd", "kwok", "helm"):
-            value: str = getattr(self, component)
+        if component in ("etcd", "kwok", "helm", "helm-unittest"):
+            value: str = getattr(self, component.replace("-", "_"))
             return value
         raise ValueError(f"unknown component {component!r}; known: {', '.join(COMPONENTS)}")
 
@@ -67,6 +69,7 @@ def load_versions() -> Versions:
         etcd=str(raw["etcd"]),
         kwok=str(raw["kwok"]),
         helm=str(raw["helm"]),
+        helm_unittest=str(raw["helm-unittest"]),
     )
 
 
