@@ -317,7 +317,7 @@ def test_postgresql_history_comes_from_a_secret(helm: Path) -> None:
 
 def _comparable(hook: dict[str, Any]) -> dict[str, Any]:
     """A webhook without where it points (URL or Service) and its trust, which differ by mode."""
-    out = {k: v for k, v in hook.items() if k not in {"clientConfig", "namespaceSelector"}}
+    out = {k: v for k, v in hook.items() if k != "clientConfig"}
     config = hook["clientConfig"]
     out["path"] = config["service"]["path"] if "service" in config else config["url"].split("/")[-1]
     out["path"] = "/" + out["path"].lstrip("/")
@@ -334,7 +334,9 @@ def test_chart_webhooks_are_the_ones_the_operator_registers(
 
     setting = f"managerConfig.manageJobsWithoutQueueName={str(without_queue_name).lower()}"
     objects = render(helm, setting)
-    config = configuration.Configuration(manage_jobs_without_queue_name=without_queue_name)
+    config = configuration.Configuration(
+        manage_jobs_without_queue_name=without_queue_name, namespace=RELEASE_NAMESPACE
+    )
     world = world_mod.World(config, lambda: 0.0)
     local = webhooks.configurations("https://127.0.0.1:9443", "", world)
     for registered in local:

@@ -3,9 +3,10 @@
 Routes (AdmissionReview v1, served by aiohttp with a certificate this module issues):
 
 - ``/mutate-job``: a Job that Berth manages and that is not suspended is created suspended.
-- ``/validate-job``: a Job's ``berth.dev/job-min-parallelism`` must make sense on create; on
-  update, unsuspending a queued Job is denied unless its Workload is admitted, and its queue
-  label may not change while it is admitted.
+- ``/validate-job``: a Job's ``berth.dev/job-min-parallelism`` must make sense on create; an
+  update must keep ``core.job_updates``' rules (no start by hand, no queue change while it runs
+  or holds quota, no queue removal while its Workload is unfinished, no size above its
+  admission).
 - ``/mutate-berth``: Berth's kinds get their defaults filled in (the models' full dump of spec).
 - ``/validate-berth``: Berth's kinds are checked with ``berth.api.validation``; every field error
   is returned.
@@ -27,7 +28,7 @@ from aiohttp import web
 
 from berth.adapters.devcluster import pki
 from berth.api import base, kinds, validation
-from berth.core import batchjob
+from berth.core import batchjob, job_updates, managed
 from berth.entry.operator import world as world_mod
 
 NAME = "berth"
@@ -74,12 +75,11 @@ def mutate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, Any
 
 
 def validate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, Any]:
-    """Deny starting a queued Job by hand, and moving an admitted Job to another queue."""
+    """Check a new Job makes a valid Workload, and an update keeps ``core.job_updates``' rules."""
     job = request.get("object") or {}
     old = request.get("oldObject") or {}
     honor = world.config.honor_kueue_labels
     meta = job.get("metadata") or {}
-    name = f"{meta.get('namespace')}/{meta.get('name')}"
     if request.get("operation") == "CREATE":
         if not world.managed(job):
             return _allow()
@@ -89,22 +89,12 @@ def validate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, A
         if problems:
             return _deny("; ".join(str(p) for p in problems), 422)
         return _allow()
+    # A Job gaining a queue label is managed as the new object: it is checked too.
     if request.get("operation") != "UPDATE" or not (world.managed(job) or world.managed(old)):
         return _allow()
-    admitted = world.admitted_for_job(old)
-    if batchjob.is_suspended(old) and not batchjob.is_suspended(job) and not admitted:
-        queue = batchjob.queue_name(job, honor_kueue=honor)
-        return _deny(
-            f"Job {name} is queued in LocalQueue {queue}: Berth starts it when its Workload "
-            "is admitted; setting spec.suspend to false by hand is not allowed"
-        )
-    old_queue = batchjob.queue_name(old, honor_kueue=honor)
-    new_queue = batchjob.queue_name(job, honor_kueue=honor)
-    if old_queue != new_queue and admitted:
-        return _deny(
-            f"Job {name} is admitted in LocalQueue {old_queue}: its {batchjob.QUEUE_LABEL} label "
-            "may not change while it is admitted"
-        )
+    problems = job_updates.refusals(old, job, world.workload_state(old), honor_kueue=honor)
+    if problems:
+        return _deny("; ".join(f"{p.path}: {p.message}" for p in problems))
     return _allow()
 
 
@@ -210,17 +200,35 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
         }
 
     queued = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "Exists"}]}
+    # core.managed's rule 1, stated to the API server too: these namespaces never reach the hooks.
+    protected = {
+        "key": "kubernetes.io/metadata.name",
+        "operator": "NotIn",
+        "values": sorted({*managed.NEVER_MANAGED_NAMESPACES, world.config.namespace}),
+    }
+    job_namespaces = {"matchExpressions": [protected]}
     job_hooks = [
-        hook("mjob", "/mutate-job", [rule("batch", ["jobs"], ["CREATE"])], objectSelector=queued),
+        hook(
+            "mjob",
+            "/mutate-job",
+            [rule("batch", ["jobs"], ["CREATE"])],
+            objectSelector=queued,
+            namespaceSelector=job_namespaces,
+        ),
     ]
     selector = world.config.managed_jobs_namespace_selector
     if world.config.manage_jobs_without_queue_name:
+        managed_namespaces = selector.to_yaml_dict() if selector is not None else {}
+        managed_namespaces["matchExpressions"] = [
+            protected,
+            *managed_namespaces.get("matchExpressions", []),
+        ]
         job_hooks.append(
             hook(
                 "mjob-managed-namespaces",
                 "/mutate-job",
                 [rule("batch", ["jobs"], ["CREATE"])],
-                namespaceSelector=selector.to_yaml_dict() if selector is not None else {},
+                namespaceSelector=managed_namespaces,
                 objectSelector={
                     "matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]
                 },
@@ -244,6 +252,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
                     "/validate-job",
                     [rule("batch", ["jobs"], ["CREATE", "UPDATE"])],
                     objectSelector=queued,
+                    namespaceSelector=job_namespaces,
                 ),
                 hook("vberth", "/validate-berth", berth_rules),
             ],

@@ -35,7 +35,7 @@ from berth.api import (
 )
 from berth.api import workload as api_workload
 from berth.api.configuration import RequeueTimestamp
-from berth.core import admission, batchjob, cycle, priority, workload
+from berth.core import admission, cycle, job_updates, managed, priority, workload
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 
@@ -325,10 +325,9 @@ class World:
         self.wake.jobs.set()
 
     def managed(self, job: Body) -> bool:
-        """Tell whether Berth manages a Job: it names a LocalQueue, or every Job is managed."""
-        if batchjob.queue_name(job, honor_kueue=self.config.honor_kueue_labels) is not None:
-            return True
-        return self.config.manage_jobs_without_queue_name
+        """Tell whether Berth manages a Job (``core.managed``: the one predicate for every path)."""
+        namespace = str((job.get("metadata") or {}).get("namespace") or "default")
+        return managed.decide(job, self.cache.namespace_labels(namespace), self.config).managed
 
     # Workloads ----------------------------------------------------------------------------------
 
@@ -507,6 +506,21 @@ class World:
         """The Workload of a Job, if it exists."""
         uid = str((job.get("metadata") or {}).get("uid") or "")
         return self.workload_of_job.get(uid)
+
+    def workload_state(self, job: Body) -> job_updates.WorkloadState:
+        """Where a Job's Workload stands, for the rules on updating the Job."""
+        key = self.workload_for_job(job)
+        body = None if key is None else self.workloads.get(key)
+        if body is None:
+            return job_updates.WorkloadState()
+        admission = (body.get("status") or {}).get("admission") or {}
+        counts = [int(a.get("count") or 0) for a in admission.get("podSetAssignments") or []]
+        return job_updates.WorkloadState(
+            exists_unfinished=not condition_true(body, _COND.FINISHED),
+            holds_quota=bool(admission),
+            admitted=self.admitted_for_job(job),
+            admitted_count=sum(counts) if admission and counts else None,
+        )
 
     def admitted_for_job(self, job: Body) -> bool:
         """Tell whether a Job's Workload is admitted and not being evicted."""

@@ -1,0 +1,128 @@
+"""What an update of a managed ``batch/v1`` Job may change, given where its Workload stands.
+
+``refusals(old, new, state)`` returns every rule the update breaks, each a field error naming the
+field and what to do instead; the validating webhook denies an update with any. Rules:
+
+1. **Starting by hand** — ``spec.suspend`` may go from true to false only once the Workload is
+   admitted (Berth starts it then).
+2. **The queue of a running Job** — the queue label may not change while the Job is not
+   suspended: neither added (a running Job would be suspended and its pods lost, or its start
+   refused for ever), nor removed or moved. Kueue's rule (``jobframework/validation.go``,
+   ``validateUpdateForQueueName``: the queue name is immutable unless the job is suspended).
+3. **The queue of a queued Job** — while the Job has an unfinished Workload the label may not be
+   removed (the Job could then be started by hand outside any quota); it may move to another
+   LocalQueue while the Job is suspended and its Workload holds no quota. Kueue has no such rule
+   (docs/scheduling.md says why Berth does).
+4. **An admitted Job's size** — while the Job runs, or its Workload is admitted, the number of
+   pods it runs at once (``spec.parallelism``, bounded by ``spec.completions``) may not rise above
+   what was admitted: those pods would run outside the quota. Kueue refuses parallelism changes
+   of a running job under partial admission (``jobs/job/job_webhook.go``,
+   ``validatePartialAdmissionUpdate``) and otherwise stops and requeues it; Berth refuses every
+   raise, and the job controller holds a running Job at its admitted count if one gets past.
+
+The pod template needs no rule here: Kubernetes keeps it immutable once a Job started, and
+Berth's start writes the admitted template over any scheduling change made while suspended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from berth.api import errors
+from berth.core import batchjob
+
+Body = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkloadState:
+    """What the webhook knows of a Job's Workload."""
+
+    exists_unfinished: bool = False
+    """The Job has a Workload that has not finished."""
+    holds_quota: bool = False
+    """Its admission reserves quota (admitted, or being evicted but not yet released)."""
+    admitted: bool = False
+    """Admitted and not being evicted: Berth may start the Job."""
+    admitted_count: int | None = None
+    """Pods the admission counts for the Job's pod set, when it holds quota."""
+
+
+def _name(job: Body) -> str:
+    meta = job.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def refusals(
+    old: Body, new: Body, state: WorkloadState, *, honor_kueue: bool = False
+) -> list[errors.FieldError]:
+    """Every rule the update ``old`` → ``new`` breaks (empty: allowed)."""
+    out: list[errors.FieldError] = []
+    name = _name(new)
+    old_queue = batchjob.queue_name(old, honor_kueue=honor_kueue)
+    new_queue = batchjob.queue_name(new, honor_kueue=honor_kueue)
+    label = f"metadata.labels[{batchjob.QUEUE_LABEL}]"
+    suspended = batchjob.is_suspended(new)
+    if batchjob.is_suspended(old) and not suspended and not state.admitted and old_queue:
+        out.append(
+            errors.FieldError(
+                "spec.suspend",
+                f"Job {name} is queued in LocalQueue {old_queue}: Berth starts it when its "
+                "Workload is admitted; setting spec.suspend to false by hand is not allowed",
+            )
+        )
+    if old_queue != new_queue:
+        if not suspended or not batchjob.is_suspended(old):
+            out.append(
+                errors.FieldError(
+                    label,
+                    f"Job {name} is not suspended: its LocalQueue cannot be "
+                    f"{_change(old_queue, new_queue)} while it runs; create a new Job that names "
+                    "the queue (or suspend this one first)",
+                )
+            )
+        elif new_queue is None and state.exists_unfinished:
+            out.append(
+                errors.FieldError(
+                    label,
+                    f"Job {name} is queued in LocalQueue {old_queue}: the label may not be "
+                    "removed while its Workload is unfinished; delete the Job instead, or move "
+                    "it to another LocalQueue",
+                )
+            )
+        elif state.holds_quota:
+            out.append(
+                errors.FieldError(
+                    label,
+                    f"Job {name} is admitted in LocalQueue {old_queue}: its queue may not change "
+                    "while it holds quota",
+                )
+            )
+    running = not suspended or not batchjob.is_suspended(old)
+    # While the Workload is being evicted the Job is suspended and nothing can start; Berth
+    # then gives it its original size back before releasing the quota.
+    if (running or state.admitted) and old_queue is not None:
+        limit = (
+            state.admitted_count if state.admitted_count is not None else batchjob.pod_count(old)
+        )
+        wanted = batchjob.pod_count(new)
+        if wanted > limit and wanted > batchjob.pod_count(old):
+            out.append(
+                errors.FieldError(
+                    "spec.parallelism",
+                    f"Job {name} is admitted for {limit} pod(s) at a time; raising it to {wanted} "
+                    "would run pods outside its quota. Create a new Job of the new size (or "
+                    "delete this one and resubmit it); a suspended Job that holds no quota may "
+                    "be resized and is queued again at its new size",
+                )
+            )
+    return out
+
+
+def _change(old: str | None, new: str | None) -> str:
+    if old is None:
+        return f"set to {new}"
+    if new is None:
+        return f"removed (it is {old})"
+    return f"moved from {old} to {new}"
