@@ -93,3 +93,14 @@ async def patch_spec(
     return await kube.request(
         "PATCH", path(key.namespace, key.name), body=body, content_type=client.MERGE_PATCH
     )
+
+
+async def delete(kube: client.Kube, key: names.WorkloadKey, uid: str) -> None:
+    """Delete the Workload, only if it is still the one with ``uid`` (a precondition)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "preconditions": {"uid": uid},
+        "propagationPolicy": "Background",
+    }
+    await kube.request("DELETE", path(key.namespace, key.name), body=body)

@@ -22,13 +22,18 @@ import logging
 from typing import Any
 
 from berth.adapters.kube import client, errors, events, jobs, workloads
-from berth.api import conditions, names
-from berth.core import batchjob, priority
+from berth.api import conditions, kinds, names
+from berth.api import workload as api_workload
+from berth.core import batchjob, job_sync, priority
 from berth.entry.operator import world as world_mod
 
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
 _RETRY = 1.0
+START_FAILED = "StartFailed"
+"""Reason on a Workload whose Job the API server refused to start for good."""
+UNSUPPORTED_OWNER = "UnsupportedOwner"
+"""Reason on a Workload whose Job is controlled by a kind Berth does not integrate yet."""
 
 
 class JobController:
@@ -62,16 +67,27 @@ class JobController:
         """Bring one Job and its Workload in step."""
         w = self.world
         job = w.jobs.get(key)
-        if job is None or not w.managed(job):
+        if job is None:
             return
         wl_key = w.workload_for_job(job)
+        wl = None if wl_key is None else w.workloads.get(wl_key)
+        unfinished = wl is not None and not world_mod.condition_true(wl, _COND.FINISHED)
+        # A Job that still has an unfinished Workload stays managed whatever its labels say now:
+        # otherwise dropping its queue label would let it be started outside any quota.
+        if not (w.managed(job) or unfinished):
+            return
+        owner = job_sync.foreign_owner(job)
         if wl_key is None:
             if not batchjob.finished(job)[0]:
-                await self._create_workload(job)
+                await self._create_workload(job, foreign_owner=owner)
             return
-        wl = w.workloads.get(wl_key)
-        if wl is None or world_mod.condition_true(wl, _COND.FINISHED):
-            return
+        if wl is not None and unfinished:
+            await self._step(job, wl_key, wl, owner)
+
+    async def _step(
+        self, job: dict[str, Any], wl_key: names.WorkloadKey, wl: dict[str, Any], owner: str | None
+    ) -> None:
+        """The one write that brings a Job and its unfinished Workload closer (reconciler order)."""
         done, succeeded = batchjob.finished(job)
         if done:
             await self._finish(wl_key, wl, succeeded=succeeded)
@@ -80,16 +96,18 @@ class JobController:
         has_admission = bool(status.get("admission"))
         if has_admission and world_mod.condition_true(wl, _COND.EVICTED):
             await self._stop(job, wl_key, wl)
-        elif has_admission and world_mod.condition_true(wl, _COND.ADMITTED):
+        elif owner is None and has_admission and world_mod.condition_true(wl, _COND.ADMITTED):
             if batchjob.is_suspended(job):
-                await self._start(job, wl)
-            else:
+                await self._start(job, wl_key, wl)
+            elif not await self._hold_at_admission(job, wl):
                 await self._track_ready(job, wl_key, wl)
-        elif not batchjob.is_suspended(job) and not has_admission:
+        elif not batchjob.is_suspended(job):
             meta = job["metadata"]
             await jobs.suspend(self.kube, meta["namespace"], meta["name"])
+        elif not has_admission and owner is None:
+            await self._follow(job, wl_key, wl)
 
-    async def _create_workload(self, job: dict[str, Any]) -> None:
+    async def _create_workload(self, job: dict[str, Any], *, foreign_owner: str | None) -> None:
         w = self.world
         meta = job["metadata"]
         honor = w.config.honor_kueue_labels
@@ -142,11 +160,19 @@ class JobController:
                 "kind": resolved.class_kind,
                 "name": resolved.class_name,
             }
+        if foreign_owner is not None:
+            # Never admitted: the World does not queue it, and the Workload webhook keeps the label.
+            body["metadata"]["labels"][job_sync.UNSUPPORTED_OWNER_LABEL] = foreign_owner.split("/")[
+                0
+            ]
         try:
             stored = await workloads.create(self.kube, body)
         except errors.ConflictError:
             return  # created by an earlier attempt; its event is on its way
         w.apply("Workload", stored)
+        if foreign_owner is not None:
+            await self._unsupported(job, stored, foreign_owner)
+            return
         with contextlib.suppress(errors.KubeError):
             await events.emit(
                 self.kube,
@@ -155,6 +181,96 @@ class JobController:
                 f"Created Workload: {meta['namespace']}/{stored['metadata']['name']}",
                 w.clock(),
             )
+
+    async def _unsupported(self, job: dict[str, Any], wl: dict[str, Any], owner: str) -> None:
+        """Say on the Workload and the Job why a child Job of another kind is never admitted."""
+        w = self.world
+        kind = owner.split("/", maxsplit=1)[0]
+        message = (
+            f"The Job is controlled by {owner}: Berth does not integrate {kind} yet, so its "
+            "Jobs stay suspended (admitting each one alone would start part of the gang)"
+        )
+        current = (wl.get("status") or {}).get("conditions") or []
+        change = workloads.condition(
+            _COND.QUOTA_RESERVED, False, UNSUPPORTED_OWNER, message, w.clock()
+        )
+        key = names.WorkloadKey(wl["metadata"]["namespace"], wl["metadata"]["name"])
+        stored = await workloads.patch_status(
+            self.kube,
+            key,
+            wl["metadata"]["resourceVersion"],
+            {"conditions": workloads.merge_conditions(current, [change])},
+        )
+        w.apply("Workload", stored)
+        for involved in (job, stored):
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(
+                    self.kube, involved, UNSUPPORTED_OWNER, message, w.clock(), warning=True
+                )
+
+    async def _hold_at_admission(self, job: dict[str, Any], wl: dict[str, Any]) -> bool:
+        """Lower a running Job asking for more pods than admitted back to its admitted count.
+
+        The webhook refuses that change; this holds when it got past (webhook down or bypassed).
+        Returns whether the Job had to be lowered.
+        """
+        admission = (wl.get("status") or {}).get("admission") or {}
+        counts = [int(a.get("count") or 0) for a in admission.get("podSetAssignments") or []]
+        if not counts or not job_sync.over_admission(job, sum(counts)):
+            return False
+        w = self.world
+        meta = job["metadata"]
+        wanted = batchjob.pod_count(job)
+        stored = await jobs.patch(
+            self.kube, meta["namespace"], meta["name"], {"spec": {"parallelism": sum(counts)}}
+        )
+        w.apply("Job", stored)
+        message = (
+            f"spec.parallelism was raised to {wanted}, above the {sum(counts)} pod(s) admitted: "
+            f"held at {sum(counts)}; resubmit the Job at its new size"
+        )
+        log.warning("job %s/%s: %s", meta["namespace"], meta["name"], message)
+        with contextlib.suppress(errors.KubeError):
+            await events.emit(self.kube, job, "ExceedsAdmission", message, w.clock(), warning=True)
+        return True
+
+    async def _follow(
+        self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]
+    ) -> None:
+        """A suspended Job whose Workload holds no quota: make the Workload follow the Job."""
+        w = self.world
+        obj, _problems = kinds.try_load(world_mod.without_status(wl))
+        if not isinstance(obj, api_workload.Workload):
+            return
+        change, queue = job_sync.drift(job, obj, honor_kueue=w.config.honor_kueue_labels)
+        meta = job["metadata"]
+        if change is job_sync.Drift.QUEUE:
+            stored = await workloads.patch_spec(
+                self.kube, key, wl["metadata"]["resourceVersion"], {"queueName": queue}
+            )
+            w.apply("Workload", stored)
+            log.info(
+                "workload %s follows job %s/%s to queue %s",
+                key,
+                meta["namespace"],
+                meta["name"],
+                queue,
+            )
+        elif change is job_sync.Drift.POD_SETS:
+            # Made again from the Job once the deletion is seen (reconcile's first step).
+            with contextlib.suppress(errors.NotFoundError):
+                await workloads.delete(self.kube, key, str(wl["metadata"].get("uid") or ""))
+            log.info(
+                "workload %s replaced: job %s/%s changed", key, meta["namespace"], meta["name"]
+            )
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(
+                    self.kube,
+                    job,
+                    "UpdatedWorkload",
+                    f"The Job changed while queued: its Workload {key.name} is made again",
+                    w.clock(),
+                )
 
     async def _finish(self, key: names.WorkloadKey, wl: dict[str, Any], *, succeeded: bool) -> None:
         w = self.world
@@ -179,7 +295,51 @@ class JobController:
             pod_set.get("name", "main"),
         )
 
-    async def _start(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
+    async def _start(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
+        try:
+            await self._start_job(job, wl)
+        except (errors.ConflictError, errors.NotFoundError):
+            raise  # a stale read or a deleted Job: the next event brings it back
+        except errors.PermanentError as e:
+            await self._start_failed(job, key, wl, e)
+
+    async def _start_failed(
+        self,
+        job: dict[str, Any],
+        key: names.WorkloadKey,
+        wl: dict[str, Any],
+        error: errors.PermanentError,
+    ) -> None:
+        """A start the API server refuses for good: give the quota back and deactivate.
+
+        Retrying the same patch would hold the quota for ever (a Job that once ran has an
+        immutable template). Kueue has no rule for it; Berth deactivates the Workload so it is
+        not admitted again in a loop, and says why on both objects (docs/scheduling.md).
+        """
+        w = self.world
+        message = f"The Job cannot be started: {error}"
+        now = w.clock()
+        current = (wl.get("status") or {}).get("conditions") or []
+        changes = [
+            workloads.condition(_COND.QUOTA_RESERVED, False, START_FAILED, message, now),
+            workloads.condition(_COND.ADMITTED, False, START_FAILED, message, now),
+        ]
+        stored = await workloads.patch_spec(
+            self.kube, key, wl["metadata"]["resourceVersion"], {"active": False}
+        )
+        stored = await workloads.patch_status(
+            self.kube,
+            key,
+            stored["metadata"]["resourceVersion"],
+            {"admission": None, "conditions": workloads.merge_conditions(current, changes)},
+        )
+        w.apply("Workload", stored)
+        log.warning("released %s: %s", key, message)
+        for involved in (job, stored):
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(self.kube, involved, START_FAILED, message, now, warning=True)
+
+    async def _start_job(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
         w = self.world
         original, _count, name = self._original(wl)
         assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [

@@ -35,7 +35,7 @@ from berth.api import (
 )
 from berth.api import workload as api_workload
 from berth.api.configuration import RequeueTimestamp
-from berth.core import admission, cycle, job_updates, managed, priority, workload
+from berth.core import admission, cycle, job_sync, job_updates, managed, priority, workload
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 
@@ -333,7 +333,7 @@ class World:
 
     def info_of(self, body: Body) -> workload.WorkloadInfo | None:
         """The core's view of a Workload body (None if it does not load)."""
-        obj, problems = kinds.try_load(_without_status(body))
+        obj, problems = kinds.try_load(without_status(body))
         if not isinstance(obj, api_workload.Workload):
             log.warning("ignoring invalid Workload %s: %s", _key(body), problems)
             return None
@@ -462,10 +462,22 @@ class World:
             self.release(key)
         self._queue_pending(key, body, info)
 
+    def _unsupported_owner(self, body: Body) -> bool:
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        if job_sync.UNSUPPORTED_OWNER_LABEL in labels:
+            return True
+        job_uid = owner_job_uid(body)
+        job_key = None if job_uid is None else self.job_of_uid.get(job_uid)
+        job = None if job_key is None else self.jobs.get(job_key)
+        return job is not None and job_sync.foreign_owner(job) is not None
+
     def _queue_pending(
         self, key: names.WorkloadKey, body: Body, info: workload.WorkloadInfo
     ) -> None:
         """Queue a pending workload, in the order and after the backoff its status says."""
+        if self._unsupported_owner(body):
+            self.queues.delete(key)  # never a gang of its own (core.job_sync.foreign_owner)
+            return
         now = self.clock()
         requeued = condition_of(body, _COND.REQUEUED)
         requeue_at = 0.0
@@ -544,7 +556,8 @@ def _consumed(body: Body) -> Body:
     return {k: v for k, v in body.items() if k not in {"metadata", "status"}}
 
 
-def _without_status(body: Body) -> Body:
+def without_status(body: Body) -> Body:
+    """The body without its status and server-set metadata, as the models load it."""
     meta = body.get("metadata") or {}
     return {
         "apiVersion": body.get("apiVersion"),

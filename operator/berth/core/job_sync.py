@@ -1,0 +1,79 @@
+"""How a ``batch/v1`` Job and its Workload have drifted apart, and what the job controller does.
+
+Pure decisions for the operator's job controller (``entry/operator/jobcontroller``):
+
+- ``foreign_owner``: a Job controlled by another workload kind (a JobSet's child Jobs, say) is
+  never a gang of its own. Until Berth integrates that kind it stays suspended and its Workload
+  is never admitted — admitting each child Job alone is the partial gang start Berth exists to
+  prevent. A Job controlled by a CronJob is an ordinary Job, as in Kueue (``jobs/job``'s
+  integration treats CronJob-made Jobs as jobs; other parents are integrations of their own,
+  ``jobframework``'s parent-workload handling).
+- ``drift``: a suspended Job whose Workload holds no quota is followed by its Workload, as
+  Kueue's reconciler does (``jobframework/reconciler.go``: ``UpdateQueueNameIfChanged`` moves
+  the Workload to the Job's queue; a Workload no longer ``EquivalentToWorkload`` is deleted and
+  made again from the Job).
+- ``over_admission``: a running Job asking for more pods at once than its admission counts.
+  The webhook refuses that change; if it gets past (webhook down or bypassed), the controller
+  holds the Job at its admitted count.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from berth.api import workload as api_workload
+from berth.core import batchjob
+
+Body = dict[str, Any]
+
+OWN_KINDS = frozenset({("batch", "CronJob")})
+"""Controllers whose Jobs are ordinary Jobs."""
+
+UNSUPPORTED_OWNER_LABEL = "berth.dev/unsupported-owner"
+"""On the Workload of a Job whose controller is a kind Berth does not integrate: that kind.
+The World never queues such a Workload, and the Workload webhook keeps the label."""
+
+
+def foreign_owner(job: Body) -> str | None:
+    """``Kind/name`` of the Job's controller when it is another workload kind, else None."""
+    for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
+        if not ref.get("controller"):
+            continue
+        group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+        if (group, ref.get("kind")) in OWN_KINDS:
+            return None
+        return f"{ref.get('kind')}/{ref.get('name')}"
+    return None
+
+
+class Drift(enum.Enum):
+    """How a suspended Job differs from its Workload."""
+
+    NONE = "None"
+    QUEUE = "Queue"
+    """Only the queue: the Workload's queueName is updated in place."""
+    POD_SETS = "PodSets"
+    """Its pods (count, minimum, template): the Workload is made again from the Job."""
+
+
+def drift(
+    job: Body, workload: api_workload.Workload, *, honor_kueue: bool = False
+) -> tuple[Drift, str | None]:
+    """How ``job`` differs from ``workload``, and the Job's queue."""
+    queue = batchjob.queue_name(job, honor_kueue=honor_kueue)
+    wanted, problems = batchjob.to_workload(
+        job, uid=str((job.get("metadata") or {}).get("uid") or ""), honor_kueue=honor_kueue
+    )
+    if wanted is None or problems:
+        return Drift.NONE, queue  # an invalid Job keeps its Workload; its create was refused
+    if wanted.spec.pod_sets != workload.spec.pod_sets:
+        return Drift.POD_SETS, queue
+    if queue is not None and queue != workload.spec.queue_name:
+        return Drift.QUEUE, queue
+    return Drift.NONE, queue
+
+
+def over_admission(job: Body, admitted_count: int) -> bool:
+    """Whether a running Job asks for more pods at once than its admission counts."""
+    return not batchjob.is_suspended(job) and batchjob.pod_count(job) > admitted_count
