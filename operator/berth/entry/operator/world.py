@@ -400,17 +400,27 @@ class World:
             self.observer.workload(old, body, self.infos.get(key))
 
     def _refresh_info(self, key: names.WorkloadKey, body: Body) -> None:
-        """Take in a changed spec.priority or spec.active (as the simulator's _set_priority)."""
+        """Take in a changed spec.priority, spec.active or spec.queueName.
+
+        Priority and activity as the simulator's ``_set_priority``; the queue when a pending Job
+        moved to another LocalQueue and the job controller made its Workload follow.
+        """
         old = self.infos.get(key)
         if old is None:
             return
         spec = body.get("spec") or {}
-        if (spec.get("priority") or 0) == old.priority and spec.get("active", True) == old.active:
+        if (
+            (spec.get("priority") or 0) == old.priority
+            and spec.get("active", True) == old.active
+            and spec.get("queueName") == old.local_queue
+        ):
             return
         info = self.info_of(body)
         if info is None:
             return
         self.infos[key] = info
+        if info.local_queue != old.local_queue:
+            self.queues.delete(key)  # queued again under its new LocalQueue as it settles
         if info.active and not old.active:
             self.reactivated.add(key)
         if key in self.cache.admitted:

@@ -1,0 +1,315 @@
+"""An ordinary namespace user tries to get GPUs around the queue through its Jobs.
+
+The user is a ServiceAccount with a team member's Role (Jobs, CronJobs and Pods in full,
+LocalQueues and Workloads read-only), acting through a token kubeconfig (``tests/adversary``);
+the real API server's RBAC and Berth's webhooks decide. Where a hole needs the webhook out of
+the way (an admin removing it, or a webhook outage), the test removes the validating webhook
+configuration as an admin would and restores it, to show what the job controller still holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import adversary
+from berth.adapters.devcluster import errors, kwok, launcher
+from operator_env import (
+    OperatorProcess,
+    cluster_queue,
+    condition,
+    flavor,
+    get,
+    gpu_job,
+    local_queue,
+    running_pods,
+    workload_of,
+)
+
+pytestmark = pytest.mark.e2e
+Wait = Callable[..., None]
+QUEUE = "berth.dev/queue-name"
+
+
+def _reserved_gpus(plane: launcher.ControlPlane, cq: str) -> int:
+    status = get(plane, "clusterqueue", cq).get("status", {})
+    return sum(
+        int(r["total"]) for f in status.get("flavorsReservation", []) for r in f["resources"]
+    )
+
+
+def _pods(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:
+    items = get(plane, "pods", "-n", ns, "-l", f"batch.kubernetes.io/job-name={job}")["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+@pytest.fixture
+def team(
+    gpu_cluster: launcher.ControlPlane,
+    berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    tmp_path: Path,
+) -> tuple[str, adversary.NamespaceUser]:
+    """A namespace with two LocalQueues (8 and 2 A100s) and its ordinary user."""
+    ns = new_namespace(gpu_cluster, "adv")
+    gpu_cluster.kubectl().apply(
+        [
+            flavor(f"{ns}-a100", dict(kwok.A100_LABELS)),
+            cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 8}),
+            cluster_queue(f"{ns}-small", ns, {f"{ns}-a100": 2}),
+            local_queue("lq", ns, f"{ns}-cq"),
+            local_queue("small", ns, f"{ns}-small"),
+        ]
+    )
+    return ns, adversary.namespace_user(gpu_cluster, ns, tmp_path)
+
+
+def _admitted(plane: launcher.ControlPlane, ns: str, job: str) -> bool:
+    return condition(workload_of(plane, ns, job), "Admitted").get("status") == "True"
+
+
+def _submit(user: adversary.NamespaceUser, job: dict[str, Any]) -> None:
+    user.kubectl.run("create", "-f", "-", stdin=yaml.safe_dump(job))
+
+
+def test_raising_an_admitted_jobs_parallelism_is_refused(
+    gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
+) -> None:
+    ns, user = team
+    job = gpu_job("train", ns, "lq", 1, runs_for="120s")
+    job["spec"]["completions"] = 16
+    _submit(user, job)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 1, timeout=60)
+    message = user.denied(
+        "patch", "job", "train", "-n", ns, "--type=merge", "-p", '{"spec":{"parallelism":16}}'
+    )
+    assert "spec.parallelism" in message
+    assert "outside its quota" in message
+    assert get(gpu_cluster, "job", "train", "-n", ns)["spec"]["parallelism"] == 1
+    assert len(_pods(gpu_cluster, ns, "train")) == 1
+    assert _reserved_gpus(gpu_cluster, f"{ns}-cq") == 1
+
+
+def test_a_raise_past_the_webhook_is_held_at_the_admitted_count(
+    gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
+) -> None:
+    ns, user = team
+    job = gpu_job("train", ns, "lq", 1, runs_for="120s")
+    job["spec"]["completions"] = 16
+    _submit(user, job)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 1, timeout=60)
+    with _without_validating_webhook(gpu_cluster):
+        user.patch("job", "train", {"spec": {"parallelism": 16}})
+        wait_until(
+            lambda: get(gpu_cluster, "job", "train", "-n", ns)["spec"]["parallelism"] == 1,
+            timeout=30,
+        )
+    wait_until(lambda: len(_pods(gpu_cluster, ns, "train")) == 1, timeout=60)
+    assert _reserved_gpus(gpu_cluster, f"{ns}-cq") == 1
+    reasons = _event_reasons(gpu_cluster, ns, "Job", "train")
+    assert "ExceedsAdmission" in reasons
+
+
+def test_labelling_a_running_job_is_refused(
+    gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
+) -> None:
+    ns, user = team
+    job = gpu_job("free", ns, "lq", 1, runs_for="120s")
+    del job["metadata"]["labels"][QUEUE]
+    _submit(user, job)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "free") == 1, timeout=60)
+    message = user.denied("label", "job", "free", "-n", ns, f"{QUEUE}=lq")
+    assert "not suspended" in message
+    assert workload_of(gpu_cluster, ns, "free") == {}
+    assert running_pods(gpu_cluster, ns, "free") == 1
+
+
+def test_a_queued_job_keeps_its_queue_label_and_cannot_be_started_by_hand(
+    gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
+) -> None:
+    ns, user = team
+    _submit(user, gpu_job("big", ns, "lq", 64, runs_for="60s"))
+    wait_until(lambda: workload_of(gpu_cluster, ns, "big") != {}, timeout=30)
+    message = user.denied("label", "job", "big", "-n", ns, f"{QUEUE}-")
+    assert "may not be removed while its Workload is unfinished" in message
+    message = user.denied(
+        "patch", "job", "big", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":false}}'
+    )
+    assert "setting spec.suspend to false by hand is not allowed" in message
+    assert _pods(gpu_cluster, ns, "big") == []
+
+
+def test_a_pending_jobs_edits_reach_its_workload(
+    gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
+) -> None:
+    ns, user = team
+    _submit(user, gpu_job("grow", ns, "small", 4, runs_for="5s"))
+    wait_until(
+        lambda: (
+            condition(workload_of(gpu_cluster, ns, "grow"), "QuotaReserved").get("status")
+            == "False"
+        ),
+        timeout=30,
+    )
+    # Too big for its queue: move it to the bigger one and make it bigger still.
+    user.kubectl.run("label", "--overwrite", "job", "grow", "-n", ns, f"{QUEUE}=lq")
+    wait_until(lambda: workload_of(gpu_cluster, ns, "grow")["spec"]["queueName"] == "lq", 30)
+    wait_until(lambda: _admitted(gpu_cluster, ns, "grow"), timeout=60)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "grow") in {0, 4}, timeout=30)
+
+    _submit(user, gpu_job("resize", ns, "small", 4, runs_for="5s"))
+    wait_until(lambda: workload_of(gpu_cluster, ns, "resize") != {}, timeout=30)
+    first = workload_of(gpu_cluster, ns, "resize")["metadata"]["uid"]
+    user.patch("job", "resize", {"spec": {"parallelism": 2}})
+    wait_until(
+        lambda: (
+            workload_of(gpu_cluster, ns, "resize")
+            .get("spec", {})
+            .get("podSets", [{}])[0]
+            .get("count")
+            == 2
+        ),
+        timeout=30,
+    )
+    assert workload_of(gpu_cluster, ns, "resize")["metadata"]["uid"] != first
+    wait_until(lambda: _admitted(gpu_cluster, ns, "resize"), timeout=60)
+    workloads = [
+        w
+        for w in get(gpu_cluster, "workloads", "-n", ns)["items"]
+        if any(r["name"] == "resize" for r in w["metadata"].get("ownerReferences", []))
+    ]
+    assert len(workloads) == 1, "never two Workloads for one Job"
+
+
+def test_a_child_job_of_another_kind_is_never_admitted_alone(
+    gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
+) -> None:
+    """A stand-in JobSet owns the Job (the real JobSet controller comes with its integration)."""
+    ns, _user = team
+    admin = gpu_cluster.kubectl()
+    admin.apply([_jobset_crd()])
+    admin.run("wait", "--for=condition=Established", "crd/jobsets.jobset.x-k8s.io")
+    owner = json.loads(
+        admin.run(
+            "create",
+            "-o",
+            "json",
+            "-f",
+            "-",
+            stdin=yaml.safe_dump(
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "metadata": {"name": "gang", "namespace": ns},
+                    "spec": {},
+                }
+            ),
+        )
+    )
+    child = gpu_job("gang-workers-0", ns, "lq", 2, runs_for="30s")
+    child["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "name": "gang",
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    admin.create([child])
+    wait_until(
+        lambda: (
+            condition(workload_of(gpu_cluster, ns, "gang-workers-0"), "QuotaReserved").get("reason")
+            == "UnsupportedOwner"
+        ),
+        timeout=30,
+    )
+    assert "UnsupportedOwner" in _event_reasons(gpu_cluster, ns, "Job", "gang-workers-0")
+    job = get(gpu_cluster, "job", "gang-workers-0", "-n", ns)
+    assert job["spec"]["suspend"] is True
+    assert _pods(gpu_cluster, ns, "gang-workers-0") == []
+    assert not _admitted(gpu_cluster, ns, "gang-workers-0")
+
+
+def test_a_start_that_can_never_succeed_gives_the_quota_back(
+    gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
+) -> None:
+    ns, user = team
+    job = gpu_job("late", ns, "lq", 1, runs_for="120s")
+    del job["metadata"]["labels"][QUEUE]
+    _submit(user, job)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "late") == 1, timeout=60)
+    with _without_validating_webhook(gpu_cluster):
+        # What the webhook refuses; past it, Berth suspends the Job and admits its Workload, but
+        # a Job that once ran cannot take the flavor's node selector: the start is refused.
+        user.kubectl.run("label", "job", "late", "-n", ns, f"{QUEUE}=lq")
+        wait_until(
+            lambda: (
+                condition(workload_of(gpu_cluster, ns, "late"), "QuotaReserved").get("reason")
+                == "StartFailed"
+            ),
+            timeout=60,
+        )
+    wl = workload_of(gpu_cluster, ns, "late")
+    assert wl["spec"]["active"] is False
+    assert not wl.get("status", {}).get("admission")
+    wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-cq") == 0, timeout=30)
+    assert "StartFailed" in _event_reasons(gpu_cluster, ns, "Job", "late")
+
+
+@contextlib.contextmanager
+def _without_validating_webhook(plane: launcher.ControlPlane) -> Iterator[None]:
+    admin = plane.kubectl()
+    saved = admin.json("get", "validatingwebhookconfiguration", "berth")
+    for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+        saved["metadata"].pop(key, None)
+    admin.run("delete", "validatingwebhookconfiguration", "berth")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(errors.CommandError):
+            admin.run("create", "-f", "-", stdin=yaml.safe_dump(saved))
+
+
+def _event_reasons(plane: launcher.ControlPlane, ns: str, kind: str, name: str) -> set[str]:
+    items = get(
+        plane,
+        "events",
+        "-n",
+        ns,
+        "--field-selector",
+        f"involvedObject.kind={kind},involvedObject.name={name}",
+    )["items"]
+    return {e["reason"] for e in items}
+
+
+def _jobset_crd() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "jobsets.jobset.x-k8s.io"},
+        "spec": {
+            "group": "jobset.x-k8s.io",
+            "names": {"kind": "JobSet", "plural": "jobsets", "singular": "jobset"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1alpha2",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
