@@ -41,6 +41,30 @@ def test_a_dying_leader_task_fails_the_operator_and_cancels_the_others() -> None
     assert cancelled
 
 
+def test_a_leader_task_that_lost_the_api_server_ends_the_term_not_the_operator() -> None:
+    async def scenario() -> tuple[bool, bool]:
+        failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        cancelled = asyncio.Event()
+
+        async def forever() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        async def loses_the_server() -> None:
+            await asyncio.sleep(0)
+            raise errors.TransientError("GET /apis: Cannot connect to host 127.0.0.1")
+
+        await main.supervise([forever(), loses_the_server()], failed)
+        return failed.done(), cancelled.is_set()
+
+    failed, cancelled = asyncio.run(scenario())
+    assert not failed, "the process goes on; leader.run_while_leader competes again"
+    assert cancelled
+
+
 class _FakeKube:
     """Answers Event POSTs after ``release`` is set; fails those about ``refuse``."""
 

@@ -25,6 +25,7 @@ import yaml
 from berth.adapters.devcluster import binaries, errors, kubectl, kwok, pki, processes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from types import TracebackType
 
@@ -194,6 +195,28 @@ class ControlPlane:
             self._processes.pop().stop()
         with contextlib.suppress(FileNotFoundError):
             (self.run_dir / STATE_FILE).unlink()
+
+    def restart(self, component: str, *, kill: bool = False) -> float:
+        """Restart one running component in place: same argv, ports and data; wait until ready.
+
+        ``kill`` stops it with SIGKILL, as a crash would, instead of SIGTERM. Returns the seconds
+        it took to be ready again. The chaos tests use it on kube-apiserver and etcd.
+        """
+        (process,) = [p for p in self._processes if p.name == component]
+        if kill:
+            process.kill()
+        else:
+            process.stop()
+        process.start()
+        probes: dict[str, Callable[[], bool]] = {
+            "etcd": lambda: _etcd_healthy(self._etcd_url),
+            "kube-apiserver": lambda: _https_ok(f"{self._server}/readyz", self.ca_file, self.token),
+        }
+        probe = probes.get(component, lambda: process.returncode() is None)
+        took = process.wait_ready(probe, self.config.start_timeout)
+        if self.config.detach:
+            self._write_state()
+        return took
 
     def pids(self) -> dict[str, int]:
         """Return each running component's process id."""

@@ -142,6 +142,13 @@ class ManagedProcess:
             _signal_group(self._popen.pid, signal.SIGKILL)
             self._popen.wait()
 
+    def kill(self) -> None:
+        """SIGKILL the child's process group at once and reap it."""
+        if self._popen is None or self._popen.poll() is not None:
+            return
+        _signal_group(self._popen.pid, signal.SIGKILL)
+        self._popen.wait()
+
     def record(self) -> ProcessRecord:
         """Describe the running child for `stop_recorded`."""
         return ProcessRecord(self.name, self.pid, self.argv[0], str(self.log))

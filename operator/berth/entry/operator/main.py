@@ -134,18 +134,21 @@ async def _lead(
 
 
 async def supervise(coros: list[Coroutine[Any, Any, None]], failed: asyncio.Future[None]) -> None:
-    """Run the leader's tasks; if one dies, log it, cancel the others and fail ``failed``.
+    """Run the leader's tasks; when one dies, cancel the others and end this term.
 
-    The leader election runs ``_lead`` in a task of its own and never looks at its outcome
-    (``leader.run_while_leader`` only cancels and awaits it when stopping), so an exception
-    escaping it would leave the operator alive, holding the Lease and idle; ``run`` waits on
-    ``failed`` and stops the process instead, and another replica (or a restart) takes over.
+    A task that lost the API server (``errors.KubeError``: refused connections while it
+    restarts, timeouts, 5xx) ends the term quietly: ``leader.run_while_leader`` competes again
+    and the next term primes from a fresh list, so an API server restart costs a pause. Any
+    other exception is a bug: it fails ``failed``, which ``run`` waits on to stop the process,
+    and another replica (or a restart) takes over.
     """
     try:
         async with asyncio.TaskGroup() as group:
             for coro in coros:
                 group.create_task(coro)
-    except Exception as e:
+    except* errors.KubeError as lost:
+        log.warning("a leader task lost the API server (%s); ending this term", lost.exceptions[0])
+    except* Exception as e:
         log.exception("a leader task died; stopping the operator")
         if not failed.done():
             failed.set_exception(e)
