@@ -7,6 +7,7 @@ and the field path of every problem on standard error, without a traceback.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,38 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli.main, ["simulate", path])
     assert result.exit_code == 2
     assert len(result.stderr.strip().splitlines()) == 3
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(b"\xff\xfe\x00kind: Job\n", id="UTF-16 byte order mark"),
+        pytest.param(
+            b"apiVersion: batch/v1\nkind: Job\nmetadata: {name: caf\xe9}\n", id="Latin-1 text"
+        ),
+        # 10 MB of random bytes from a fixed seed: the same bytes every run.
+        pytest.param(
+            random.Random(13).randbytes(10_000_000),  # noqa: S311 - test data, not a secret
+            id="10 MB of random bytes",
+        ),
+    ],
+)
+def test_input_that_is_not_utf8_exits_2_naming_the_file(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_bytes(content)
+    result = CliRunner().invoke(cli.main, ["simulate", str(path)])
+    assert result.exit_code == 2
+    assert f"{path}: document 0: not UTF-8 text" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unreachable_history_store_exits_2_naming_it(tmp_path: Path) -> None:
+    # Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    url = "postgresql://nobody@127.0.0.1:1/history"
+    result = CliRunner().invoke(
+        cli.main, ["simulate", _scenario(tmp_path, *_world()), "--record", url]
+    )
+    assert result.exit_code == 2
+    assert "--record: cannot reach the history store" in result.stderr
+    assert "127.0.0.1:1" in result.stderr
+    assert "Traceback" not in result.stderr

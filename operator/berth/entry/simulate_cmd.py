@@ -84,7 +84,9 @@ def command(
                 )
             )
         except store.HistoryError as err:
-            raise click.ClickException(str(err)) from err
+            # Bad input, as a malformed file is: exit 2 with the reason, never a traceback.
+            click.echo(f"berth simulate: --record: {err}", err=True)
+            sys.exit(2)
     if fmt == "jsonl":
         click.echo(output.jsonl(lines), nl=False)
     elif fmt == "table":

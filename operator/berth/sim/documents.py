@@ -108,6 +108,11 @@ def read_streams(sources: list[tuple[str, IO[str]]]) -> list[Document]:
         except yaml.YAMLError as err:
             problems.append((Location(file, 0), errors.FieldError("", f"not valid YAML: {err}")))
             continue
+        except UnicodeDecodeError as err:
+            byte = err.object[err.start]
+            message = f"not UTF-8 text (byte {err.start} is {byte:#04x}); save it as UTF-8"
+            problems.append((Location(file, 0), errors.FieldError("", message)))
+            continue
         for index, raw in enumerate(raw_docs):
             if raw is None:
                 continue

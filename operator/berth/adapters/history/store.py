@@ -83,6 +83,11 @@ async def upgrade(engine: sa_asyncio.AsyncEngine, revision: str = "head") -> Non
             await conn.run_sync(lambda c: command.upgrade(alembic_config(c), revision))
     except sa_exc.SQLAlchemyError as err:
         raise HistoryError(f"cannot migrate the history store: {err}") from err
+    except OSError as err:
+        # A server that cannot be reached (refused, unknown host, timeout) is not wrapped by
+        # SQLAlchemy's asyncpg dialect.
+        where = engine.url.render_as_string(hide_password=True)
+        raise HistoryError(f"cannot reach the history store {where}: {err}") from err
 
 
 async def downgrade(engine: sa_asyncio.AsyncEngine, revision: str = "base") -> None:
