@@ -8,8 +8,9 @@ Routes (AdmissionReview v1, served by aiohttp with a certificate this module iss
   or holds quota, no queue removal while its Workload is unfinished, no size above its
   admission).
 - ``/mutate-berth``: Berth's kinds get their defaults filled in (the models' full dump of spec).
-- ``/validate-berth``: Berth's kinds are checked with ``berth.api.validation``; every field error
-  is returned.
+- ``/validate-berth``: Berth's kinds are checked with ``berth.api.validation``, and a Workload
+  update with ``core.workload_updates`` (pod sets and queue fixed while quota is reserved,
+  priority only through its class); every field error is returned.
 
 ``configurations`` builds the Mutating/ValidatingWebhookConfiguration objects pointing at a URL
 with the CA bundle; ``main`` applies them. Decisions read the ``World`` only.
@@ -20,15 +21,14 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-import tempfile
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
-from berth.adapters.devcluster import pki
+from berth.adapters import tls
 from berth.api import base, kinds, validation
-from berth.core import batchjob, job_updates, managed
+from berth.core import batchjob, job_updates, managed, workload_updates
 from berth.entry.operator import world as world_mod
 
 NAME = "berth"
@@ -115,13 +115,22 @@ def mutate_berth(request: dict[str, Any]) -> dict[str, Any]:
     return _allow([{"op": "replace", "path": "/spec", "value": spec}])
 
 
-def validate_berth(request: dict[str, Any]) -> dict[str, Any]:
-    """Check a Berth object; deny with every field error."""
+def validate_berth(
+    request: dict[str, Any], class_values: Mapping[str, int] | None = None
+) -> dict[str, Any]:
+    """Check a Berth object, and what a Workload update changes; deny with every field error.
+
+    ``class_values`` are the WorkloadPriorityClasses' current values (``core.workload_updates``).
+    """
     if request.get("operation") == "DELETE":
         return _allow()
     obj, problems = _load(request)
     if obj is not None and not problems:
         problems = [str(p) for p in validation.validate(obj)]
+    raw = request.get("object") or {}
+    if request.get("operation") == "UPDATE" and raw.get("kind") == "Workload":
+        old = request.get("oldObject") or {}
+        problems += [str(p) for p in workload_updates.refusals(old, raw, class_values or {})]
     if problems:
         return _deny("; ".join(problems), 422)
     return _allow()
@@ -142,38 +151,33 @@ def app(world: world_mod.World) -> web.Application:
     application.router.add_post("/mutate-job", route(lambda r: mutate_job(world, r)))
     application.router.add_post("/validate-job", route(lambda r: validate_job(world, r)))
     application.router.add_post("/mutate-berth", route(mutate_berth))
-    application.router.add_post("/validate-berth", route(validate_berth))
+    application.router.add_post(
+        "/validate-berth", route(lambda r: validate_berth(r, world.workload_classes))
+    )
     return application
 
 
 class Certificates:
-    """A CA and a serving certificate for the webhook host, written to a private directory."""
+    """Local mode: a CA and a serving certificate for the webhook host, kept in memory only.
+
+    The private key is never written to disk (``tls.ServingContext`` hands it to ``ssl`` and
+    removes the file at once), so a killed operator leaves no key behind.
+    """
 
     def __init__(self, host: str) -> None:
-        self.ca = pki.new_certificate_authority("berth-webhook-ca")
-        self.serving = pki.issue_serving_certificate(self.ca, [host], "berth-webhook")
-        self._dir = tempfile.TemporaryDirectory(prefix="berth-webhook-")
-        d = Path(self._dir.name)
-        self.cert_file = d / "tls.crt"
-        self.key_file = d / "tls.key"
-        self.cert_file.write_bytes(self.serving.cert_pem)
-        self.key_file.write_bytes(self.serving.key_pem)
-        self.key_file.chmod(0o600)
+        self.ca = tls.new_certificate_authority("berth-webhook-ca")
+        self.serving = tls.issue_serving_certificate(self.ca, [host], "berth-webhook")
 
     def ssl_context(self) -> ssl.SSLContext:
         """A server-side TLS context with the serving certificate."""
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.cert_file, self.key_file)
-        return context
+        context = tls.ServingContext()
+        context.load(self.serving)
+        return context.context
 
     @property
     def ca_bundle(self) -> str:
         """The CA certificate, base64 encoded, for ``clientConfig.caBundle``."""
         return base64.b64encode(self.ca.cert_pem).decode()
-
-    def cleanup(self) -> None:
-        """Delete the key files."""
-        self._dir.cleanup()
 
 
 def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> list[dict[str, Any]]:

@@ -1,0 +1,87 @@
+"""What an update of a Workload's spec may change: the rules the Workload webhook applies.
+
+Needed because Kueue's ``workload-editor`` role lets a user update Workloads: without these a
+low-priority Workload could raise its own priority and never be preempted, or grow its pod sets
+while admitted. ``refusals(old, new, class_values)`` returns every rule broken:
+
+1. **While quota is reserved** (``status.admission`` set) ``spec.podSets`` and
+   ``spec.queueName`` are immutable — Kueue's ``pkg/webhooks/workload_webhook.go``
+   (``ValidateWorkloadUpdate``: pod sets, queue name and priority class source/name are immutable
+   while the workload has a quota reservation).
+2. **Priority only through its class** — ``spec.priority`` and ``spec.priorityClassRef`` never
+   change by hand; the one change allowed is ``spec.priority`` becoming the current value of the
+   WorkloadPriorityClass it names (what Kueue's WorkloadPriorityClass controller, and Berth's
+   lifecycle task, write when the class's value changes). Stricter than Kueue, which lets a
+   priority-class-less Workload's priority change: docs/scheduling.md says why.
+3. **A child Job's Workload stays held** — the ``berth.dev/unsupported-owner`` label, which keeps
+   the Workload of a Job controlled by a kind Berth does not integrate out of every queue, may not
+   be removed or changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from berth.api import errors
+from berth.core import job_sync
+
+Body = dict[str, Any]
+
+
+def _class_ref(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    return spec.get("priorityClassRef") or {}
+
+
+def refusals(old: Body, new: Body, class_values: Mapping[str, int]) -> list[errors.FieldError]:
+    """Every rule the update ``old`` → ``new`` breaks (empty: allowed)."""
+    out: list[errors.FieldError] = []
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    meta = new.get("metadata") or {}
+    name = f"{meta.get('namespace')}/{meta.get('name')}"
+    if (old.get("status") or {}).get("admission"):
+        out.extend(
+            errors.FieldError(
+                f"spec.{field}",
+                f"Workload {name} holds quota: its {field} cannot change until it is "
+                "finished or evicted",
+            )
+            for field in ("podSets", "queueName")
+            if old_spec.get(field) != new_spec.get(field)
+        )
+    if _class_ref(old_spec) != _class_ref(new_spec):
+        out.append(
+            errors.FieldError(
+                "spec.priorityClassRef",
+                f"Workload {name}: the priority class is set when the Workload is made; "
+                "resubmit the job with another class",
+            )
+        )
+    if old_spec.get("priority") != new_spec.get("priority"):
+        ref = _class_ref(new_spec)
+        current = (
+            class_values.get(str(ref.get("name")))
+            if ref.get("kind") == "WorkloadPriorityClass"
+            else None
+        )
+        if current is None or new_spec.get("priority") != current:
+            out.append(
+                errors.FieldError(
+                    "spec.priority",
+                    f"Workload {name}: the priority follows its WorkloadPriorityClass and is "
+                    "never set by hand"
+                    + (f" (the class's value is {current})" if current is not None else ""),
+                )
+            )
+    label = job_sync.UNSUPPORTED_OWNER_LABEL
+    old_labels = (old.get("metadata") or {}).get("labels") or {}
+    new_labels = meta.get("labels") or {}
+    if label in old_labels and old_labels.get(label) != new_labels.get(label):
+        out.append(
+            errors.FieldError(
+                f"metadata.labels[{label}]",
+                f"Workload {name} belongs to a Job of a kind Berth does not integrate yet; "
+                "the label keeps it from being admitted alone and cannot change",
+            )
+        )
+    return out
