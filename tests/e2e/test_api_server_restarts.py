@@ -3,6 +3,7 @@
 A leader and a standby run against a control plane of their own; kube-apiserver is restarted in
 place, then etcd is killed and restarted. Both operator processes must still run afterwards, the
 Lease must still be held, and a queued Job created after the restarts is admitted and started.
+A replica stopped cleanly removes the webhook configurations that point at it.
 """
 
 from __future__ import annotations
@@ -79,6 +80,13 @@ def test_leader_and_standby_survive_api_server_and_etcd_restarts(
             assert process.process is not None
             assert process.process.poll() is None, f"the operator exited; see {process.log}"
             assert "Traceback" not in process.log.read_text(errors="replace")
+        # The standby registered last, so the configurations point at it: stopped cleanly, it
+        # removes them (left with failurePolicy Fail they would refuse every labelled Job).
+        assert standby.process is not None
+        standby.process.terminate()
+        assert standby.process.wait(timeout=30) == 0
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            assert admin.run("get", kind, "--ignore-not-found", "-o", "name") == ""
     finally:
         standby.stop()
         leader.stop()

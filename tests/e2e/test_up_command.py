@@ -56,8 +56,18 @@ def test_up_runs_every_sample_job_to_completion_and_prints_admissions(tmp_path: 
             assert seen == jobs, f"{verb}: {done.stdout}"
         assert any(" preempted " in line for line in lines), done.stdout
         assert "ClusterQueue usage back to zero" in done.stdout
-        _report_matches(done.stdout, env)
         client = kubectl.Kubectl(cache.find("kubectl"), run_dir / "kubeconfig")
+        # --keep keeps the operator answering its webhooks: a labelled Job is still accepted
+        # (and suspended), not refused with "connection refused".
+        state = launcher.load_state(run_dir)
+        assert state is not None
+        assert "berth-operator" in {
+            r.name for r in launcher.recorded_processes(state) if processes.is_running(r)
+        }
+        created = client.run(
+            "create", "-o", "jsonpath={.spec.suspend}", "-f", "-", stdin=_kept_job()
+        )
+        assert created == "true"
         listed = client.json("get", "jobs", "-A")["items"]
         complete = sorted(
             f"{j['metadata']['namespace']}/{j['metadata']['name']}"
@@ -75,6 +85,30 @@ def test_up_runs_every_sample_job_to_completion_and_prints_admissions(tmp_path: 
         )
     assert state is not None
     assert not any(processes.is_running(r) for r in launcher.recorded_processes(state))
+    # `berth dev down` stopped the operator with SIGTERM: its history run is closed.
+    _report_matches(done.stdout, env)
+
+
+def _kept_job() -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": "after-up",
+                "namespace": "team-a",
+                "labels": {"berth.dev/queue-name": "training"},
+            },
+            "spec": {
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "registry.invalid/x:never"}],
+                    }
+                }
+            },
+        }
+    )
 
 
 def _report_matches(printed: str, env: dict[str, str]) -> None:

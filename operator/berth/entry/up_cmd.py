@@ -9,7 +9,7 @@ directory), then submits the demo Jobs of ``config/samples/jobs.yaml`` at their
 pod timing annotations; the simulator's annotations are stripped. Admissions, pending reasons,
 preemptions and finishes are printed as the operator writes them onto the Workloads. Everything
 stops when every Job finished, on Ctrl-C, or after ``--timeout``; ``--keep`` leaves the cluster
-running for ``berth dev env``.
+and the operator running for ``berth dev env`` until ``berth dev down``.
 """
 
 from __future__ import annotations
@@ -245,7 +245,9 @@ def _install(plane: launcher.ControlPlane, queues: Path) -> None:
     kubectl.run("apply", "-f", str(queues))
 
 
-def _operator(plane: launcher.ControlPlane, timeout: float) -> processes.ManagedProcess:
+def _operator(
+    plane: launcher.ControlPlane, timeout: float, *, detach: bool
+) -> processes.ManagedProcess:
     # The same interpreter runs ``berth run``, whether or not a ``berth`` script is on PATH.
     argv = [
         sys.executable,
@@ -257,12 +259,34 @@ def _operator(plane: launcher.ControlPlane, timeout: float) -> processes.Managed
         "--metrics-port=0",
     ]
     log = plane.logs / "berth-operator.log"
-    op = processes.ManagedProcess("berth-operator", argv, log)
+    op = processes.ManagedProcess("berth-operator", argv, log, detach=detach)
     op.start()
     op.wait_ready(
         lambda: "primed:" in log.read_text(errors="replace"), timeout, what="leading (primed)"
     )
     return op
+
+
+def _leave(
+    plane: launcher.ControlPlane,
+    operator: processes.ManagedProcess | None,
+    run_dir: Path,
+    *,
+    keep: bool,
+) -> None:
+    """Stop everything, or with ``--keep`` hand the operator to the detached control plane."""
+    if keep and operator is not None:
+        # Its webhooks stay registered with failurePolicy Fail: the operator must go on
+        # answering them until `berth dev down` stops it (before the API server).
+        plane.adopt(operator)
+    elif operator is not None:
+        operator.stop()
+    if keep:
+        click.echo(f'cluster and operator left running: eval "$(berth dev env --dir {run_dir})"')
+        click.echo(f"stop them with: berth dev down --dir {run_dir}")
+    else:
+        plane.stop()
+        click.echo(f"stopped; logs in {plane.logs}")
 
 
 def _running(run_dir: Path) -> list[str]:
@@ -343,7 +367,7 @@ def command(
         click.echo(f"control plane ready in {plane.timings['total']:.1f}s ({pools})")
         _install(plane, queues)
         click.echo(f"installed the CRDs and {queues.name}")
-        operator = _operator(plane, timeout=60)
+        operator = _operator(plane, timeout=60, detach=keep)
         served = re.findall(r"metrics served at (\S+)", operator.log.read_text(errors="replace"))
         click.echo(
             f"operator running (log: {operator.log}; metrics: {served[-1] if served else '-'})"
@@ -370,13 +394,6 @@ def command(
     except errors.DevClusterError as e:
         raise click.ClickException(str(e)) from e
     finally:
-        if operator is not None:
-            operator.stop()
-        if keep:
-            click.echo(f'cluster left running: eval "$(berth dev env --dir {run_dir})"')
-            click.echo(f"stop it with: berth dev down --dir {run_dir}")
-        else:
-            plane.stop()
-            click.echo(f"stopped; logs in {plane.logs}")
+        _leave(plane, operator, run_dir, keep=keep)
     if not finished:
         raise SystemExit(1)

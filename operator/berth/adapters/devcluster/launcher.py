@@ -218,6 +218,16 @@ class ControlPlane:
             self._write_state()
         return took
 
+    def adopt(self, process: processes.ManagedProcess) -> None:
+        """Stop ``process`` with the control plane, first; a detached run records it for ``down``.
+
+        ``berth up --keep`` hands over the operator this way, so ``berth dev down`` stops it
+        before the API server and it can remove its webhook configurations.
+        """
+        self._processes.append(process)
+        if self.config.detach:
+            self._write_state()
+
     def pids(self) -> dict[str, int]:
         """Return each running component's process id."""
         return {p.name: p.pid for p in self._processes}

@@ -356,6 +356,8 @@ async def run(
         kopf_stop.set()
         for task in tasks[:1]:
             await _cancel(task)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(server.unregister(kube), 10)
         await server.close()
         await kube.close()
         if metrics_server is not None:

@@ -6,23 +6,27 @@
   every replica shares (``cluster_certs.ServingFromSecret``), and the chart's configurations,
   which point at the webhook Service and are never rewritten here.
 
-``start`` serves; ``register`` points the local configurations at it; ``background`` is what must
-run beside it (the Secret reader); ``not_ready`` tells ``/readyz`` what is missing; ``close``
-stops serving and removes the local key files. Called by ``berth.entry.operator.main``.
+``start`` serves; ``register`` points the local configurations at it and ``unregister`` removes
+them when the operator stops; ``background`` is what must run beside it (the Secret reader);
+``not_ready`` tells ``/readyz`` what is missing; ``close`` stops serving. Called by
+``berth.entry.operator.main``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Coroutine
 from typing import Any
 
 from aiohttp import web
 
 from berth.adapters import tls
-from berth.adapters.kube import client
+from berth.adapters.kube import client, errors
 from berth.entry.operator import cluster_certs, webhooks
 from berth.entry.operator import world as world_mod
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(slots=True)
@@ -83,8 +87,27 @@ class WebhookServer:
             return f"no webhook certificate in secret {self.serving.config.secret} yet"
         return None
 
+    async def unregister(self, kube: client.Kube) -> None:
+        """Local mode: delete Berth's webhook configurations if they still point at this server.
+
+        Left behind with ``failurePolicy: Fail``, they would refuse every labelled Job once this
+        process is gone; a configuration another process re-pointed at itself is left alone.
+        """
+        if self.certs is None:
+            return
+        for plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+            path = f"/apis/admissionregistration.k8s.io/v1/{plural}/{webhooks.NAME}"
+            try:
+                current = await kube.request("GET", path)
+                urls = {
+                    str((h.get("clientConfig") or {}).get("url") or "")
+                    for h in current.get("webhooks") or []
+                }
+                if urls and all(u.startswith(f"{self.base_url}/") for u in urls):
+                    await kube.request("DELETE", path)
+            except errors.KubeError as e:
+                log.warning("could not remove %s %s: %s", plural, webhooks.NAME, e)
+
     async def close(self) -> None:
-        """Stop serving; remove this process's key files."""
+        """Stop serving."""
         await self.runner.cleanup()
-        if self.certs is not None:
-            self.certs.cleanup()
