@@ -157,3 +157,30 @@ def test_a_queue_deleted_and_created_again_unchanged_is_taken_in_again() -> None
     lq["metadata"]["resourceVersion"] = "21"
     world.apply("LocalQueue", lq)
     assert key not in world.queues.outside
+
+
+def _with_rv(obj: dict[str, Any], rv: str) -> dict[str, Any]:
+    return {
+        **obj,
+        "metadata": {**obj["metadata"], "resourceVersion": rv, "uid": obj["metadata"]["name"]},
+    }
+
+
+def test_a_cluster_queue_the_webhook_never_saw_is_inactive_with_its_errors_and_no_quota() -> None:
+    world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
+    world.apply("ResourceFlavor", _with_rv(flavor("a100", {"gpu": "a100"}), "1"))
+    invalid = cluster_queue("cq", "team-a", {"a100": 8})
+    groups = invalid["spec"]["resourceGroups"]
+    groups.append(dict(groups[0]))  # the same flavor listed twice: the webhook refuses this
+    world.apply("ClusterQueue", _with_rv(invalid, "2"))
+    info = world.cache.snapshot.cluster_queues[names.ClusterQueueName("cq")]
+    assert not info.active
+    assert info.inactive_reason == "InvalidSpec"
+    assert "spec.resourceGroups[1]" in info.inactive_message
+    assert info.groups == (), "nothing of an invalid spec is applied"
+    assert world.cache.snapshot.cq_nodes[names.ClusterQueueName("cq")].quotas == {}
+    # Fixed, it is taken in whole.
+    world.apply("ClusterQueue", _with_rv(cluster_queue("cq", "team-a", {"a100": 8}), "3"))
+    info = world.cache.snapshot.cluster_queues[names.ClusterQueueName("cq")]
+    assert info.active
+    assert len(info.groups) == 1

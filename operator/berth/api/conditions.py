@@ -100,3 +100,5 @@ class QueueActiveReason(enum.StrEnum):
     FLAVOR_NOT_FOUND = "FlavorNotFound"
     TERMINATING = "Terminating"
     CLUSTER_QUEUE_IS_INACTIVE = "ClusterQueueIsInactive"
+    INVALID_SPEC = "InvalidSpec"
+    """Berth: the object was stored without the webhook's check and the validators refuse it."""

@@ -49,6 +49,8 @@ class Cache:
         self.admitted: dict[names.WorkloadKey, core_snapshot.AdmittedWorkload] = {}
         self._snapshot = core_snapshot.Snapshot()
         self._stale = False
+        self.invalid_cluster_queues: dict[names.ClusterQueueName, str] = {}
+        """ClusterQueues the validators refuse, with their field errors (kept inactive)."""
         self.generations: dict[str, int] = {}
         """A counter per root of the quota tree, bumped whenever usage or quota there changes."""
 
@@ -64,14 +66,27 @@ class Cache:
         self.flavors.pop(names.FlavorName(name), None)
         self._stale = True
 
-    def upsert_cluster_queue(self, obj: clusterqueue.ClusterQueue) -> None:
-        """Add or replace a ClusterQueue."""
-        self.cluster_queues[names.ClusterQueueName(obj.name)] = obj
+    def upsert_cluster_queue(
+        self, obj: clusterqueue.ClusterQueue, *, invalid: str | None = None
+    ) -> None:
+        """Add or replace a ClusterQueue; ``invalid``: the field errors that make it unusable.
+
+        An invalid ClusterQueue is kept by name with none of its spec (no quota, no cohort,
+        nothing half-applied) and inactive with ``invalid`` as the message of its condition.
+        """
+        name = names.ClusterQueueName(obj.name)
+        if invalid is None:
+            self.invalid_cluster_queues.pop(name, None)
+            self.cluster_queues[name] = obj
+        else:
+            self.invalid_cluster_queues[name] = invalid
+            self.cluster_queues[name] = clusterqueue.ClusterQueue(metadata=obj.metadata)
         self._stale = True
 
     def delete_cluster_queue(self, name: str) -> None:
         """Remove a ClusterQueue."""
         self.cluster_queues.pop(names.ClusterQueueName(name), None)
+        self.invalid_cluster_queues.pop(names.ClusterQueueName(name), None)
         self._stale = True
 
     def upsert_cohort(self, obj: cohort.Cohort) -> None:
@@ -324,7 +339,16 @@ class Cache:
         missing = sorted({f for g in groups for f in g.flavors if f not in self.flavors})
         reason: str | None = None
         message = "Can admit new workloads"
-        if spec.stop_policy != clusterqueue.StopPolicy.NONE:
+        invalid = self.invalid_cluster_queues.get(names.ClusterQueueName(cq.name))
+        if invalid is not None:
+            reason, message = _ACTIVE.INVALID_SPEC, f"Can't admit new workloads: {invalid}"
+        elif (cq.metadata.model_extra or {}).get("deletionTimestamp"):
+            reason = _ACTIVE.TERMINATING
+            message = (
+                "Can't admit new workloads: the ClusterQueue is being deleted, which completes "
+                "once no admitted workload reserves its quota"
+            )
+        elif spec.stop_policy != clusterqueue.StopPolicy.NONE:
             reason, message = _ACTIVE.STOPPED, "ClusterQueue is stopped"
         elif missing:
             reason = _ACTIVE.FLAVOR_NOT_FOUND

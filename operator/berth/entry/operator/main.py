@@ -31,6 +31,7 @@ from berth.adapters.kube import client, errors, events, leader
 from berth.api import configuration
 from berth.entry.operator import (
     cluster_certs,
+    finalizers,
     handlers,
     jobcontroller,
     lifecycle,
@@ -126,6 +127,7 @@ async def _lead(
                 scheduler.Scheduler(world, kube, recorder).run(),
                 jobcontroller.JobController(world, kube).run(),
                 lifecycle.Lifecycle(world, kube).run(),
+                finalizers.Finalizers(world, kube).run(),
                 statuses.StatusWriter(world, statuses.KubeStatusPort(kube)).run(),
                 _record_quotas(world, options.quota_interval),
             ],

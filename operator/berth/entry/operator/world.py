@@ -32,6 +32,7 @@ from berth.api import (
     names,
     priorityclass,
     resourceflavor,
+    validation,
 )
 from berth.api import workload as api_workload
 from berth.api.configuration import RequeueTimestamp
@@ -88,6 +89,10 @@ def owner_job_uid(body: Body) -> str | None:
     return None
 
 
+FINALIZED_KINDS = frozenset({"ResourceFlavor", "ClusterQueue"})
+"""Kinds kept from deletion while in use (``entry/operator/finalizers``)."""
+
+
 @dataclasses.dataclass(slots=True)
 class Wakeups:
     """Signals from the handlers to the tasks that act on what changed."""
@@ -96,6 +101,7 @@ class Wakeups:
     statuses: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     jobs: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     lifecycle: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    finalizers: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
 
 class World:
@@ -137,6 +143,9 @@ class World:
         self.requeue_holds: set[names.WorkloadKey] = set()
         """Pending workloads whose Requeued condition is False for a reason the lifecycle task
         turns True (BackoffFinished after a pods-ready timeout, a stopped queue restarted)."""
+        self.finalized: dict[tuple[str, str], Body] = {}
+        """The latest body of every ResourceFlavor and ClusterQueue, by (kind, name): the leader's
+        finalizer task adds and removes ``berth.dev/resource-in-use`` on them."""
         self.observer: observe.Observer | None = None
         """Told of every Workload body that changes (metrics and history, on the leader)."""
         self._seen: dict[tuple[str, str, str], int] = {}
@@ -196,6 +205,13 @@ class World:
     def _queue_object(self, kind: str, body: Body, *, deleted: bool) -> None:  # noqa: C901, PLR0912 - one branch per kind
         key = _key(body)
         ident = (kind, key.namespace, key.name)
+        if kind in FINALIZED_KINDS:
+            # The finalizer task reads these whole (metadata included).
+            if deleted:
+                self.finalized.pop((kind, key.name), None)
+            else:
+                self.finalized[(kind, key.name)] = body
+            self.wake.finalizers.set()
         consumed = _consumed(body)
         if deleted:
             self._consumed.pop(ident, None)
@@ -209,6 +225,13 @@ class World:
             return
         if not deleted:
             self._consumed[ident] = consumed
+            # Stored before the webhook ran (or past it): the same validators decide, and an
+            # invalid object is never half-applied.
+            refused = validation.validate(obj)
+            if refused:
+                self._invalid(kind, key, obj, "; ".join(str(p) for p in refused))
+                self._queues_changed()
+                return
         if isinstance(obj, resourceflavor.ResourceFlavor):
             (self.cache.delete_flavor(obj.name) if deleted else self.cache.upsert_flavor(obj))
         elif isinstance(obj, cohort.Cohort):
@@ -239,6 +262,20 @@ class World:
         else:
             return
         self._queues_changed()
+
+    def _invalid(self, kind: str, key: names.WorkloadKey, obj: object, message: str) -> None:
+        """Take an object the validators refuse: a ClusterQueue stays, inactive; others are gone."""
+        log.warning("invalid %s %s, not applied: %s", kind, key, message)
+        if isinstance(obj, clusterqueue.ClusterQueue):
+            self.cache.upsert_cluster_queue(obj, invalid=message)
+        elif isinstance(obj, resourceflavor.ResourceFlavor):
+            self.cache.delete_flavor(obj.name)
+        elif isinstance(obj, cohort.Cohort):
+            self.cache.delete_cohort(obj.name)
+        elif isinstance(obj, localqueue.LocalQueue):
+            self.cache.delete_local_queue(obj.metadata.namespace or "default", obj.name)
+        elif isinstance(obj, priorityclass.WorkloadPriorityClass):
+            self.workload_classes.pop(obj.name, None)
 
     def _namespace(self, body: Body, *, deleted: bool) -> None:
         meta = body.get("metadata") or {}
@@ -520,6 +557,7 @@ class World:
         """Stop counting an admission; requeue what waited in its quota tree (as the simulator)."""
         adm = self.cache.forget(key)
         if adm is not None:
+            self.wake.finalizers.set()
             self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), self.clock())
             self.wake.schedule.set()
             self.wake.statuses.set()
@@ -563,7 +601,10 @@ def _consumed(body: Body) -> Body:
     subresource (ResourceFlavor, WorkloadPriorityClass) bumps it for any change, and one with
     it never bumps it for labels; the cache reads neither labels nor status.
     """
-    return {k: v for k, v in body.items() if k not in {"metadata", "status"}}
+    out = {k: v for k, v in body.items() if k not in {"metadata", "status"}}
+    # A ClusterQueue being deleted admits nothing new (Kueue's Terminating): the cache reads it.
+    out["deletionTimestamp"] = (body.get("metadata") or {}).get("deletionTimestamp")
+    return out
 
 
 def without_status(body: Body) -> Body:

@@ -1,0 +1,208 @@
+"""Berth's own kinds under attack.
+
+A Workload editor, an admin deleting what is in use, and objects stored while the webhook was
+away. Real API server, real RBAC, the operator running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import adversary
+from berth.adapters.devcluster import errors, kwok, launcher
+from operator_env import (
+    OperatorProcess,
+    cluster_queue,
+    condition,
+    flavor,
+    get,
+    gpu_job,
+    local_queue,
+    priority_class,
+    running_pods,
+    workload_of,
+)
+
+pytestmark = pytest.mark.e2e
+Wait = Callable[..., None]
+
+
+def _admitted(plane: launcher.ControlPlane, ns: str, job: str) -> bool:
+    return condition(workload_of(plane, ns, job), "Admitted").get("status") == "True"
+
+
+def test_a_workload_editor_cannot_change_an_admitted_workload(
+    gpu_cluster: launcher.ControlPlane,
+    berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+    tmp_path: Path,
+) -> None:
+    ns = new_namespace(gpu_cluster, "editor")
+    gpu_cluster.kubectl().apply(
+        [
+            flavor(f"{ns}-a100", dict(kwok.A100_LABELS)),
+            cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 8}),
+            local_queue("lq", ns, f"{ns}-cq"),
+            priority_class(f"{ns}-low", 10),
+        ]
+    )
+    user = adversary.namespace_user(
+        gpu_cluster, ns, tmp_path, extra_rules=adversary.WORKLOAD_EDITOR_RULES
+    )
+    user.kubectl.run(
+        "create",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(gpu_job("train", ns, "lq", 2, runs_for="120s", priority=f"{ns}-low")),
+    )
+    wait_until(lambda: _admitted(gpu_cluster, ns, "train"), timeout=60)
+    name = workload_of(gpu_cluster, ns, "train")["metadata"]["name"]
+    edits: list[tuple[dict[str, Any], str]] = [
+        ({"spec": {"priority": 2_000_000_000}}, "spec.priority"),
+        ({"spec": {"queueName": "elsewhere"}}, "spec.queueName"),
+    ]
+    for patch, field in edits:
+        message = user.denied(
+            "patch", "workload", name, "-n", ns, "--type=merge", "-p", yaml.safe_dump(patch)
+        )
+        assert field in message
+    podsets = workload_of(gpu_cluster, ns, "train")["spec"]["podSets"]
+    podsets[0]["count"] = 8
+    message = user.denied(
+        "patch",
+        "workload",
+        name,
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        yaml.safe_dump({"spec": {"podSets": podsets}}),
+    )
+    assert "spec.podSets" in message
+    wl = workload_of(gpu_cluster, ns, "train")
+    assert wl["spec"]["priority"] == 10
+    assert wl["spec"]["podSets"][0]["count"] == 2
+
+
+def test_a_flavor_and_cluster_queue_in_use_are_kept_until_nothing_uses_them(
+    gpu_cluster: launcher.ControlPlane,
+    berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+) -> None:
+    ns = new_namespace(gpu_cluster, "inuse")
+    admin = gpu_cluster.kubectl()
+    rf, cq = f"{ns}-a100", f"{ns}-cq"
+    admin.apply(
+        [
+            flavor(rf, dict(kwok.A100_LABELS)),
+            cluster_queue(cq, ns, {rf: 8}),
+            local_queue("lq", ns, cq),
+        ]
+    )
+    wait_until(
+        lambda: (
+            "berth.dev/resource-in-use"
+            in get(gpu_cluster, "clusterqueue", cq)["metadata"].get("finalizers", [])
+        ),
+        timeout=30,
+    )
+    admin.create([gpu_job("train", ns, "lq", 2, runs_for="15s")])
+    wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 2, timeout=60)
+    admin.run("delete", "resourceflavor", rf, "--wait=false")
+    admin.run("delete", "clusterqueue", cq, "--wait=false")
+    # Both stay; the running Job goes on; the ClusterQueue admits nothing new and says why.
+    wait_until(
+        lambda: (
+            condition(get(gpu_cluster, "clusterqueue", cq), "Active").get("reason") == "Terminating"
+        ),
+        timeout=30,
+    )
+    assert get(gpu_cluster, "resourceflavor", rf)["metadata"]["deletionTimestamp"]
+    assert running_pods(gpu_cluster, ns, "train") == 2
+    wait_until(lambda: "ResourceInUse" in _reasons(gpu_cluster, "ResourceFlavor", rf), 30)
+    admin.create([gpu_job("late", ns, "lq", 1, runs_for="5s")])
+    # Once the Job finished nothing reserves the queue's quota: both go, queue first.
+    wait_until(lambda: _gone(admin, "clusterqueue", cq), timeout=120)
+    wait_until(lambda: _gone(admin, "resourceflavor", rf), timeout=60)
+    assert not _admitted(gpu_cluster, ns, "late")
+
+
+def test_a_cluster_queue_stored_past_the_webhook_is_inactive_with_its_errors(
+    gpu_cluster: launcher.ControlPlane,
+    berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+) -> None:
+    ns = new_namespace(gpu_cluster, "invalid")
+    admin = gpu_cluster.kubectl()
+    rf, cq = f"{ns}-a100", f"{ns}-cq"
+    bad = cluster_queue(cq, ns, {rf: 8})
+    groups = bad["spec"]["resourceGroups"]
+    groups.append(dict(groups[0]))  # the same flavor twice: the webhook refuses it
+    admin.apply([flavor(rf, dict(kwok.A100_LABELS)), local_queue("lq", ns, cq)])
+    with _without_webhooks(gpu_cluster):
+        admin.apply([bad])
+    wait_until(
+        lambda: (
+            condition(get(gpu_cluster, "clusterqueue", cq), "Active").get("reason") == "InvalidSpec"
+        ),
+        timeout=30,
+    )
+    active = condition(get(gpu_cluster, "clusterqueue", cq), "Active")
+    assert active["status"] == "False"
+    assert "spec.resourceGroups[1]" in active["message"]
+    admin.create([gpu_job("train", ns, "lq", 1, runs_for="5s")])
+    wait_until(lambda: workload_of(gpu_cluster, ns, "train") != {}, timeout=30)
+    wait_until(
+        lambda: (
+            condition(get(gpu_cluster, "localqueue", "lq", "-n", ns), "Active").get("reason")
+            == "ClusterQueueIsInactive"
+        ),
+        timeout=30,
+    )
+    wait_until(
+        lambda: get(gpu_cluster, "localqueue", "lq", "-n", ns)["status"]["pendingWorkloads"] == 1,
+        timeout=30,
+    )
+    assert not _admitted(gpu_cluster, ns, "train")
+
+
+def _gone(admin: Any, kind: str, name: str) -> bool:
+    return bool(admin.run("get", kind, name, "--ignore-not-found", "-o", "name") == "")
+
+
+def _reasons(plane: launcher.ControlPlane, kind: str, name: str) -> set[str]:
+    items = get(
+        plane,
+        "events",
+        "-A",
+        "--field-selector",
+        f"involvedObject.kind={kind},involvedObject.name={name}",
+    )["items"]
+    return {e["reason"] for e in items}
+
+
+@contextlib.contextmanager
+def _without_webhooks(plane: launcher.ControlPlane) -> Iterator[None]:
+    admin = plane.kubectl()
+    saved = []
+    for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+        obj = admin.json("get", kind, "berth")
+        for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+            obj["metadata"].pop(key, None)
+        saved.append(obj)
+        admin.run("delete", kind, "berth")
+    try:
+        yield
+    finally:
+        for obj in saved:
+            with contextlib.suppress(errors.CommandError):
+                admin.run("create", "-f", "-", stdin=yaml.safe_dump(obj))
