@@ -126,7 +126,7 @@ def test_queue_label_change_is_denied_while_admitted(
         control_plane.kubectl().run(
             "label", "job", "admitted", "-n", namespace, "berth.dev/queue-name=other", "--overwrite"
         )
-    assert "may not change while it is admitted" in str(denied.value)
+    assert "its LocalQueue cannot be moved from lq to other while it runs" in str(denied.value)
 
 
 def test_cluster_queue_with_several_errors_is_denied_with_every_field_path(
