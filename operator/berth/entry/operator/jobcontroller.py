@@ -30,6 +30,9 @@ from berth.entry.operator import world as world_mod
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
 _RETRY = 1.0
+_STOP_SETTLE = 1.0
+"""Seconds a stopped Job's suspension must be old before its quota is released: far above
+kube-controller-manager's reaction time, so a pod it creates for a start it saw late is seen."""
 START_FAILED = "StartFailed"
 """Reason on a Workload whose Job the API server refused to start for good."""
 UNSUPPORTED_OWNER = "UnsupportedOwner"
@@ -42,6 +45,8 @@ class JobController:
     def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
         self.world = world
         self.kube = kube
+        self._suspended_at: dict[str, float] = {}
+        """When this process suspended an evicted Job, by Job uid (see ``_pods_gone``)."""
 
     async def run(self) -> None:
         """Reconcile until cancelled."""
@@ -287,6 +292,39 @@ class JobController:
         with contextlib.suppress(errors.KubeError):
             await events.emit(self.kube, stored, "Finished", message, w.clock())
 
+    async def _pods_gone(self, job: dict[str, Any], key: names.WorkloadKey) -> bool:
+        """Tell whether a suspended Job's pods are gone for good, so its quota may be released.
+
+        The Job's status and the pods this process has seen both lag kube-controller-manager: a
+        Job started and stopped again within milliseconds (admitted, then preempted at once) can
+        get its pods created after both said "none". So the suspension must be at least
+        ``_STOP_SETTLE`` old, and a list of the Job's pods from the API server must find none.
+        """
+        w = self.world
+        meta = job["metadata"]
+        if batchjob.active_pods(job) > 0 or w.pods_left(meta["uid"]) > 0:
+            return False  # the pod and job events bring us back
+        waited = w.clock() - self._suspended_at.get(meta["uid"], 0.0)
+        if waited < _STOP_SETTLE:
+            asyncio.get_running_loop().call_later(_STOP_SETTLE - waited, w.mark_job, _job_key(job))
+            return False
+        listed = await self.kube.request(
+            "GET",
+            f"/api/v1/namespaces/{meta['namespace']}/pods",
+            query={"labelSelector": f"batch.kubernetes.io/controller-uid={meta['uid']}"},
+        )
+        alive = [
+            p
+            for p in listed.get("items") or []
+            if (p.get("status") or {}).get("phase") not in {"Succeeded", "Failed"}
+        ]
+        if alive:
+            log.info("%s: %d pod(s) of its Job still exist; the quota stays", key, len(alive))
+            asyncio.get_running_loop().call_later(_STOP_SETTLE, w.mark_job, _job_key(job))
+            return False
+        self._suspended_at.pop(meta["uid"], None)
+        return True
+
     def _original(self, wl: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
         pod_set = ((wl.get("spec") or {}).get("podSets") or [{}])[0]
         return (
@@ -406,6 +444,7 @@ class JobController:
         if not batchjob.is_suspended(job):
             stored = await jobs.suspend(self.kube, ns, name)
             w.apply("Job", stored)
+            self._suspended_at[meta["uid"]] = w.clock()
             with contextlib.suppress(errors.KubeError):
                 await events.emit(
                     self.kube,
@@ -415,8 +454,8 @@ class JobController:
                     w.clock(),
                 )
             return
-        if batchjob.active_pods(job) > 0 or w.pods_left(meta["uid"]) > 0:
-            return  # the pod and job events bring us back
+        if not await self._pods_gone(job, key):
+            return
         original, count, _name = self._original(wl)
         restore = batchjob.restore_patch(job, original, count=count)
         if restore is not None:
@@ -464,3 +503,8 @@ class JobController:
         )
         w.apply("Workload", stored)
         log.info("released %s after eviction (%s)", key, reason)
+
+
+def _job_key(job: dict[str, Any]) -> names.WorkloadKey:
+    meta = job.get("metadata") or {}
+    return names.WorkloadKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
