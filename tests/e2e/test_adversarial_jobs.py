@@ -21,6 +21,7 @@ import yaml
 import adversary
 from berth.adapters.devcluster import errors, kwok, launcher
 from operator_env import (
+    ROOT,
     OperatorProcess,
     cluster_queue,
     condition,
@@ -313,3 +314,56 @@ def _jobset_crd() -> dict[str, Any]:
             ],
         },
     }
+
+
+def test_managed_namespaces_are_honoured_by_every_path(
+    control_plane_factory: Callable[..., launcher.ControlPlane],
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+    tmp_path: Path,
+) -> None:
+    """Jobs without a queue, managed in selected namespaces only, never in kube-system.
+
+    The webhook and the controller agree; kube-system's running Jobs are left alone too.
+    """
+    plane = control_plane_factory("managed", scheduling=True, node_pools=(kwok.A100_POOL,))
+    admin = plane.kubectl()
+    admin.run("apply", "-f", str(ROOT / "crds"))
+    admin.run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    system_job = gpu_job("system-task", "kube-system", "lq", 1, runs_for="300s")
+    del system_job["metadata"]["labels"][QUEUE]
+    admin.create([system_job])  # running before the operator starts
+    wait_until(lambda: running_pods(plane, "kube-system", "system-task") == 1, timeout=60)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "berth.dev/v1beta1",
+                "kind": "Configuration",
+                "manageJobsWithoutQueueName": True,
+                "managedJobsNamespaceSelector": {"matchLabels": {"berth.dev/batch": "true"}},
+            }
+        )
+    )
+    operator = OperatorProcess(plane, tmp_path / "operator.log", config=config)
+    operator.start()
+    try:
+        selected, other = new_namespace(plane, "selected"), new_namespace(plane, "other")
+        admin.run("label", "namespace", selected, "berth.dev/batch=true")
+        for ns in (selected, other, "kube-system"):
+            job = gpu_job("plain", ns, "lq", 1, runs_for="300s")
+            del job["metadata"]["labels"][QUEUE]
+            admin.create([job])
+        # Only the selected namespace's Job is held, by the webhook and the controller alike.
+        wait_until(lambda: workload_of(plane, selected, "plain") != {}, timeout=30)
+        assert get(plane, "job", "plain", "-n", selected)["spec"]["suspend"] is True
+        for ns in (other, "kube-system"):
+            wait_until(lambda ns=ns: running_pods(plane, ns, "plain") == 1, timeout=60)
+            assert workload_of(plane, ns, "plain") == {}
+        assert running_pods(plane, "kube-system", "system-task") == 1
+        assert workload_of(plane, "kube-system", "system-task") == {}
+        assert (
+            get(plane, "job", "system-task", "-n", "kube-system")["spec"].get("suspend") is not True
+        )
+    finally:
+        operator.stop()

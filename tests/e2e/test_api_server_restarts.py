@@ -3,7 +3,8 @@
 A leader and a standby run against a control plane of their own; kube-apiserver is restarted in
 place, then etcd is killed and restarted. Both operator processes must still run afterwards, the
 Lease must still be held, and a queued Job created after the restarts is admitted and started.
-A replica stopped cleanly removes the webhook configurations that point at it.
+A replica stopped cleanly removes the webhook configurations that point at it, and releases the
+Lease.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ def test_leader_and_standby_survive_api_server_and_etcd_restarts(
         assert standby.process.wait(timeout=30) == 0
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
             assert admin.run("get", kind, "--ignore-not-found", "-o", "name") == ""
+        # A clean stop gives the Lease up (client-go's ReleaseOnCancel): no successor waits it out.
+        assert leader.process is not None
+        leader.process.terminate()
+        assert leader.process.wait(timeout=30) == 0
+        lease = get(plane, "lease", "berth-leader", "-n", "berth-system")
+        assert not lease["spec"].get("holderIdentity"), lease["spec"]
     finally:
         standby.stop()
         leader.stop()
