@@ -474,10 +474,15 @@ def test_manifests_command_writes_and_checks(tmp_path: pathlib.Path) -> None:
 
 
 def _sample_documents() -> list[Any]:
-    samples = ROOT / "config" / "samples"
+    """Berth objects of the samples and of the admin guide's recipes (which must apply as is)."""
+    config = ROOT / "config"
+    paths = [
+        *sorted((config / "samples").glob("*.yaml")),
+        *sorted((config / "recipes").glob("**/*.yaml")),
+    ]
     return [
-        pytest.param(doc, id=f"{path.name} {doc['kind']} {doc['metadata']['name']}")
-        for path in sorted(samples.glob("*.yaml"))
+        pytest.param(doc, id=f"{path.relative_to(config)} {doc['kind']} {doc['metadata']['name']}")
+        for path in paths
         for doc in yaml.safe_load_all(path.read_text())
         if doc and doc.get("apiVersion") == "berth.dev/v1beta1" and doc["kind"] in kinds.CRD_KINDS
     ]

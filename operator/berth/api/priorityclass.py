@@ -1,6 +1,8 @@
 """Priority classes: Berth's WorkloadPriorityClass and Kubernetes' PriorityClass.
 
-Read when a job becomes a workload: its priority is resolved from these once, at creation.
+Read when a job becomes a workload, whose priority is resolved from these; when a
+WorkloadPriorityClass's value changes, the operator and the simulator rewrite the priority of the
+workloads naming it (``berth.core.priority``).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ class WorkloadPriorityClass(base.Object):
     KIND: ClassVar[str] = "WorkloadPriorityClass"
 
     value: int = pydantic.Field(ge=-(2**31), le=2**31 - 1)
-    """The priority; higher is more important. Read when a workload is created; changing it
-    does not change existing workloads."""
+    """The priority; higher is more important. Changing it changes the priority of the workloads
+    that name the class, pending or admitted."""
     description: str | None = pydantic.Field(default=None, max_length=2048)
     """What the class is for."""
 

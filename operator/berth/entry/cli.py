@@ -1,7 +1,9 @@
 """The ``berth`` command line: the root group and the table of its subcommands.
 
 Subcommands live in their own modules and are imported only when invoked, so ``berth --help``
-stays fast and a command's heavy dependencies load only for that command.
+stays fast and a command's heavy dependencies load only for that command. Two console scripts
+run it (``[project.scripts]``): ``berth`` (``main``) and the kubectl plugin ``kubectl-berth``
+(``kubectl_plugin``).
 """
 
 from __future__ import annotations
@@ -82,3 +84,12 @@ class _LazyGroup(click.Group):
 @click.version_option(berth.__version__, prog_name="berth")
 def main() -> None:
     """Berth: admission control and queueing for GPU batch work on Kubernetes."""
+
+
+def kubectl_plugin() -> None:
+    """Run the same command line as the kubectl plugin ``kubectl berth`` (``kubectl-berth``).
+
+    kubectl finds an executable named ``kubectl-berth`` on ``PATH`` and runs it for
+    ``kubectl berth ...``; only the program name in usage lines differs from ``berth``.
+    """
+    main(prog_name="kubectl berth")
