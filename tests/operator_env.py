@@ -248,6 +248,23 @@ def running_pods(plane: launcher.ControlPlane, ns: str, job: str) -> int:
     )
 
 
+def usage_is_zero(plane: launcher.ControlPlane, cq: str) -> bool:
+    """Whether a ClusterQueue holds nothing any more: no workload counted, every total zero."""
+    status = get(plane, "clusterqueue", cq).get("status") or {}
+    totals = [
+        int(r["total"])
+        for key in ("flavorsReservation", "flavorsUsage")
+        for f in status.get(key) or []
+        for r in f["resources"]
+    ]
+    return (
+        status.get("reservingWorkloads") == 0
+        and status.get("admittedWorkloads") == 0
+        and status.get("pendingWorkloads") == 0
+        and all(t == 0 for t in totals)
+    )
+
+
 def history_run(url: str) -> store.RunData:
     """The latest history run the operator recorded in ``url``."""
 

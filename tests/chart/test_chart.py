@@ -123,7 +123,7 @@ NEEDS = (
     ),
     Need(
         _rules("ClusterRole", "berth.dev", "resourceflavors clusterqueues", "patch"),
-        "berth.entry.operator.world:World",
+        "berth.entry.operator.finalizers:Finalizers",
         "the resource-in-use finalizer on flavors and ClusterQueues",
     ),
     Need(

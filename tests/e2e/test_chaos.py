@@ -42,6 +42,7 @@ from operator_env import (
     gpu_job,
     local_queue,
     priority_class,
+    usage_is_zero,
 )
 
 pytestmark = pytest.mark.e2e
@@ -165,17 +166,6 @@ def _completed(plane: launcher.ControlPlane, namespaces: list[str]) -> int:
     return done
 
 
-def _usage_is_zero(plane: launcher.ControlPlane, cq: str) -> bool:
-    status = get(plane, "clusterqueue", cq).get("status") or {}
-    totals = [
-        int(r["total"])
-        for key in ("flavorsReservation", "flavorsUsage")
-        for f in status.get(key) or []
-        for r in f["resources"]
-    ]
-    return status.get("reservingWorkloads") == 0 and all(t == 0 for t in totals)
-
-
 def _jobs(rng: random.Random, namespaces: list[str]) -> list[dict[str, Any]]:
     out = []
     for i in range(JOBS):
@@ -244,7 +234,7 @@ def test_chaos_keeps_every_invariant_and_finishes_every_job(
                 plane.restart(fault, kill=fault == "etcd")
         wait_until(lambda: _completed(plane, namespaces) == JOBS, timeout=600, interval=2)
         wait_until(
-            lambda: _usage_is_zero(plane, "chaos-a") and _usage_is_zero(plane, "chaos-b"),
+            lambda: usage_is_zero(plane, "chaos-a") and usage_is_zero(plane, "chaos-b"),
             timeout=60,
         )
     finally:

@@ -16,7 +16,15 @@ from collections.abc import Callable
 import pytest
 
 from berth.adapters.devcluster import errors, kwok, launcher
-from operator_env import OperatorProcess, cluster_queue, flavor, get, gpu_job, local_queue
+from operator_env import (
+    OperatorProcess,
+    cluster_queue,
+    flavor,
+    get,
+    gpu_job,
+    local_queue,
+    usage_is_zero,
+)
 
 pytestmark = pytest.mark.e2e
 A100 = kwok.A100_LABELS
@@ -81,22 +89,6 @@ def _admitted(plane: launcher.ControlPlane, ns: str) -> int:
     return admitted
 
 
-def _usage_is_zero(plane: launcher.ControlPlane, cq: str) -> bool:
-    status = get(plane, "clusterqueue", cq).get("status") or {}
-    totals = [
-        int(r["total"])
-        for key in ("flavorsReservation", "flavorsUsage")
-        for f in status.get(key) or []
-        for r in f["resources"]
-    ]
-    return (
-        status.get("reservingWorkloads") == 0
-        and status.get("admittedWorkloads") == 0
-        and status.get("pendingWorkloads") == 0
-        and all(t == 0 for t in totals)
-    )
-
-
 def test_sigkill_mid_run_then_restart_completes_every_job_once_within_quota(
     gpu_cluster: launcher.ControlPlane,
     berth_operator: OperatorProcess,
@@ -131,7 +123,7 @@ def test_sigkill_mid_run_then_restart_completes_every_job_once_within_quota(
         time.sleep(2)
         berth_operator.start()
         wait_until(lambda: _completed(gpu_cluster, ns) == JOBS, timeout=240, interval=1)
-        wait_until(lambda: _usage_is_zero(gpu_cluster, cq), timeout=30)
+        wait_until(lambda: usage_is_zero(gpu_cluster, cq), timeout=30)
     finally:
         sampler.halt.set()
         sampler.join(timeout=10)

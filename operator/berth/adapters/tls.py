@@ -39,18 +39,6 @@ class KeyPair:
     key_pem: bytes
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class PkiFiles:
-    """Where `write_pki` put each file."""
-
-    ca_cert: Path
-    ca_key: Path
-    serving_cert: Path
-    serving_key: Path
-    service_account_key: Path
-    service_account_pub: Path
-
-
 def new_key() -> ec.EllipticCurvePrivateKey:
     """A new P-256 private key."""
     # P-256 keys are generated in microseconds, which keeps a fresh PKI per test session cheap.

@@ -195,18 +195,11 @@ class JobController:
             f"The Job is controlled by {owner}: Berth does not integrate {kind} yet, so its "
             "Jobs stay suspended (admitting each one alone would start part of the gang)"
         )
-        current = (wl.get("status") or {}).get("conditions") or []
+        key = names.WorkloadKey(wl["metadata"]["namespace"], wl["metadata"]["name"])
         change = workloads.condition(
             _COND.QUOTA_RESERVED, False, UNSUPPORTED_OWNER, message, w.clock()
         )
-        key = names.WorkloadKey(wl["metadata"]["namespace"], wl["metadata"]["name"])
-        stored = await workloads.patch_status(
-            self.kube,
-            key,
-            wl["metadata"]["resourceVersion"],
-            {"conditions": workloads.merge_conditions(current, [change])},
-        )
-        w.apply("Workload", stored)
+        stored = await self._set_condition(key, wl, change)
         for involved in (job, stored):
             with contextlib.suppress(errors.KubeError):
                 await events.emit(
@@ -281,13 +274,8 @@ class JobController:
         w = self.world
         reason = conditions.FinishReason.SUCCEEDED if succeeded else conditions.FinishReason.FAILED
         message = "Job finished successfully" if succeeded else "Job failed"
-        current = (wl.get("status") or {}).get("conditions") or []
         change = workloads.condition(_COND.FINISHED, True, reason.value, message, w.clock())
-        status = {"conditions": workloads.merge_conditions(current, [change])}
-        stored = await workloads.patch_status(
-            self.kube, key, wl["metadata"]["resourceVersion"], status
-        )
-        w.apply("Workload", stored)
+        stored = await self._set_condition(key, wl, change)
         log.info("finished %s (%s)", key, reason.value)
         with contextlib.suppress(errors.KubeError):
             await events.emit(self.kube, stored, "Finished", message, w.clock())
@@ -427,15 +415,22 @@ class JobController:
             if ready
             else ("PodsReady", "Not all pods are ready or succeeded")
         )
-        current = (wl.get("status") or {}).get("conditions") or []
         change = workloads.condition(_COND.PODS_READY, ready, reason, message, w.clock())
+        await self._set_condition(key, wl, change)
+
+    async def _set_condition(
+        self, key: names.WorkloadKey, wl: dict[str, Any], change: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Merge one condition into the Workload's status (from the body it was read in)."""
+        current = (wl.get("status") or {}).get("conditions") or []
         stored = await workloads.patch_status(
             self.kube,
             key,
             wl["metadata"]["resourceVersion"],
             {"conditions": workloads.merge_conditions(current, [change])},
         )
-        w.apply("Workload", stored)
+        self.world.apply("Workload", stored)
+        return stored
 
     async def _stop(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
         w = self.world
