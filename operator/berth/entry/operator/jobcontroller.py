@@ -83,8 +83,15 @@ class JobController:
             return
         owner = job_sync.foreign_owner(job)
         if wl_key is None:
-            if not batchjob.finished(job)[0]:
-                await self._create_workload(job, foreign_owner=owner)
+            if batchjob.finished(job)[0]:
+                return
+            if not batchjob.is_suspended(job):
+                # Running before Berth managed it (a queue label added past the webhook): stop it
+                # first, so it can only run again through an admission Berth starts.
+                meta = job["metadata"]
+                w.apply("Job", await jobs.suspend(self.kube, meta["namespace"], meta["name"]))
+                return
+            await self._create_workload(job, foreign_owner=owner)
             return
         if wl is not None and unfinished:
             await self._step(job, wl_key, wl, owner)
