@@ -360,12 +360,20 @@ class JobController:
         stored = await workloads.patch_spec(
             self.kube, key, wl["metadata"]["resourceVersion"], {"active": False}
         )
-        stored = await workloads.patch_status(
-            self.kube,
-            key,
-            stored["metadata"]["resourceVersion"],
-            {"admission": None, "conditions": workloads.merge_conditions(current, changes)},
-        )
+        for _attempt in range(3):
+            # The lifecycle task may evict the now inactive Workload meanwhile (a conflict): the
+            # admission is still cleared here, from a fresh read, so the reason stays StartFailed.
+            current = (stored.get("status") or {}).get("conditions") or current
+            try:
+                stored = await workloads.patch_status(
+                    self.kube,
+                    key,
+                    stored["metadata"]["resourceVersion"],
+                    {"admission": None, "conditions": workloads.merge_conditions(current, changes)},
+                )
+                break
+            except errors.ConflictError:
+                stored = await self.kube.request("GET", workloads.path(key.namespace, key.name))
         w.apply("Workload", stored)
         log.warning("released %s: %s", key, message)
         for involved in (job, stored):
