@@ -3,7 +3,7 @@
 Reads a multi-document YAML stream (a file, or ``-`` for standard input), converts every document
 with ``berth.api.kueue_convert`` and writes the result to standard output in the same order. Every
 warning goes to standard error, prefixed with the document's position; documents Berth does not
-know pass through unchanged. Exit status 2 when the input is not YAML.
+know pass through unchanged. Exit status 2 when the input is not UTF-8 YAML.
 """
 
 from __future__ import annotations
@@ -26,6 +26,13 @@ def command(source: TextIO, quiet: bool) -> None:
         docs = [d for d in yaml.safe_load_all(source) if d is not None]
     except yaml.YAMLError as err:
         click.echo(f"berth import: {name} is not valid YAML: {err}", err=True)
+        raise SystemExit(2) from err
+    except UnicodeDecodeError as err:
+        click.echo(
+            f"berth import: {name} is not UTF-8 text (byte {err.object[err.start]:#04x} at "
+            f"offset {err.start}); save it as UTF-8 YAML",
+            err=True,
+        )
         raise SystemExit(2) from err
     out: list[Any] = []
     for index, doc in enumerate(docs):

@@ -15,6 +15,7 @@ import importlib.util
 import io
 import json
 import pathlib
+import sys
 from typing import Any
 
 import click
@@ -231,7 +232,8 @@ def command(
     try:
         data = asyncio.run(_load(url, run_id))
     except store.HistoryError as err:
-        raise click.ClickException(str(err)) from err
+        click.echo(f"berth report: --db: {err}", err=True)
+        sys.exit(2)
     if data is None:
         raise click.ClickException(f"no run recorded in {url}")
     if data.run.duration is not None:

@@ -82,12 +82,25 @@ async def upgrade(engine: sa_asyncio.AsyncEngine, revision: str = "head") -> Non
         async with engine.begin() as conn:
             await conn.run_sync(lambda c: command.upgrade(alembic_config(c), revision))
     except sa_exc.SQLAlchemyError as err:
-        raise HistoryError(f"cannot migrate the history store: {err}") from err
+        raise HistoryError(f"cannot migrate the history store: {_first_line(err)}") from err
     except OSError as err:
         # A server that cannot be reached (refused, unknown host, timeout) is not wrapped by
         # SQLAlchemy's asyncpg dialect.
         where = engine.url.render_as_string(hide_password=True)
         raise HistoryError(f"cannot reach the history store {where}: {err}") from err
+
+
+def _first_line(err: Exception) -> str:
+    """An error's first line (SQLAlchemy appends a second one pointing at its docs)."""
+    return (str(err).splitlines() or [type(err).__name__])[0]
+
+
+def shown_url(url: str) -> str:
+    """The URL (or path) a user gave, fit for a message: its password, if any, masked."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except sa_exc.ArgumentError:
+        return url  # a bare file path
 
 
 async def downgrade(engine: sa_asyncio.AsyncEngine, revision: str = "base") -> None:
@@ -113,13 +126,28 @@ async def current_revision(engine: sa_asyncio.AsyncEngine) -> str | None:
 
 
 async def open_store(url: str) -> sa_asyncio.AsyncEngine:
-    """Create the engine and migrate the database to the newest schema (start-up)."""
-    if "://" not in url or url.startswith("sqlite"):
-        path = async_url(url).split(":///", 1)[1]
-        if path and path != ":memory:":
-            pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url)
-    await upgrade(engine)
+    """Create the engine and migrate the database to the newest schema (start-up).
+
+    Whatever stops it (a server that cannot be reached, a file that is not a database, a
+    directory that cannot be made) is one ``HistoryError`` of one line naming the URL as given.
+    """
+    try:
+        if "://" not in url or url.startswith("sqlite"):
+            path = async_url(url).split(":///", 1)[1]
+            if path and path != ":memory:":
+                pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url)
+        await upgrade(engine)
+    except HistoryError as err:
+        if isinstance(err.__cause__, OSError):
+            # ``upgrade`` names the driver's URL; name the one the user gave instead.
+            msg = f"cannot reach the history store {shown_url(url)}: {err.__cause__}"
+            raise HistoryError(msg) from err
+        raise HistoryError(f"{shown_url(url)}: {err}") from err
+    except (OSError, sa_exc.SQLAlchemyError) as err:
+        raise HistoryError(
+            f"cannot open the history store {shown_url(url)}: {_first_line(err)}"
+        ) from err
     return engine
 
 
