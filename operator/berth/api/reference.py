@@ -22,6 +22,22 @@ Field names, defaults and meanings follow Kueue's `v1beta2` API, so Kueue YAML r
 (`berth import` converts it). Quantities are Kubernetes quantities (`4`, `500m`, `16Gi`) and print
 in canonical form; every field that is not required may be left out. Validation that a schema cannot
 express is listed under each kind and returns every error with its field path.
+
+The webhook refuses an invalid object; the operator checks each one it reads again, so one
+stored while the webhook was absent is never half-applied: an invalid ClusterQueue is
+`Active=False` with reason `InvalidSpec` and its field errors as the message, and admits
+nothing; an invalid object of another kind is not taken in, as if it did not exist.
+
+ResourceFlavors and ClusterQueues carry the finalizer `berth.dev/resource-in-use` (Kueue's
+`kueue.x-k8s.io/resource-in-use`): deleting one in use leaves it until nothing uses it. A
+ResourceFlavor is in use while a ClusterQueue names it; it keeps working meanwhile, and an Event
+on it names those queues. A ClusterQueue is in use while a workload reserves its quota;
+meanwhile it is `Active=False` with reason `Terminating` (the message names the workloads),
+admits nothing new, and what it admitted runs on.
+
+`Active` reasons of a ClusterQueue: `Ready`, `InvalidSpec`, `Terminating`, `Stopped`,
+`FlavorNotFound`, `CohortCycle`; of a LocalQueue: `Ready`, `ClusterQueueDoesNotExist`,
+`ClusterQueueIsInactive`.
 """
 
 RULES: dict[str, list[str]] = {

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from berth.adapters.kube import client, errors, queues_status, workloads
 from berth.api import conditions, names, quantity
-from berth.core import fairsharing, resources
+from berth.core import fairsharing, resources, snapshot
 from berth.entry.operator import world as world_mod
 
 log = logging.getLogger(__name__)
@@ -103,8 +104,24 @@ def build_cluster_queue(
         "flavorsReservation": _flavor_usage(node.quotas, usage, nominal),
         "flavorsUsage": _flavor_usage(node.quotas, admitted_only, nominal),
         "fairSharing": {"weightedShare": fairsharing.share(snap, node).rounded()},
-        "conditions": [_active(info.inactive_reason, info.inactive_message, now)],
+        "conditions": [_active(info.inactive_reason, _active_message(info, admitted), now)],
     }
+
+
+_NAMED = 10
+"""At most this many workloads are named in a terminating ClusterQueue's Active message."""
+
+
+def _active_message(
+    info: snapshot.ClusterQueueInfo, admitted: Mapping[names.WorkloadKey, object]
+) -> str:
+    """The Active message; a terminating queue's names the workloads its deletion waits for."""
+    if info.inactive_reason != conditions.QueueActiveReason.TERMINATING or not admitted:
+        return info.inactive_message
+    keys = sorted(admitted)
+    shown = ", ".join(f"Workload {k}" for k in keys[:_NAMED])
+    more = f" and {len(keys) - _NAMED} more" if len(keys) > _NAMED else ""
+    return f"{info.inactive_message}; still reserved by {len(keys)}: {shown}{more}"
 
 
 def build_local_queue(
