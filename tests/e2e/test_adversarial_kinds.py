@@ -127,6 +127,10 @@ def test_a_flavor_and_cluster_queue_in_use_are_kept_until_nothing_uses_them(
     )
     assert get(gpu_cluster, "resourceflavor", rf)["metadata"]["deletionTimestamp"]
     assert running_pods(gpu_cluster, ns, "train") == 2
+    # Its status names what its deletion waits for.
+    train = workload_of(gpu_cluster, ns, "train")["metadata"]["name"]
+    active = condition(get(gpu_cluster, "clusterqueue", cq), "Active")
+    assert f"still reserved by 1: Workload {ns}/{train}" in active["message"], active
     wait_until(lambda: "ResourceInUse" in _reasons(gpu_cluster, "ResourceFlavor", rf), 30)
     admin.create([gpu_job("late", ns, "lq", 1, runs_for="5s")])
     # Once the Job finished nothing reserves the queue's quota: both go, queue first.
@@ -173,6 +177,17 @@ def test_a_cluster_queue_stored_past_the_webhook_is_inactive_with_its_errors(
         timeout=30,
     )
     assert not _admitted(gpu_cluster, ns, "train")
+    # The operator still puts its finalizer on the invalid queue (a metadata-only update the
+    # webhook does not refuse for the stored spec), and a delete of it completes.
+    wait_until(
+        lambda: (
+            "berth.dev/resource-in-use"
+            in get(gpu_cluster, "clusterqueue", cq)["metadata"].get("finalizers", [])
+        ),
+        timeout=30,
+    )
+    admin.run("delete", "clusterqueue", cq, "--wait=false")
+    wait_until(lambda: _gone(admin, "clusterqueue", cq), timeout=60)
 
 
 def _gone(admin: Any, kind: str, name: str) -> bool:

@@ -125,7 +125,14 @@ def validate_berth(
     if request.get("operation") == "DELETE":
         return _allow()
     obj, problems = _load(request)
-    if obj is not None and not problems:
+    if request.get("operation") == "UPDATE" and _content(request.get("object")) == _content(
+        request.get("oldObject")
+    ):
+        # Only metadata changed (the operator's finalizer, labels): the stored spec's problems
+        # are not new, and an object stored invalid past the webhook must still get and lose
+        # its finalizer. What an update of a Workload's metadata may change is checked below.
+        problems = []
+    elif obj is not None and not problems:
         problems = [str(p) for p in validation.validate(obj)]
     raw = request.get("object") or {}
     if request.get("operation") == "UPDATE" and raw.get("kind") == "Workload":
@@ -134,6 +141,11 @@ def validate_berth(
     if problems:
         return _deny("; ".join(problems), 422)
     return _allow()
+
+
+def _content(body: dict[str, Any] | None) -> dict[str, Any]:
+    """An object without its metadata and status: what the Berth-kind checks look at."""
+    return {k: v for k, v in (body or {}).items() if k not in {"metadata", "status"}}
 
 
 def app(world: world_mod.World) -> web.Application:
