@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from berth.api import (
+    base,
     clusterqueue,
     cohort,
     conditions,
@@ -221,7 +222,14 @@ class World:
             return
         obj, problems = kinds.try_load(body)
         if obj is None:
-            log.warning("ignoring invalid %s %s: %s", kind, key, problems)
+            # Not even a model (an unknown field, a bad quantity, stored past the webhook):
+            # never left half-applied, nor an older valid version left standing in its place.
+            if deleted:
+                self._forget(kind, key)
+            else:
+                self._consumed[ident] = consumed
+                self._invalid(kind, key, None, "; ".join(str(p) for p in problems))
+            self._queues_changed()
             return
         if not deleted:
             self._consumed[ident] = consumed
@@ -229,53 +237,69 @@ class World:
             # invalid object is never half-applied.
             refused = validation.validate(obj)
             if refused:
-                self._invalid(kind, key, obj, "; ".join(str(p) for p in refused))
+                cq = obj if isinstance(obj, clusterqueue.ClusterQueue) else None
+                self._invalid(kind, key, cq, "; ".join(str(p) for p in refused))
                 self._queues_changed()
                 return
+        if deleted:
+            self._forget(kind, key)
+            if kind != "WorkloadPriorityClass":
+                self._queues_changed()
+            return
         if isinstance(obj, resourceflavor.ResourceFlavor):
-            (self.cache.delete_flavor(obj.name) if deleted else self.cache.upsert_flavor(obj))
+            self.cache.upsert_flavor(obj)
         elif isinstance(obj, cohort.Cohort):
-            (self.cache.delete_cohort(obj.name) if deleted else self.cache.upsert_cohort(obj))
+            self.cache.upsert_cohort(obj)
         elif isinstance(obj, clusterqueue.ClusterQueue):
-            if deleted:
-                self.cache.delete_cluster_queue(obj.name)
-            else:
-                self.cache.upsert_cluster_queue(obj)
+            self.cache.upsert_cluster_queue(obj)
         elif isinstance(obj, localqueue.LocalQueue):
             namespace = obj.metadata.namespace or "default"
-            if deleted:
-                self.cache.delete_local_queue(namespace, obj.name)
-            else:
-                if self.cache.namespace_labels(namespace) is None:
-                    self.cache.upsert_namespace(namespace, {})
-                self.cache.upsert_local_queue(obj)
+            if self.cache.namespace_labels(namespace) is None:
+                self.cache.upsert_namespace(namespace, {})
+            self.cache.upsert_local_queue(obj)
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
-            if deleted:
-                self.workload_classes.pop(obj.name, None)
-            else:
-                old_value = self.workload_classes.get(obj.name)
-                self.workload_classes[obj.name] = obj.value
-                if old_value is not None and old_value != obj.value:
-                    self._class_value_changed(obj.name)
-                self._jobs_without_workload()
+            old_value = self.workload_classes.get(obj.name)
+            self.workload_classes[obj.name] = obj.value
+            if old_value is not None and old_value != obj.value:
+                self._class_value_changed(obj.name)
+            self._jobs_without_workload()
             return
         else:
             return
         self._queues_changed()
 
-    def _invalid(self, kind: str, key: names.WorkloadKey, obj: object, message: str) -> None:
-        """Take an object the validators refuse: a ClusterQueue stays, inactive; others are gone."""
+    def _invalid(
+        self,
+        kind: str,
+        key: names.WorkloadKey,
+        obj: clusterqueue.ClusterQueue | None,
+        message: str,
+    ) -> None:
+        """Take an object the validators refuse: a ClusterQueue stays, inactive; others are gone.
+
+        ``obj`` is the ClusterQueue's model, or None when it did not even load (its name is
+        enough: nothing of its spec is applied).
+        """
         log.warning("invalid %s %s, not applied: %s", kind, key, message)
-        if isinstance(obj, clusterqueue.ClusterQueue):
+        if kind == "ClusterQueue":
+            if obj is None:
+                obj = clusterqueue.ClusterQueue(metadata=base.ObjectMeta(name=key.name))
             self.cache.upsert_cluster_queue(obj, invalid=message)
-        elif isinstance(obj, resourceflavor.ResourceFlavor):
-            self.cache.delete_flavor(obj.name)
-        elif isinstance(obj, cohort.Cohort):
-            self.cache.delete_cohort(obj.name)
-        elif isinstance(obj, localqueue.LocalQueue):
-            self.cache.delete_local_queue(obj.metadata.namespace or "default", obj.name)
-        elif isinstance(obj, priorityclass.WorkloadPriorityClass):
-            self.workload_classes.pop(obj.name, None)
+        else:
+            self._forget(kind, key)
+
+    def _forget(self, kind: str, key: names.WorkloadKey) -> None:
+        """Drop a queue object by kind and name (deleted, or refused)."""
+        if kind == "ClusterQueue":
+            self.cache.delete_cluster_queue(key.name)
+        elif kind == "ResourceFlavor":
+            self.cache.delete_flavor(key.name)
+        elif kind == "Cohort":
+            self.cache.delete_cohort(key.name)
+        elif kind == "LocalQueue":
+            self.cache.delete_local_queue(key.namespace or "default", key.name)
+        elif kind == "WorkloadPriorityClass":
+            self.workload_classes.pop(key.name, None)
 
     def _namespace(self, body: Body, *, deleted: bool) -> None:
         meta = body.get("metadata") or {}
