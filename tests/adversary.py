@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from berth.adapters.devcluster import errors, launcher
-from berth.adapters.devcluster import kubectl as kubectl_mod
+from berth.devtools.devcluster import errors, launcher
+from berth.devtools.devcluster import kubectl as kubectl_mod
 
 USER_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": ["*"]},

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from berth.adapters.devcluster import errors, kwok, launcher
+from berth.devtools.devcluster import errors, kwok, launcher
 
 if TYPE_CHECKING:
-    from berth.adapters.devcluster import kubectl
+    from berth.devtools.devcluster import kubectl
 
 ControlPlaneFactory = Callable[..., launcher.ControlPlane]
 

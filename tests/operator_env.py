@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from berth.adapters.devcluster import errors, kwok, launcher
 from berth.adapters.history import store
+from berth.devtools.devcluster import errors, kwok, launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUE_LABEL = "berth.dev/queue-name"

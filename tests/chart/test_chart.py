@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from berth.adapters.devcluster import binaries, errors
+from berth.devtools.devcluster import binaries, errors
 from operator_env import ROOT
 
 CHART = ROOT / "helm" / "berth"
@@ -103,7 +103,7 @@ _QUEUE_KINDS = "resourceflavors cohorts clusterqueues localqueues workloadpriori
 NEEDS = (
     Need(
         _rules("ClusterRole", "berth.dev", _QUEUE_KINDS, "get list watch"),
-        "berth.entry.operator.handlers:WATCHED",
+        "berth.operator.handlers:WATCHED",
         "every Berth kind is watched into the World and listed when a leader primes",
     ),
     Need(
@@ -123,7 +123,7 @@ NEEDS = (
     ),
     Need(
         _rules("ClusterRole", "berth.dev", "resourceflavors clusterqueues", "patch"),
-        "berth.entry.operator.finalizers:Finalizers",
+        "berth.operator.finalizers:Finalizers",
         "the resource-in-use finalizer on flavors and ClusterQueues",
     ),
     Need(
@@ -138,12 +138,12 @@ NEEDS = (
     ),
     Need(
         _rules("ClusterRole", "", "pods namespaces", "get list watch"),
-        "berth.entry.operator.handlers:WATCHED",
+        "berth.operator.handlers:WATCHED",
         "pods of evicted Jobs; namespaces for selectors and the managed predicate",
     ),
     Need(
         _rules("ClusterRole", "scheduling.k8s.io", "priorityclasses", "list watch"),
-        "berth.entry.operator.handlers:WATCHED",
+        "berth.operator.handlers:WATCHED",
         "a pod's PriorityClass is a Workload's priority when no WorkloadPriorityClass is named",
     ),
     Need(
@@ -155,7 +155,7 @@ NEEDS = (
         _rules(
             "ClusterRole", "apiextensions.k8s.io", "customresourcedefinitions", "get list watch"
         ),
-        "berth.entry.operator.handlers:registry",
+        "berth.operator.handlers:registry",
         "kopf resolves the custom resources it watches",
     ),
     Need(
@@ -329,8 +329,8 @@ def test_chart_webhooks_are_the_ones_the_operator_registers(
     helm: Path, *, without_queue_name: bool
 ) -> None:
     from berth.api import configuration  # noqa: PLC0415 - the operator's own model
-    from berth.entry.operator import webhooks  # noqa: PLC0415 - the operator's own registration
-    from berth.entry.operator import world as world_mod  # noqa: PLC0415 - its input
+    from berth.operator import webhooks  # noqa: PLC0415 - the operator's own registration
+    from berth.operator import world as world_mod  # noqa: PLC0415 - its input
 
     setting = f"managerConfig.manageJobsWithoutQueueName={str(without_queue_name).lower()}"
     objects = render(helm, setting)

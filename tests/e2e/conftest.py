@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from berth.adapters.devcluster import launcher
+from berth.devtools.devcluster import launcher
 from operator_env import ROOT, OperatorProcess
 
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 import adversary
-from berth.adapters.devcluster import errors, kwok, launcher
+from berth.devtools.devcluster import errors, kwok, launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,

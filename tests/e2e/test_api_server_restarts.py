@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.devcluster import kwok, launcher
+from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     ROOT,
     OperatorProcess,

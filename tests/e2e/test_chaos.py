@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from berth.adapters.devcluster import errors, kwok, launcher
+from berth.devtools.devcluster import errors, kwok, launcher
 from operator_env import (
     ROOT,
     OperatorProcess,

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from berth.adapters.devcluster import binaries, kwok, launcher
+from berth.devtools.devcluster import binaries, kwok, launcher
 from operator_env import (
     ROOT,
     OperatorProcess,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from berth.adapters.devcluster import kwok
+from berth.devtools.devcluster import kwok
 
 GPU_POOLS = (
     # The same pools as the gpu_cluster fixture's, restated so the test says what it expects.
@@ -21,7 +21,7 @@ GPU_POOLS = (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from berth.adapters.devcluster import kubectl, launcher
+    from berth.devtools.devcluster import kubectl, launcher
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.devcluster import binaries, launcher, processes
+from berth.devtools.devcluster import binaries, launcher, processes
 
 pytestmark = pytest.mark.e2e
 

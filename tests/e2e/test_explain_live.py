@@ -22,7 +22,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from berth.adapters.devcluster import kwok, launcher
+from berth.devtools.devcluster import kwok, launcher
 from berth.entry import cli, live_state
 from operator_env import (
     OperatorProcess,

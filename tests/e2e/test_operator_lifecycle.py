@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from berth.adapters.devcluster import kwok, launcher
+from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,

@@ -26,8 +26,8 @@ import pytest
 from prometheus_client import parser
 
 from berth.adapters import history
-from berth.adapters.devcluster import kwok, launcher
 from berth.adapters.history import store
+from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,

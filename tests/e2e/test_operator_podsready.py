@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from berth.adapters.devcluster import kwok, launcher
+from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from berth.adapters.devcluster import errors, kwok, launcher
+from berth.devtools.devcluster import errors, kwok, launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,

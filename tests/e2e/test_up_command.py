@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from berth.adapters.devcluster import binaries, kubectl, launcher, processes
 from berth.adapters.history import store
+from berth.devtools.devcluster import binaries, kubectl, launcher, processes
 from operator_env import ROOT
 
 pytestmark = pytest.mark.e2e

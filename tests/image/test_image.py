@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from berth.adapters.devcluster import kwok, launcher
+from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     ROOT,
     cluster_queue,

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from berth.adapters.devcluster import binaries, errors
+from berth.devtools.devcluster import binaries, errors
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from berth.adapters.devcluster import launcher
+    from berth.devtools.devcluster import launcher
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from berth.adapters.devcluster import launcher
 from berth.adapters.kube import client, errors, informer
+from berth.devtools.devcluster import launcher
 
 if TYPE_CHECKING:
     from conftest import ControlPlaneFactory

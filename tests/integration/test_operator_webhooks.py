@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from berth.adapters.devcluster import errors as dc_errors
-from berth.adapters.devcluster import kwok, launcher
 from berth.adapters.kube import client, workloads
 from berth.adapters.kube import errors as kube_errors
 from berth.api import names
+from berth.devtools.devcluster import errors as dc_errors
+from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     ROOT,
     OperatorProcess,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.benchharness import api as api_mod
-from berth.adapters.benchharness import generator, runner, summary
-from berth.entry.bench_harness import command
+from berth.devtools.bench_harness import command
+from berth.devtools.benchharness import api as api_mod
+from berth.devtools.benchharness import generator, runner, summary
 
 CONFIGS = Path(__file__).resolve().parents[2] / "config" / "bench"
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import builders
-from berth.entry.operator import webhooks
+from berth.operator import webhooks
 
 GPU = "nvidia.com/gpu"
 Body = dict[str, Any]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from berth.adapters.devcluster import binaries, errors, kwok, pki
+from berth.devtools.devcluster import binaries, errors, kwok, pki
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from berth.api import configuration, names
-from berth.entry.operator import statuses
-from berth.entry.operator import world as world_mod
+from berth.operator import statuses
+from berth.operator import world as world_mod
 from operator_env import cluster_queue, flavor, local_queue
 
 Body = dict[str, Any]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from berth.adapters.kube import errors, events
-from berth.entry.operator import main
+from berth.entry import operator_main as main
 
 
 class _BoomError(RuntimeError):

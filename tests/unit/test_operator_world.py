@@ -6,7 +6,7 @@ from typing import Any
 
 from berth.api import configuration, names
 from berth.core import batchjob
-from berth.entry.operator import world as world_mod
+from berth.operator import world as world_mod
 from operator_env import cluster_queue, flavor, gpu_job, local_queue, priority_class
 
 

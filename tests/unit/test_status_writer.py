@@ -9,8 +9,8 @@ import pytest
 
 from berth.adapters.kube import errors
 from berth.api import configuration
-from berth.entry.operator import statuses
-from berth.entry.operator import world as world_mod
+from berth.operator import statuses
+from berth.operator import world as world_mod
 from operator_env import cluster_queue, flavor, local_queue
 
 Ident = tuple[str, str, str]

@@ -14,8 +14,8 @@ import pytest
 import builders
 from berth.api import configuration, names
 from berth.core import admission, workload
-from berth.entry.operator import statuses
-from berth.entry.operator import world as world_mod
+from berth.operator import statuses
+from berth.operator import world as world_mod
 from operator_env import cluster_queue, flavor
 
 GPU = "nvidia.com/gpu"

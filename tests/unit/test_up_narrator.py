@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from berth.entry import up_cmd
+from berth.devtools import up_cmd
 
 
 def _wl(**conditions: str) -> dict[str, Any]:

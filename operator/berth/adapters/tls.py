@@ -5,7 +5,7 @@ make PEM key pairs (P-256); ``not_after`` and ``due_for_rotation`` read a certif
 ``ServingContext`` is a server-side TLS context whose chain can be replaced while the server runs
 (new handshakes use the new chain). Called by the operator's webhook server and by the leader's
 certificate keeper (``adapters.kube.webhook_certs``); the local control plane's PKI
-(``adapters.devcluster.pki``) builds on the same two issuers.
+(``devtools.devcluster.pki``) builds on the same two issuers.
 """
 
 from __future__ import annotations

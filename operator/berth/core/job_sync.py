@@ -1,6 +1,6 @@
 """How a ``batch/v1`` Job and its Workload have drifted apart, and what the job controller does.
 
-Pure decisions for the operator's job controller (``entry/operator/jobcontroller``):
+Pure decisions for the operator's job controller (``operator/jobcontroller``):
 
 - ``foreign_owner``: a Job controlled by another workload kind (a JobSet's child Jobs, say) is
   never a gang of its own. Until Berth integrates that kind it stays suspended and its Workload

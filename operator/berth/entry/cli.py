@@ -1,14 +1,19 @@
 """The ``berth`` command line: the root group and the table of its subcommands.
 
 Subcommands live in their own modules and are imported only when invoked, so ``berth --help``
-stays fast and a command's heavy dependencies load only for that command. Two console scripts
+stays fast and a command's heavy dependencies load only for that command. The production
+commands are listed here; development and benchmark commands (``dev``, ``up``, ``bench``) plug in
+through the ``berth.commands`` entry-point group (``berth.devtools.commands``), so no production
+module imports the development tools. Two console scripts
 run it (``[project.scripts]``): ``berth`` (``main``) and the kubectl plugin ``kubectl-berth``
 (``kubectl_plugin``).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+from importlib import metadata
 
 import click
 
@@ -24,21 +29,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "berth.entry.import_cmd",
         "Convert Kueue YAML (v1beta1 or v1beta2) into Berth YAML.",
     ),
-    "dev": (
-        "berth.entry.dev_cmd",
-        "Start, stop or print the environment of a local control plane with fake GPU nodes.",
-    ),
-    "bench": (
-        "berth.entry.bench_cmd",
-        "Benchmarks that print figures: the scheduling core at Kueue's performance shapes.",
-    ),
     "run": (
         "berth.entry.run_cmd",
         "Run the operator against the current kubeconfig.",
-    ),
-    "up": (
-        "berth.entry.up_cmd",
-        "Start a local GPU cluster, the operator and the sample queues; run the demo Jobs.",
     ),
     "simulate": (
         "berth.entry.simulate_cmd",
@@ -57,24 +50,40 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "List queues with usage bars and pending counts.",
     ),
 }
-"""Every subcommand: its module (which defines ``command``) and its summary."""
+"""The production subcommands: their module (which defines ``command``) and their summary."""
+
+PLUGIN_GROUP = "berth.commands"
+"""Entry-point group of command tables (``{name: (module, summary)}``) that extend ``COMMANDS``."""
+
+
+@functools.cache
+def commands() -> dict[str, tuple[str, str]]:
+    """Every subcommand: the production table and the tables plugged in by entry points."""
+    table = dict(COMMANDS)
+    for point in sorted(metadata.entry_points(group=PLUGIN_GROUP), key=lambda p: p.name):
+        plugged: dict[str, tuple[str, str]] = point.load()
+        for name, row in plugged.items():
+            table.setdefault(name, row)  # a plugin never replaces a production command
+    return table
 
 
 class _LazyGroup(click.Group):
     """A click group that imports a subcommand's module only when it is used."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: ARG002 - click's signature
-        return sorted(COMMANDS)
+        return sorted(commands())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: ARG002 - click's signature
-        if cmd_name not in COMMANDS:
+        table = commands()
+        if cmd_name not in table:
             return None
-        module = importlib.import_module(COMMANDS[cmd_name][0])
+        module = importlib.import_module(table[cmd_name][0])
         command: click.Command = module.command
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:  # noqa: ARG002 - click's signature
-        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        table = commands()
+        rows = [(name, table[name][1]) for name in sorted(table)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

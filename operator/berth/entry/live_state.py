@@ -29,7 +29,7 @@ from berth.adapters.kube import errors
 from berth.api import conditions, configuration, names
 from berth.api import workload as api_workload
 from berth.core import admission, workload
-from berth.entry.operator import world as world_mod
+from berth.operator import world as world_mod
 
 _COND = conditions.WorkloadCondition
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -81,7 +81,7 @@ def read(kubeconfig: str | None, config_file: Path | None) -> world_mod.World:
 
 async def _list(kubeconfig: str | None, config: configuration.Configuration) -> world_mod.World:
     from berth.adapters.kube import client  # noqa: PLC0415 - as in read
-    from berth.entry.operator import main as operator_main  # noqa: PLC0415 - as in read
+    from berth.entry import operator_main  # noqa: PLC0415 - as in read
 
     kube = await client.Kube.open(kubeconfig)
     try:

@@ -1,7 +1,7 @@
 """``berth run``: the operator against the current kubeconfig, until interrupted.
 
 Thin: parses options and the Configuration file, then hands over to
-``berth.entry.operator.main``.
+``berth.entry.operator_main``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import yaml
 
 from berth.adapters.history import store
 from berth.api import configuration, kinds
+from berth.entry import operator_main
 from berth.entry import options as entry_options
-from berth.entry.operator import cluster_certs
-from berth.entry.operator import main as operator_main
+from berth.operator import cluster_certs
 
 
 def load_configuration(path: Path | None) -> configuration.Configuration:

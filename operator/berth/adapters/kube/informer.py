@@ -11,7 +11,7 @@ list is handed to ``remove``. Events reach the callbacks in the order the server
 at a time, on the caller's loop.
 
 Workloads are the kind whose events come by the tens of thousands; the operator's composition
-root (``berth.entry.operator.main``) runs one of these for them and leaves the other kinds to
+root (``berth.entry.operator_main``) runs one of these for them and leaves the other kinds to
 kopf, whose per-event machinery (causes, per-object worker tasks, a batching window) cost a
 third of the operator's time under load and delayed each event.
 """

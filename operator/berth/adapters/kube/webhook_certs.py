@@ -13,7 +13,7 @@ either may keep it — and, when Berth keeps it, ``ca.key`` too (as Kueue's cert
   named webhook configurations — with a JSON patch that touches nothing else (never the
   ``service`` or ``url`` the chart set).
 
-Called by ``berth.entry.operator.main``.
+Called by ``berth.entry.operator_main``.
 """
 
 from __future__ import annotations

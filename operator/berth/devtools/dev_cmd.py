@@ -1,0 +1,137 @@
+"""``berth dev``: a local control plane with fake GPU nodes, for a developer, in one command.
+
+``up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with fake GPU
+nodes, detached, in a run directory under the per-user cache; ``env`` prints the shell lines that
+point kubectl at it; ``down`` stops it. The work is done by `berth.devtools.devcluster`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import click
+
+from berth.devtools.devcluster import binaries, errors, kwok, launcher, processes
+
+
+def _default_dir() -> Path:
+    return binaries.cache_dir() / "dev"
+
+
+_dir_option = click.option(
+    "--dir",
+    "run_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Run directory (PKI, kubeconfig, etcd data, logs). Default: <cache>/dev.",
+)
+
+
+def _running(run_dir: Path) -> list[str]:
+    state = launcher.load_state(run_dir)
+    if state is None:
+        return []
+    return [r.name for r in launcher.recorded_processes(state) if processes.is_running(r)]
+
+
+@click.group(name="dev")
+def command() -> None:
+    """Start, stop or print the environment of a local control plane with fake GPU nodes."""
+
+
+@command.command()
+@click.option("--nodes", default=2, show_default=True, help="Fake nodes (without --pool).")
+@click.option(
+    "--gpus-per-node",
+    default=8,
+    show_default=True,
+    help="nvidia.com/gpu per node (without --pool).",
+)
+@click.option(
+    "--pool",
+    "pools",
+    multiple=True,
+    metavar="SPEC",
+    help=(
+        "A node pool, repeatable: name=a100,nodes=2,gpus=8[,cpu=64][,memory=512Gi]"
+        "[,label=k=v]...[,taint=k=v:NoSchedule]... Replaces --nodes/--gpus-per-node."
+    ),
+)
+@click.option(
+    "--minimal", is_flag=True, help="Only etcd and kube-apiserver: no scheduling, no nodes."
+)
+@click.option("--timeout", default=90.0, show_default=True, help="Seconds per component.")
+@_dir_option
+def up(
+    *,
+    nodes: int,
+    gpus_per_node: int,
+    pools: tuple[str, ...],
+    minimal: bool,
+    timeout: float,
+    run_dir: Path | None,
+) -> None:
+    """Start the control plane in the background and wait until its nodes are Ready."""
+    run_dir = (run_dir or _default_dir()).resolve()
+    if running := _running(run_dir):
+        raise click.ClickException(
+            f"already running in {run_dir} ({', '.join(running)}); run `berth dev down` first"
+        )
+    try:
+        node_pools = (
+            tuple(kwok.parse_pool(spec) for spec in pools)
+            if pools
+            else (kwok.NodePool(name="gpu", nodes=nodes, gpus_per_node=gpus_per_node),)
+        )
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--pool") from e
+    # A new cluster each time: stale etcd data or certificates would only confuse.
+    shutil.rmtree(run_dir, ignore_errors=True)
+    plane = launcher.ControlPlane(
+        launcher.ControlPlaneConfig(
+            run_dir=run_dir,
+            scheduling=not minimal,
+            node_pools=() if minimal else node_pools,
+            detach=True,
+            start_timeout=timeout,
+        )
+    )
+    try:
+        plane.start()
+    except errors.DevClusterError as e:
+        raise click.ClickException(str(e)) from e
+    for name, pid in plane.pids().items():
+        click.echo(f"  {name:<24} pid {pid:<8} {plane.logs / (name + '.log')}")
+    if not minimal:
+        for pool in node_pools:
+            click.echo(
+                f"  pool {pool.name}: {pool.nodes} nodes x {pool.gpus_per_node} {kwok.GPU_RESOURCE}"
+            )
+    click.echo(f"API server {plane.server} ready in {plane.timings['total']:.1f}s")
+    click.echo('Point kubectl at it with: eval "$(berth dev env)"')
+
+
+@command.command()
+@_dir_option
+def down(run_dir: Path | None) -> None:
+    """Stop the control plane; its run directory and logs stay until the next ``up``."""
+    run_dir = (run_dir or _default_dir()).resolve()
+    stopped = launcher.stop_detached(run_dir)
+    if stopped:
+        click.echo(f"stopped {', '.join(stopped)} (logs in {run_dir / 'logs'})")
+    else:
+        click.echo(f"nothing running in {run_dir}")
+
+
+@command.command()
+@_dir_option
+def env(run_dir: Path | None) -> None:
+    """Print shell lines that point KUBECONFIG (and PATH, for the cached kubectl) at the cluster."""
+    run_dir = (run_dir or _default_dir()).resolve()
+    state = launcher.load_state(run_dir)
+    if state is None or not _running(run_dir):
+        raise click.ClickException(f"no control plane running in {run_dir}; run `berth dev up`")
+    click.echo(f"export KUBECONFIG={state['kubeconfig']}")
+    kubectl = binaries.BinaryCache.default().path("kubectl")
+    click.echo(f'export PATH="{kubectl.parent}:$PATH"')

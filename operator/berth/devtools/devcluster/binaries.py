@@ -1,0 +1,119 @@
+"""Where the control plane's binaries are cached, at which versions, and finding them.
+
+The versions are pinned once, in ``versions.yaml`` beside this module, which
+``scripts/build-control-plane`` also reads; the script fills the cache and this module only looks.
+Called by the launcher, by ``berth dev`` and by the test fixtures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+
+from berth.devtools.devcluster import errors
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+KUBERNETES_COMMANDS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+)
+"""The commands built from ``k8s.io/kubernetes``; they share its version."""
+
+COMPONENTS = ("etcd", *KUBERNETES_COMMANDS, "kwok", "helm", "helm-unittest")
+"""Every binary the build script produces."""
+
+KWOK_POD_STAGES = "pod-general-stages.yaml"
+"""kwok's general pod stages, copied beside the kwok binary of the same version by the script."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Versions:
+    """The pinned versions, as module versions (``v1.34.4``)."""
+
+    kubernetes: str
+    etcd: str
+    kwok: str
+    helm: str
+    helm_unittest: str
+    """helm-unittest, which runs the chart's unit tests (``helm/berth/tests``)."""
+
+    def of(self, component: str) -> str:
+        """Return the version ``component`` is built at."""
+        if component in KUBERNETES_COMMANDS:
+            return self.kubernetes
+        if component in ("etcd", "kwok", "helm", "helm-unittest"):
+            value: str = getattr(self, component.replace("-", "_"))
+            return value
+        raise ValueError(f"unknown component {component!r}; known: {', '.join(COMPONENTS)}")
+
+
+def load_versions() -> Versions:
+    """Read the pinned versions from ``versions.yaml``."""
+    text = (
+        importlib.resources.files("berth.devtools.devcluster")
+        .joinpath("versions.yaml")
+        .read_text(encoding="utf-8")
+    )
+    raw = yaml.safe_load(text)
+    return Versions(
+        kubernetes=str(raw["kubernetes"]),
+        etcd=str(raw["etcd"]),
+        kwok=str(raw["kwok"]),
+        helm=str(raw["helm"]),
+        helm_unittest=str(raw["helm-unittest"]),
+    )
+
+
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Return the per-user cache: ``$BERTH_CACHE``, else ``${XDG_CACHE_HOME:-~/.cache}/berth``."""
+    env = os.environ if env is None else env
+    if env.get("BERTH_CACHE"):
+        return Path(env["BERTH_CACHE"])
+    xdg = env.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path(env.get("HOME", str(Path.home()))) / ".cache"
+    return base / "berth"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BinaryCache:
+    """The cache directory and the versions expected in it."""
+
+    root: Path
+    versions: Versions
+
+    @classmethod
+    def default(cls) -> BinaryCache:
+        """Return the cache the build script fills for the pinned versions."""
+        return cls(root=cache_dir(), versions=load_versions())
+
+    def path(self, component: str) -> Path:
+        """Return where ``component`` lives, whether or not it is there."""
+        version = self.versions.of(component)
+        return self.root / "bin" / f"{component}-{version}" / component
+
+    def find(self, component: str) -> Path:
+        """Return the path of ``component``, or raise `MissingBinaryError` if it is not built."""
+        path = self.path(component)
+        if not os.access(path, os.X_OK):
+            raise errors.MissingBinaryError(component, path)
+        return path
+
+    def missing(self, components: Iterable[str] = COMPONENTS) -> list[str]:
+        """Return the components in ``components`` that are not built, in order."""
+        return [name for name in components if not os.access(self.path(name), os.X_OK)]
+
+    def kwok_pod_stages(self) -> Path:
+        """Return kwok's general pod stages file, or raise `MissingBinaryError`."""
+        path = self.path("kwok").with_name(KWOK_POD_STAGES)
+        if not path.is_file():
+            raise errors.MissingBinaryError("kwok pod stages", path)
+        return path

@@ -1,0 +1,520 @@
+"""The Job controller: keeps each managed ``batch/v1`` Job and its Workload in step (leader only).
+
+For every Job a handler marked dirty, in Kueue's reconciler order (``jobframework/reconciler.go``):
+
+1. no Workload yet: create one (owner reference, pod set ``main``, priority resolved);
+2. the Job finished: mark the Workload ``Finished`` (its quota is released when that is seen);
+3. the Workload is being evicted: suspend the Job, wait until none of its pods is active,
+   restore the original template, and only then clear the admission (which releases quota),
+   setting ``Requeued`` as Kueue does (True only after a preemption);
+4. the Workload is admitted and the Job suspended: start it with the flavors' node labels and
+   tolerations (``core.batchjob.start_patch``); once running, keep ``PodsReady`` current;
+5. the Job runs but its Workload is not admitted: suspend it.
+
+Handlers only mark Jobs; all writes happen here, through ``berth.adapters.kube``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from berth.adapters.kube import client, errors, events, jobs, workloads
+from berth.api import conditions, kinds, names
+from berth.api import workload as api_workload
+from berth.core import batchjob, job_sync, priority
+from berth.operator import world as world_mod
+
+log = logging.getLogger(__name__)
+_COND = conditions.WorkloadCondition
+_RETRY = 1.0
+_STOP_SETTLE = 1.0
+"""Seconds a stopped Job's suspension must be old before its quota is released: far above
+kube-controller-manager's reaction time, so a pod it creates for a start it saw late is seen."""
+START_FAILED = "StartFailed"
+"""Reason on a Workload whose Job the API server refused to start for good."""
+UNSUPPORTED_OWNER = "UnsupportedOwner"
+"""Reason on a Workload whose Job is controlled by a kind Berth does not integrate yet."""
+
+
+class JobController:
+    """Reconciles dirty Jobs one at a time."""
+
+    def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
+        self.world = world
+        self.kube = kube
+        self._suspended_at: dict[str, float] = {}
+        """When this process suspended an evicted Job, by Job uid (see ``_pods_gone``)."""
+
+    async def run(self) -> None:
+        """Reconcile until cancelled."""
+        w = self.world
+        while True:
+            w.wake.jobs.clear()
+            batch = sorted(w.dirty_jobs)
+            w.dirty_jobs.clear()
+            retry = False
+            for key in batch:
+                try:
+                    await self.reconcile(key)
+                except errors.KubeError as e:
+                    log.warning("job %s: %s", key, e)
+                    w.dirty_jobs.add(key)
+                    retry = True
+            if w.dirty_jobs and not retry:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(w.wake.jobs.wait(), _RETRY if retry else None)
+
+    async def reconcile(self, key: names.WorkloadKey) -> None:
+        """Bring one Job and its Workload in step."""
+        w = self.world
+        job = w.jobs.get(key)
+        if job is None:
+            return
+        wl_key = w.workload_for_job(job)
+        wl = None if wl_key is None else w.workloads.get(wl_key)
+        unfinished = wl is not None and not world_mod.condition_true(wl, _COND.FINISHED)
+        # A Job that still has an unfinished Workload stays managed whatever its labels say now:
+        # otherwise dropping its queue label would let it be started outside any quota.
+        if not (w.managed(job) or unfinished):
+            return
+        owner = job_sync.foreign_owner(job)
+        if wl_key is None:
+            if batchjob.finished(job)[0]:
+                return
+            if not batchjob.is_suspended(job):
+                # Running before Berth managed it (a queue label added past the webhook): stop it
+                # first, so it can only run again through an admission Berth starts.
+                meta = job["metadata"]
+                w.apply("Job", await jobs.suspend(self.kube, meta["namespace"], meta["name"]))
+                return
+            await self._create_workload(job, foreign_owner=owner)
+            return
+        if wl is not None and unfinished:
+            await self._step(job, wl_key, wl, owner)
+
+    async def _step(
+        self, job: dict[str, Any], wl_key: names.WorkloadKey, wl: dict[str, Any], owner: str | None
+    ) -> None:
+        """The one write that brings a Job and its unfinished Workload closer (reconciler order)."""
+        done, succeeded = batchjob.finished(job)
+        if done:
+            await self._finish(wl_key, wl, succeeded=succeeded)
+            return
+        status = wl.get("status") or {}
+        has_admission = bool(status.get("admission"))
+        if has_admission and world_mod.condition_true(wl, _COND.EVICTED):
+            await self._stop(job, wl_key, wl)
+        elif owner is None and has_admission and world_mod.condition_true(wl, _COND.ADMITTED):
+            if batchjob.is_suspended(job):
+                await self._start(job, wl_key, wl)
+            elif not await self._hold_at_admission(job, wl):
+                await self._track_ready(job, wl_key, wl)
+        elif not batchjob.is_suspended(job):
+            meta = job["metadata"]
+            await jobs.suspend(self.kube, meta["namespace"], meta["name"])
+        elif not has_admission and owner is None:
+            await self._follow(job, wl_key, wl)
+
+    async def _create_workload(self, job: dict[str, Any], *, foreign_owner: str | None) -> None:
+        w = self.world
+        meta = job["metadata"]
+        honor = w.config.honor_kueue_labels
+        obj, problems = batchjob.to_workload(job, uid=meta["uid"], honor_kueue=honor)
+        if obj is None:
+            message = "; ".join(str(p) for p in problems)
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(
+                    self.kube,
+                    job,
+                    "CreatedWorkload",
+                    f"Cannot create Workload: {message}",
+                    w.clock(),
+                    warning=True,
+                )
+            return
+        template = obj.spec.pod_sets[0].template.spec
+        try:
+            resolved = priority.resolve(
+                w.classes(),
+                workload_class=batchjob.priority_class(job, honor_kueue=honor),
+                pod_class=template.priority_class_name,
+            )
+        except priority.UnknownPriorityClassError as e:
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(
+                    self.kube, job, "CreatedWorkload", str(e), w.clock(), warning=True
+                )
+            return
+        body = obj.to_yaml_dict()
+        body["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        body["spec"]["priority"] = resolved.value
+        if resolved.class_name is not None:
+            group = (
+                "berth.dev"
+                if resolved.class_kind == "WorkloadPriorityClass"
+                else "scheduling.k8s.io"
+            )
+            body["spec"]["priorityClassRef"] = {
+                "group": group,
+                "kind": resolved.class_kind,
+                "name": resolved.class_name,
+            }
+        if foreign_owner is not None:
+            # Never admitted: the World does not queue it, and the Workload webhook keeps the label.
+            body["metadata"]["labels"][job_sync.UNSUPPORTED_OWNER_LABEL] = foreign_owner.split("/")[
+                0
+            ]
+        try:
+            stored = await workloads.create(self.kube, body)
+        except errors.ConflictError:
+            return  # created by an earlier attempt; its event is on its way
+        w.apply("Workload", stored)
+        if foreign_owner is not None:
+            await self._unsupported(job, stored, foreign_owner)
+            return
+        with contextlib.suppress(errors.KubeError):
+            await events.emit(
+                self.kube,
+                job,
+                "CreatedWorkload",
+                f"Created Workload: {meta['namespace']}/{stored['metadata']['name']}",
+                w.clock(),
+            )
+
+    async def _unsupported(self, job: dict[str, Any], wl: dict[str, Any], owner: str) -> None:
+        """Say on the Workload and the Job why a child Job of another kind is never admitted."""
+        w = self.world
+        kind = owner.split("/", maxsplit=1)[0]
+        message = (
+            f"The Job is controlled by {owner}: Berth does not integrate {kind} yet, so its "
+            "Jobs stay suspended (admitting each one alone would start part of the gang)"
+        )
+        key = names.WorkloadKey(wl["metadata"]["namespace"], wl["metadata"]["name"])
+        change = workloads.condition(
+            _COND.QUOTA_RESERVED, False, UNSUPPORTED_OWNER, message, w.clock()
+        )
+        stored = await self._set_condition(key, wl, change)
+        for involved in (job, stored):
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(
+                    self.kube, involved, UNSUPPORTED_OWNER, message, w.clock(), warning=True
+                )
+
+    async def _hold_at_admission(self, job: dict[str, Any], wl: dict[str, Any]) -> bool:
+        """Lower a running Job asking for more pods than admitted back to its admitted count.
+
+        The webhook refuses that change; this holds when it got past (webhook down or bypassed).
+        Returns whether the Job had to be lowered.
+        """
+        admission = (wl.get("status") or {}).get("admission") or {}
+        counts = [int(a.get("count") or 0) for a in admission.get("podSetAssignments") or []]
+        if not counts or not job_sync.over_admission(job, sum(counts)):
+            return False
+        w = self.world
+        meta = job["metadata"]
+        wanted = batchjob.pod_count(job)
+        stored = await jobs.patch(
+            self.kube, meta["namespace"], meta["name"], {"spec": {"parallelism": sum(counts)}}
+        )
+        w.apply("Job", stored)
+        message = (
+            f"spec.parallelism was raised to {wanted}, above the {sum(counts)} pod(s) admitted: "
+            f"held at {sum(counts)}; resubmit the Job at its new size"
+        )
+        log.warning("job %s/%s: %s", meta["namespace"], meta["name"], message)
+        with contextlib.suppress(errors.KubeError):
+            await events.emit(self.kube, job, "ExceedsAdmission", message, w.clock(), warning=True)
+        return True
+
+    async def _follow(
+        self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]
+    ) -> None:
+        """A suspended Job whose Workload holds no quota: make the Workload follow the Job."""
+        w = self.world
+        obj, _problems = kinds.try_load(world_mod.without_status(wl))
+        if not isinstance(obj, api_workload.Workload):
+            return
+        change, queue = job_sync.drift(job, obj, honor_kueue=w.config.honor_kueue_labels)
+        meta = job["metadata"]
+        if change is job_sync.Drift.QUEUE:
+            stored = await workloads.patch_spec(
+                self.kube, key, wl["metadata"]["resourceVersion"], {"queueName": queue}
+            )
+            w.apply("Workload", stored)
+            log.info(
+                "workload %s follows job %s/%s to queue %s",
+                key,
+                meta["namespace"],
+                meta["name"],
+                queue,
+            )
+        elif change is job_sync.Drift.POD_SETS:
+            # Made again from the Job once the deletion is seen (reconcile's first step).
+            with contextlib.suppress(errors.NotFoundError):
+                await workloads.delete(self.kube, key, str(wl["metadata"].get("uid") or ""))
+            log.info(
+                "workload %s replaced: job %s/%s changed", key, meta["namespace"], meta["name"]
+            )
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(
+                    self.kube,
+                    job,
+                    "UpdatedWorkload",
+                    f"The Job changed while queued: its Workload {key.name} is made again",
+                    w.clock(),
+                )
+
+    async def _finish(self, key: names.WorkloadKey, wl: dict[str, Any], *, succeeded: bool) -> None:
+        w = self.world
+        reason = conditions.FinishReason.SUCCEEDED if succeeded else conditions.FinishReason.FAILED
+        message = "Job finished successfully" if succeeded else "Job failed"
+        change = workloads.condition(_COND.FINISHED, True, reason.value, message, w.clock())
+        stored = await self._set_condition(key, wl, change)
+        log.info("finished %s (%s)", key, reason.value)
+        with contextlib.suppress(errors.KubeError):
+            await events.emit(self.kube, stored, "Finished", message, w.clock())
+
+    async def _pods_gone(self, job: dict[str, Any], key: names.WorkloadKey) -> bool:
+        """Tell whether a suspended Job's pods are gone for good, so its quota may be released.
+
+        The Job's status and the pods this process has seen both lag kube-controller-manager: a
+        Job started and stopped again within milliseconds (admitted, then preempted at once) can
+        get its pods created after both said "none". So the suspension must be at least
+        ``_STOP_SETTLE`` old, and a list of the Job's pods from the API server must find none.
+        """
+        w = self.world
+        meta = job["metadata"]
+        if batchjob.active_pods(job) > 0 or w.pods_left(meta["uid"]) > 0:
+            return False  # the pod and job events bring us back
+        waited = w.clock() - self._suspended_at.get(meta["uid"], 0.0)
+        if waited < _STOP_SETTLE:
+            asyncio.get_running_loop().call_later(_STOP_SETTLE - waited, w.mark_job, _job_key(job))
+            return False
+        listed = await self.kube.request(
+            "GET",
+            f"/api/v1/namespaces/{meta['namespace']}/pods",
+            query={"labelSelector": f"batch.kubernetes.io/controller-uid={meta['uid']}"},
+        )
+        alive = [
+            p
+            for p in listed.get("items") or []
+            if (p.get("status") or {}).get("phase") not in {"Succeeded", "Failed"}
+        ]
+        if alive:
+            log.info("%s: %d pod(s) of its Job still exist; the quota stays", key, len(alive))
+            asyncio.get_running_loop().call_later(_STOP_SETTLE, w.mark_job, _job_key(job))
+            return False
+        self._suspended_at.pop(meta["uid"], None)
+        return True
+
+    def _original(self, wl: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
+        pod_set = ((wl.get("spec") or {}).get("podSets") or [{}])[0]
+        return (
+            pod_set.get("template") or {},
+            int(pod_set.get("count", 1)),
+            pod_set.get("name", "main"),
+        )
+
+    async def _start(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
+        try:
+            await self._start_job(job, wl)
+        except (errors.ConflictError, errors.NotFoundError):
+            raise  # a stale read or a deleted Job: the next event brings it back
+        except errors.PermanentError as e:
+            await self._start_failed(job, key, wl, e)
+
+    async def _start_failed(
+        self,
+        job: dict[str, Any],
+        key: names.WorkloadKey,
+        wl: dict[str, Any],
+        error: errors.PermanentError,
+    ) -> None:
+        """A start the API server refuses for good: give the quota back and deactivate.
+
+        Retrying the same patch would hold the quota for ever (a Job that once ran has an
+        immutable template). Kueue has no rule for it; Berth deactivates the Workload so it is
+        not admitted again in a loop, and says why on both objects (docs/scheduling.md).
+        """
+        w = self.world
+        message = f"The Job cannot be started: {error}"
+        now = w.clock()
+        current = (wl.get("status") or {}).get("conditions") or []
+        changes = [
+            workloads.condition(_COND.QUOTA_RESERVED, False, START_FAILED, message, now),
+            workloads.condition(_COND.ADMITTED, False, START_FAILED, message, now),
+        ]
+        stored = await workloads.patch_spec(
+            self.kube, key, wl["metadata"]["resourceVersion"], {"active": False}
+        )
+        for _attempt in range(3):
+            # The lifecycle task may evict the now inactive Workload meanwhile (a conflict): the
+            # admission is still cleared here, from a fresh read, so the reason stays StartFailed.
+            current = (stored.get("status") or {}).get("conditions") or current
+            try:
+                stored = await workloads.patch_status(
+                    self.kube,
+                    key,
+                    stored["metadata"]["resourceVersion"],
+                    {"admission": None, "conditions": workloads.merge_conditions(current, changes)},
+                )
+                break
+            except errors.ConflictError:
+                stored = await self.kube.request("GET", workloads.path(key.namespace, key.name))
+        w.apply("Workload", stored)
+        log.warning("released %s: %s", key, message)
+        for involved in (job, stored):
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(self.kube, involved, START_FAILED, message, now, warning=True)
+
+    async def _start_job(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
+        w = self.world
+        original, _count, name = self._original(wl)
+        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [
+            {}
+        ]
+        psa = next((a for a in assigned if a.get("name") == name), assigned[0])
+        placements = []
+        for flavor_name in sorted(set((psa.get("flavors") or {}).values())):
+            rf = w.cache.flavors.get(flavor_name)
+            if rf is None:
+                continue
+            placements.append(
+                batchjob.FlavorPlacement(
+                    dict(rf.spec.node_labels),
+                    tuple(t.to_yaml_dict() for t in rf.spec.tolerations),
+                )
+            )
+        count = int(psa.get("count") or batchjob.pod_count(job))
+        patch = batchjob.start_patch(job, original, pod_set=name, count=count, flavors=placements)
+        meta = job["metadata"]
+        stored = await jobs.patch(self.kube, meta["namespace"], meta["name"], patch)
+        w.apply("Job", stored)
+        log.info("started job %s/%s", meta["namespace"], meta["name"])
+        psa_cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
+        with contextlib.suppress(errors.KubeError):
+            await events.emit(
+                self.kube,
+                job,
+                "Started",
+                f"Admitted by ClusterQueue {psa_cq}",
+                w.clock(),
+            )
+
+    async def _track_ready(
+        self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]
+    ) -> None:
+        w = self.world
+        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [
+            {}
+        ]
+        count = sum(int(a.get("count") or 0) for a in assigned) or batchjob.pod_count(job)
+        ready = batchjob.pods_ready(job, count)
+        if ready == world_mod.condition_true(wl, _COND.PODS_READY):
+            return
+        reason, message = (
+            ("PodsReady", "All pods reached readiness")
+            if ready
+            else ("PodsReady", "Not all pods are ready or succeeded")
+        )
+        change = workloads.condition(_COND.PODS_READY, ready, reason, message, w.clock())
+        await self._set_condition(key, wl, change)
+
+    async def _set_condition(
+        self, key: names.WorkloadKey, wl: dict[str, Any], change: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Merge one condition into the Workload's status (from the body it was read in)."""
+        current = (wl.get("status") or {}).get("conditions") or []
+        stored = await workloads.patch_status(
+            self.kube,
+            key,
+            wl["metadata"]["resourceVersion"],
+            {"conditions": workloads.merge_conditions(current, [change])},
+        )
+        self.world.apply("Workload", stored)
+        return stored
+
+    async def _stop(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
+        w = self.world
+        meta = job["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        if not batchjob.is_suspended(job):
+            stored = await jobs.suspend(self.kube, ns, name)
+            w.apply("Job", stored)
+            self._suspended_at[meta["uid"]] = w.clock()
+            with contextlib.suppress(errors.KubeError):
+                await events.emit(
+                    self.kube,
+                    job,
+                    "Stopped",
+                    "The workload is evicted; the Job is suspended",
+                    w.clock(),
+                )
+            return
+        if not await self._pods_gone(job, key):
+            return
+        original, count, _name = self._original(wl)
+        restore = batchjob.restore_patch(job, original, count=count)
+        if restore is not None:
+            if (job.get("status") or {}).get("startTime"):
+                await jobs.clear_start_time(self.kube, ns, name)
+            stored = await jobs.patch(self.kube, ns, name, restore)
+            w.apply("Job", stored)
+            return
+        # The Job is stopped and restored: release the quota.
+        evicted: dict[str, Any] = next(
+            (
+                c
+                for c in (wl.get("status") or {}).get("conditions") or []
+                if c.get("type") == _COND.EVICTED
+            ),
+            {},
+        )
+        reason = evicted.get("reason") or "Evicted"
+        now = w.clock()
+        current = (wl.get("status") or {}).get("conditions") or []
+        changes = [
+            workloads.condition(
+                _COND.QUOTA_RESERVED, False, "Pending", evicted.get("message") or "Evicted", now
+            ),
+            workloads.condition(
+                _COND.ADMITTED, False, "NoReservation", "The workload has no reservation", now
+            ),
+            workloads.condition(
+                _COND.PODS_READY, False, "PodsReady", "The workload is not admitted", now
+            ),
+            # As Kueue's job reconciler: Evicted stays True until the next admission, and only
+            # a preemption requeues at once; a pods-ready timeout waits for BackoffFinished, a
+            # stopped queue for its restart, a deactivation for reactivation.
+            workloads.condition(
+                _COND.REQUEUED,
+                reason == conditions.EvictionReason.PREEMPTED,
+                reason,
+                evicted.get("message") or "Evicted",
+                now,
+            ),
+        ]
+        status = {"admission": None, "conditions": workloads.merge_conditions(current, changes)}
+        stored = await workloads.patch_status(
+            self.kube, key, wl["metadata"]["resourceVersion"], status
+        )
+        w.apply("Workload", stored)
+        log.info("released %s after eviction (%s)", key, reason)
+
+
+def _job_key(job: dict[str, Any]) -> names.WorkloadKey:
+    meta = job.get("metadata") or {}
+    return names.WorkloadKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))

@@ -1,0 +1,388 @@
+"""The scheduler loop: one task on the leader that runs the core and writes its decisions.
+
+Each cycle mirrors the simulator's ``_settle``/``_apply_result`` (``berth.sim.engine``): pop the
+heads, run ``core.cycle.schedule`` on the cache's snapshot, then, before any write, *assume*
+every admission in the cache, mark every victim evicted and put every pending head back where
+its queue's strategy says. Cycles then run back to back on that state, as the simulator settles
+an instant, until one makes no progress (or a batch's time is up), so a ClusterQueue admits as
+many heads per API round trip as fit; only then are the batch's Workload statuses written, each
+with the resourceVersion its decision was based on, and the next batch waits for them. An
+eviction of a workload admitted earlier in the same batch waits for that admission's write and
+builds on what it stored. Events go to a background ``Recorder``, and the advisory pending
+conditions (QuotaReserved=False with the reason) are written by background senders the cycles
+never wait for, the latest decision per workload. A failed admission write is undone: the
+admission is forgotten, the inadmissible workloads of its quota tree are requeued, and the
+workload returns to its queue after a backoff. Victims stay counted until the job controller
+has stopped their Jobs and cleared their admission. Started by ``main`` once the cache is
+primed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import logging
+import time
+from typing import Any
+
+from berth.adapters.kube import client, errors, events, workloads
+from berth.api import conditions, names
+from berth.core import admission, cycle
+from berth.operator import world as world_mod
+
+log = logging.getLogger(__name__)
+_COND = conditions.WorkloadCondition
+_BACKOFF_BASE = 1.0
+_BACKOFF_MAX = 30.0
+_PENDING_SENDERS = 8
+"""Pending-condition writes in flight at once; admissions and evictions are not limited."""
+_BATCH_SECONDS = 0.1
+"""How long one batch of cycles may run before its writes go out; a batch normally ends
+sooner, at the first cycle that makes no progress. Bounds how long watch events wait."""
+
+
+@dataclasses.dataclass(slots=True)
+class _Write:
+    key: names.WorkloadKey
+    kind: str
+    """admit, evict or pending."""
+    body: dict[str, Any]
+    rv: str | None
+    status: dict[str, Any]
+    event: tuple[str, str] | None = None
+    changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The conditions this write sets, to build it again on a newer body (evictions)."""
+
+
+class Scheduler:
+    """Runs cycles while there is work; applies decisions to state, then to the API."""
+
+    def __init__(
+        self, world: world_mod.World, kube: client.Kube, recorder: events.Recorder
+    ) -> None:
+        self.world = world
+        self.kube = kube
+        self.recorder = recorder
+        self.failures: dict[names.WorkloadKey, int] = {}
+        self.cycles = 0
+        self.pending: collections.OrderedDict[names.WorkloadKey, tuple[str, str, float]] = (
+            collections.OrderedDict()
+        )
+        """Pending conditions to write (reason, message, decided at), oldest first (ordered so
+        that taking the oldest stays O(1) however many were taken before)."""
+        self._pending_wake = asyncio.Event()
+        self._sending: dict[names.WorkloadKey, asyncio.Future[tuple[str | None, str | None]]] = {}
+        """Pending-condition writes in flight: each resolves to (the resourceVersion it was
+        built on, the one it stored, or None if it failed)."""
+        self._admitting: dict[names.WorkloadKey, asyncio.Future[dict[str, Any] | None]] = {}
+        """Admission writes of the current batch: each resolves to the stored body, or None."""
+        self.batches = 0
+
+    async def run(self) -> None:
+        """Schedule, and write pending conditions in the background, until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for _ in range(_PENDING_SENDERS):
+                group.create_task(self._send_pending())
+            group.create_task(self._loop())
+
+    async def _loop(self) -> None:
+        w = self.world
+        loop = asyncio.get_running_loop()
+        while True:
+            # Cleared before the batch, not after its writes: whatever arrives while they are in
+            # flight (a release, a newly placed workload) must start the next batch.
+            w.wake.schedule.clear()
+            writes, progressed = self.decide_batch()
+            # The next batch waits for this one's admissions and evictions. Not waiting was
+            # measured: every release pushes its quota tree's parked workloads back and the
+            # next cycle parks them again, so cycles that run after each single release cost
+            # twice the CPU per admission; a batch per write round trip takes in every release
+            # of that round trip at once.
+            if writes:
+                for x in writes:
+                    if x.kind == "admit":
+                        self._admitting[x.key] = loop.create_future()
+                await asyncio.gather(*(self._write(x) for x in writes))
+            if progressed:
+                await asyncio.sleep(0)
+                continue
+            expiry = w.queues.next_backoff_expiry(w.clock())
+            timeout = None if expiry is None else max(0.05, expiry - w.clock())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(w.wake.schedule.wait(), timeout)
+
+    def decide_batch(self) -> tuple[list[_Write], bool]:
+        """Run cycles back to back until one makes no progress or the batch's time is up.
+
+        No event is taken in between, so the cycles decide exactly what Kueue's consecutive
+        cycles would with nothing arriving or finishing meanwhile. Returns the writes of all of
+        them and whether any progressed (then another batch follows once they are written: the
+        releases and arrivals of the round trip may let more in).
+        """
+        w = self.world
+        self.batches += 1
+        writes: list[_Write] = []
+        any_progress = False
+        started = time.perf_counter()
+        while True:
+            now = w.clock()
+            self._backoffs_done(now)
+            more, progressed = self.decide(now)
+            writes.extend(more)
+            any_progress = any_progress or progressed
+            if not progressed or time.perf_counter() - started >= _BATCH_SECONDS:
+                return writes, any_progress
+
+    def _backoffs_done(self, now: float) -> None:
+        """Return workloads whose backoff ended to their queues (the simulator's backoff timer)."""
+        q = self.world.queues
+        for pw in [q.pending[k] for k in q.backing_off]:
+            if 0 < pw.requeue_at <= now:
+                pw.requeue_at = 0.0
+                q.add(pw.info, now=now)
+
+    def decide(self, now: float) -> tuple[list[_Write], bool]:
+        """Run one cycle and apply it to state; return its writes and whether it progressed."""
+        w = self.world
+        heads = w.queues.heads()
+        if not heads:
+            return [], False
+        result = self._schedule(heads, now)
+        writes: list[_Write] = []
+        progressed = False
+        for p in result.preempted:
+            key = p.victim.info.key
+            if p.victim.evicted or key not in w.cache.admitted:
+                continue  # already on its way out
+            w.cache.mark_evicted(key)
+            progressed = True
+            writes.append(self._evict_write(key, p, now))
+        for a in result.admitted:
+            key = a.info.key
+            w.cache.assume(a.info, a.admission, now)
+            w.queues.admitted(key)
+            w.in_flight.add(key)
+            progressed = True
+            writes.append(self._admit_write(key, a, now))
+        for pending in result.pending:
+            w.queues.requeue(pending)
+            # The head the cycle tried gets the condition, as Kueue's scheduler writes it; the
+            # same-shape workloads parked with it are left as they are (Kueue's workload
+            # controller writes none on them either, UnadmittedWorkloadsExplicitStatus being
+            # off by default), which spares the API server a write per parked workload.
+            self.pending[pending.info.key] = (pending.reason, pending.message, now)
+            self._pending_wake.set()
+            pw = w.queues.pending.get(pending.info.key)
+            if pw is not None and pw.cluster_queue is not None:
+                q = w.queues.queues[pw.cluster_queue]
+                if pending.info.key in q.inadmissible or (
+                    pending.progress is not None
+                    and any(idx != -1 for tried in pending.progress.tried for idx in tried.values())
+                ):
+                    progressed = True
+        return writes, progressed
+
+    def _schedule(self, heads: list[cycle.Head], now: float) -> cycle.CycleResult:
+        w = self.world
+        self.cycles += 1
+        started = time.perf_counter()
+        result = cycle.schedule(
+            w.cache.snapshot,
+            heads,
+            now,
+            w.policy,
+            cycle=w.queues.cycle,
+            generation=w.cache.generation,
+            all_pods_ready=all(k in w.ready for k in w.cache.admitted),
+        )
+        if w.observer is not None:
+            w.observer.cycle(result, time.perf_counter() - started)
+        return result
+
+    # Status bodies ------------------------------------------------------------------------------
+
+    def _body(self, key: names.WorkloadKey) -> tuple[dict[str, Any], str | None]:
+        body = self.world.workloads.get(key) or {}
+        return body, (body.get("metadata") or {}).get("resourceVersion")
+
+    def _admit_write(self, key: names.WorkloadKey, a: cycle.Admit, now: float) -> _Write:
+        body, rv = self._body(key)
+        cq = a.admission.cluster_queue
+        current = (body.get("status") or {}).get("conditions") or []
+        changes = [
+            workloads.condition(
+                _COND.QUOTA_RESERVED,
+                True,
+                "QuotaReserved",
+                f"Quota reserved in ClusterQueue {cq}",
+                now,
+            ),
+            workloads.condition(_COND.ADMITTED, True, "Admitted", "The workload is admitted", now),
+        ]
+        changes.extend(
+            workloads.condition(kind, False, "Admitted", "The workload is admitted", now)
+            for kind in (_COND.EVICTED, _COND.PREEMPTED, _COND.REQUEUED)
+            if any(c.get("type") == kind and c.get("status") == "True" for c in current)
+        )
+        status = {
+            "admission": admission.to_status(a.admission),
+            "conditions": workloads.merge_conditions(current, changes),
+        }
+        return _Write(
+            key,
+            "admit",
+            body,
+            rv,
+            status,
+            ("QuotaReserved", f"Quota reserved in ClusterQueue {cq}"),
+        )
+
+    def _evict_write(self, key: names.WorkloadKey, p: cycle.Preempt, now: float) -> _Write:
+        w = self.world
+        if w.observer is not None:
+            w.observer.preempting(p, w.cache.cluster_queue_for(p.preemptor) or "")
+        body, rv = self._body(key)
+        current = (body.get("status") or {}).get("conditions") or []
+        changes = [
+            workloads.condition(
+                _COND.EVICTED, True, conditions.EvictionReason.PREEMPTED, p.message, now
+            ),
+            workloads.condition(_COND.PREEMPTED, True, p.reason.value, p.message, now),
+        ]
+        status = {"conditions": workloads.merge_conditions(current, changes)}
+        return _Write(key, "evict", body, rv, status, ("Preempted", p.message), changes)
+
+    def _pending_write(
+        self, key: names.WorkloadKey, reason: str, message: str, now: float
+    ) -> _Write | None:
+        body, rv = self._body(key)
+        current = (body.get("status") or {}).get("conditions") or []
+        for c in current:
+            if (
+                c.get("type") == _COND.QUOTA_RESERVED
+                and c.get("status") == "False"
+                and c.get("reason") == reason
+                and c.get("message") == message
+            ):
+                return None
+        changes = [workloads.condition(_COND.QUOTA_RESERVED, False, reason, message, now)]
+        return _Write(
+            key, "pending", body, rv, {"conditions": workloads.merge_conditions(current, changes)}
+        )
+
+    # Writing ------------------------------------------------------------------------------------
+
+    async def _send_pending(self) -> None:
+        """Write pending conditions, latest decision per workload, off the cycle's path.
+
+        They are advisory (the simulator has no such write), so cycles never wait for them;
+        a workload that was admitted or left its queue meanwhile is skipped, and the condition
+        is built from the body known when it is sent, so a burst of decisions about one
+        workload costs one write.
+        """
+        w = self.world
+        while True:
+            while not self.pending:
+                self._pending_wake.clear()
+                await self._pending_wake.wait()
+            key, (reason, message, at) = self.pending.popitem(last=False)
+            earlier = self._sending.get(key)
+            if earlier is not None:
+                await earlier
+            if key in self._sending:  # another sender took it up meanwhile: after that one
+                self.pending.setdefault(key, (reason, message, at))
+                continue
+            if key in w.in_flight or key not in w.queues.pending:
+                continue
+            x = self._pending_write(key, reason, message, at)
+            if x is None:
+                continue
+            sent: asyncio.Future[tuple[str | None, str | None]] = (
+                asyncio.get_running_loop().create_future()
+            )
+            self._sending[key] = sent
+            stored: str | None = None
+            try:
+                stored = await self._write(x)
+            finally:
+                del self._sending[key]
+                sent.set_result((x.rv, stored))
+
+    async def _write(self, x: _Write) -> str | None:
+        """Send one write; return the resourceVersion it stored (None if it failed)."""
+        stored: dict[str, Any] | None = None
+        try:
+            stored = await self._send(x)
+        finally:
+            admitting = self._admitting.pop(x.key, None) if x.kind == "admit" else None
+            if admitting is not None:
+                admitting.set_result(stored)
+        return None if stored is None else (stored.get("metadata") or {}).get("resourceVersion")
+
+    async def _send(self, x: _Write) -> dict[str, Any] | None:
+        w = self.world
+        admitting = self._admitting.get(x.key) if x.kind == "evict" else None
+        if admitting is not None:
+            # Admitted earlier in the same batch: evict what that admission's write stored
+            # (built on the older body, the two writes would race and the admission be lost).
+            admitted = await admitting
+            if admitted is None:
+                return None  # the admission was undone; there is nothing to evict
+            x.rv = (admitted.get("metadata") or {}).get("resourceVersion")
+            current = (admitted.get("status") or {}).get("conditions") or []
+            x.status = {"conditions": workloads.merge_conditions(current, x.changes)}
+        earlier = self._sending.get(x.key) if x.kind != "pending" else None
+        if earlier is not None:
+            # A pending condition of the same workload is being written: wait for it, and
+            # build on what it stored if it was built on the same body as this decision.
+            based_on, stored_rv = await earlier
+            if stored_rv is not None and based_on == x.rv:
+                x.rv = stored_rv
+        try:
+            stored = await workloads.patch_status(self.kube, x.key, x.rv, x.status)
+        except errors.KubeError as e:
+            self._undo(x, e)
+            return None
+        finally:
+            if x.kind == "admit":
+                w.in_flight.discard(x.key)
+        self.failures.pop(x.key, None)
+        if x.kind == "admit":
+            a = x.status["admission"]
+            log.info("admitted %s in ClusterQueue %s", x.key, a["clusterQueue"])
+        w.apply("Workload", stored)
+        w.settle_workload(x.key)  # events held while the write was in flight
+        if x.event is not None:
+            # Queued, not awaited: the next cycle must not wait for Events (best effort).
+            self.recorder.record(stored, x.event[0], x.event[1], w.clock())
+            if x.kind == "admit":
+                self.recorder.record(stored, "Admitted", "The workload is admitted", w.clock())
+        return stored
+
+    def _undo(self, x: _Write, e: errors.KubeError) -> None:
+        w = self.world
+        if x.kind == "pending":
+            return  # advisory; the next cycle writes it again if it still holds
+        log.warning("%s of %s failed: %s", x.kind, x.key, e)
+        if x.kind == "evict":
+            adm = w.cache.forget(x.key)
+            if adm is not None:
+                w.cache.assume(adm.info, adm.admission, adm.reserved_at)
+            w.settle_workload(x.key)
+            w.wake.schedule.set()
+            return
+        w.release(x.key)
+        n = self.failures.get(x.key, 0) + 1
+        self.failures[x.key] = n
+        now = w.clock()
+        info = w.infos.get(x.key)
+        if isinstance(e, errors.NotFoundError) or info is None:
+            return
+        w.queues.add(
+            info, now=now, requeue_at=now + min(_BACKOFF_BASE * 2 ** (n - 1), _BACKOFF_MAX)
+        )
+        # A newer body may have arrived while the write was in flight.
+        w.settle_workload(x.key)
+        w.wake.schedule.set()

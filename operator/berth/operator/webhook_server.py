@@ -1,0 +1,113 @@
+"""This replica's webhook endpoint: the TLS server, its certificate, and who points at it.
+
+- Local mode (``berth run``, ``berth up``): a certificate of this process's own, and webhook
+  configurations pointing at ``https://HOST:PORT`` that this process registers.
+- Cluster mode (``ClusterWebhooks``, as the Helm chart runs it): the certificate of the Secret
+  every replica shares (``cluster_certs.ServingFromSecret``), and the chart's configurations,
+  which point at the webhook Service and are never rewritten here.
+
+``start`` serves; ``register`` points the local configurations at it and ``unregister`` removes
+them when the operator stops; ``background`` is what must run beside it (the Secret reader);
+``not_ready`` tells ``/readyz`` what is missing; ``close`` stops serving. Called by
+``berth.entry.operator_main``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from aiohttp import web
+
+from berth.adapters import tls
+from berth.adapters.kube import client, errors
+from berth.operator import cluster_certs, webhooks
+from berth.operator import world as world_mod
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(slots=True)
+class WebhookServer:
+    """One replica's webhook endpoint."""
+
+    runner: web.AppRunner
+    base_url: str
+    certs: webhooks.Certificates | None
+    """Local mode: this process's own certificate."""
+    serving: cluster_certs.ServingFromSecret | None
+    """Cluster mode: the shared Secret's certificate."""
+
+    @classmethod
+    async def start(
+        cls,
+        world: world_mod.World,
+        kube: client.Kube,
+        *,
+        host: str,
+        port: int,
+        cluster: cluster_certs.ClusterWebhooks | None,
+    ) -> WebhookServer:
+        """Serve the webhooks on ``host:port`` (0 picks a free port)."""
+        certs = serving = None
+        if cluster is None:
+            certs = webhooks.Certificates(host)
+            context = certs.ssl_context()
+        else:
+            serving = cluster_certs.ServingFromSecret(
+                kube, world.config.namespace, cluster, tls.ServingContext()
+            )
+            context = serving.context.context
+        runner = web.AppRunner(webhooks.app(world), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, ssl_context=context)
+        await site.start()
+        server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
+        sockets = getattr(server, "sockets", None) or []
+        bound = sockets[0].getsockname()[1] if sockets else port
+        return cls(runner, f"https://{host}:{bound}", certs, serving)
+
+    async def register(self, world: world_mod.World, kube: client.Kube) -> None:
+        """Local mode: point Berth's webhook configurations at this server."""
+        if self.certs is None:
+            return
+        for conf in webhooks.configurations(self.base_url, self.certs.ca_bundle, world):
+            plural = conf["kind"].lower() + "s"
+            await client.apply(kube, f"/apis/admissionregistration.k8s.io/v1/{plural}", conf)
+
+    def background(self) -> list[Coroutine[Any, Any, None]]:
+        """What must run while serving: in cluster mode, the reader of the shared Secret."""
+        return [] if self.serving is None else [self.serving.run()]
+
+    def not_ready(self) -> str | None:
+        """Why this replica cannot answer admission requests yet, or None."""
+        if self.serving is not None and not self.serving.ready:
+            return f"no webhook certificate in secret {self.serving.config.secret} yet"
+        return None
+
+    async def unregister(self, kube: client.Kube) -> None:
+        """Local mode: delete Berth's webhook configurations if they still point at this server.
+
+        Left behind with ``failurePolicy: Fail``, they would refuse every labelled Job once this
+        process is gone; a configuration another process re-pointed at itself is left alone.
+        """
+        if self.certs is None:
+            return
+        for plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+            path = f"/apis/admissionregistration.k8s.io/v1/{plural}/{webhooks.NAME}"
+            try:
+                current = await kube.request("GET", path)
+                urls = {
+                    str((h.get("clientConfig") or {}).get("url") or "")
+                    for h in current.get("webhooks") or []
+                }
+                if urls and all(u.startswith(f"{self.base_url}/") for u in urls):
+                    await kube.request("DELETE", path)
+            except errors.KubeError as e:
+                log.warning("could not remove %s %s: %s", plural, webhooks.NAME, e)
+
+    async def close(self) -> None:
+        """Stop serving."""
+        await self.runner.cleanup()

@@ -1,0 +1,658 @@
+"""Everything the operator knows, fed by watch events: the cache, the queues, Jobs and Workloads.
+
+The kopf handlers call ``World.apply`` and ``World.remove`` with raw bodies; nothing here calls
+the API. Objects are translated into ``berth.api`` models and fed into ``berth.state`` exactly
+as the simulator does (``berth.sim.engine``): a released admission is forgotten and the
+inadmissible workloads of its quota tree are requeued; a pending workload is added to its queue,
+after its backoff if it has one. Stale events (an older resourceVersion than already seen, or an
+object already deleted) are ignored, so a full list can be applied on top of a watch at any time.
+
+Workloads whose admission the scheduler loop has assumed but not yet written are *in flight*:
+events that do not show the admission yet are held until the write settles.
+Used by the handlers, the scheduler loop, the job controller, the status writer and webhooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import logging
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from berth.api import (
+    base,
+    clusterqueue,
+    cohort,
+    conditions,
+    configuration,
+    kinds,
+    localqueue,
+    names,
+    priorityclass,
+    resourceflavor,
+    validation,
+)
+from berth.api import workload as api_workload
+from berth.api.configuration import RequeueTimestamp
+from berth.core import admission, cycle, job_sync, job_updates, managed, priority, workload
+from berth.state import cache as cache_mod
+from berth.state import queues as queues_mod
+
+if TYPE_CHECKING:
+    from berth.operator import observe
+
+log = logging.getLogger(__name__)
+_COND = conditions.WorkloadCondition
+_EVICT = conditions.EvictionReason
+_HELD = frozenset(
+    {_EVICT.PODS_READY_TIMEOUT, _EVICT.LOCAL_QUEUE_STOPPED, _EVICT.CLUSTER_QUEUE_STOPPED}
+)
+"""Requeued=False reasons the lifecycle task turns True once their cause is over."""
+
+Body = dict[str, Any]
+
+
+def parse_time(text: str | None) -> float:
+    """Seconds since the epoch of an RFC 3339 time (0 when missing)."""
+    if not text:
+        return 0.0
+    return dt.datetime.fromisoformat(text).timestamp()
+
+
+def _rv(body: Body) -> int:
+    try:
+        return int((body.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _key(body: Body) -> names.WorkloadKey:
+    meta = body.get("metadata") or {}
+    return names.WorkloadKey(meta.get("namespace") or "", meta.get("name") or "")
+
+
+def condition_true(body: Body, kind: str) -> bool:
+    """Tell whether a status condition of this type is True."""
+    for c in (body.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return bool(c.get("status") == "True")
+    return False
+
+
+def owner_job_uid(body: Body) -> str | None:
+    """The uid of the Job that controls an object (a Workload or a Pod), if any."""
+    for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
+            return str(ref.get("uid"))
+    return None
+
+
+FINALIZED_KINDS = frozenset({"ResourceFlavor", "ClusterQueue"})
+"""Kinds kept from deletion while in use (``operator/finalizers``)."""
+
+
+@dataclasses.dataclass(slots=True)
+class Wakeups:
+    """Signals from the handlers to the tasks that act on what changed."""
+
+    schedule: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    statuses: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    jobs: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    lifecycle: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    finalizers: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+
+
+class World:
+    """The operator's memory of the cluster, and the state and queues the core is fed from."""
+
+    def __init__(self, config: configuration.Configuration, clock: Callable[[], float]) -> None:
+        self.config = config
+        self.clock = clock
+        self.cache = cache_mod.Cache()
+        self.queues = queues_mod.QueueManager(self.cache)
+        wfpr = config.wait_for_pods_ready
+        self.policy = cycle.Policy(
+            fair_sharing=config.fair_sharing is not None,
+            fair_sharing_strategies=tuple(
+                s.value
+                for s in (config.fair_sharing.preemption_strategies if config.fair_sharing else [])
+            ),
+            block_admission=wfpr is not None and wfpr.block_admission,
+        )
+        self.wake = Wakeups()
+        self.workloads: dict[names.WorkloadKey, Body] = {}
+        self.infos: dict[names.WorkloadKey, workload.WorkloadInfo] = {}
+        self.jobs: dict[names.WorkloadKey, Body] = {}
+        self.workload_of_job: dict[str, names.WorkloadKey] = {}
+        self.job_of_uid: dict[str, names.WorkloadKey] = {}
+        self.pods_of_job: dict[str, set[str]] = {}
+        self.workload_classes: dict[str, int] = {}
+        self.pod_classes: dict[str, int] = {}
+        self.global_default: str | None = None
+        self.in_flight: set[names.WorkloadKey] = set()
+        self.ready: set[names.WorkloadKey] = set()
+        self.dirty_jobs: set[names.WorkloadKey] = set()
+        self.priority_rewrites: set[names.WorkloadKey] = set()
+        """Workloads naming a WorkloadPriorityClass whose value changed: their spec.priority is
+        rewritten by the leader's lifecycle task."""
+        self.reactivated: set[names.WorkloadKey] = set()
+        """Workloads whose spec.active turned true: their requeueState is cleared by the
+        lifecycle task, as the simulator restarts their requeue count."""
+        self.requeue_holds: set[names.WorkloadKey] = set()
+        """Pending workloads whose Requeued condition is False for a reason the lifecycle task
+        turns True (BackoffFinished after a pods-ready timeout, a stopped queue restarted)."""
+        self.finalized: dict[tuple[str, str], Body] = {}
+        """The latest body of every ResourceFlavor and ClusterQueue, by (kind, name): the leader's
+        finalizer task adds and removes ``berth.dev/resource-in-use`` on them."""
+        self.observer: observe.Observer | None = None
+        """Told of every Workload body that changes (metrics and history, on the leader)."""
+        self._seen: dict[tuple[str, str, str], int] = {}
+        self._gone: dict[tuple[str, str, str], int] = {}
+        self._consumed: dict[tuple[str, str, str], Body] = {}
+        """What the cache last took from each queue object (everything but metadata and status)."""
+
+    # Intake -------------------------------------------------------------------------------------
+
+    def _fresh(self, kind: str, body: Body, *, deleted: bool) -> bool:
+        """Tell whether this body is newer than anything seen of the object; remember it."""
+        meta = body.get("metadata") or {}
+        ident = (kind, meta.get("namespace") or "", meta.get("name") or "")
+        rv = _rv(body)
+        if rv and (rv < self._seen.get(ident, 0) or rv <= self._gone.get(ident, 0)):
+            return False
+        if deleted:
+            self._gone[ident] = max(rv, self._seen.pop(ident, 0))
+        else:
+            self._seen[ident] = rv
+        return True
+
+    def apply(self, kind: str, body: Body) -> None:
+        """Take in an object that was added or changed (or listed)."""
+        if not self._fresh(kind, body, deleted=False):
+            return
+        self._dispatch(kind, body, deleted=False)
+
+    def remove(self, kind: str, body: Body) -> None:
+        """Take in an object that was deleted."""
+        if not self._fresh(kind, body, deleted=True):
+            return
+        self._dispatch(kind, body, deleted=True)
+
+    def _dispatch(self, kind: str, body: Body, *, deleted: bool) -> None:
+        if kind == "Job":
+            self._job(body, deleted=deleted)
+        elif kind == "Pod":
+            self._pod(body, deleted=deleted)
+        elif kind == "Workload":
+            self._workload(body, deleted=deleted)
+        elif kind == "Namespace":
+            self._namespace(body, deleted=deleted)
+        elif kind == "PriorityClass":
+            self._pod_class(body, deleted=deleted)
+        else:
+            self._queue_object(kind, body, deleted=deleted)
+
+    def _queues_changed(self) -> None:
+        # As the simulator does once per instant after queue objects change.
+        now = self.clock()
+        self.queues.refresh(now)
+        self.queues.requeue_all_inadmissible(now)
+        self.wake.schedule.set()
+        self.wake.statuses.set()
+
+    def _queue_object(self, kind: str, body: Body, *, deleted: bool) -> None:  # noqa: C901, PLR0912 - one branch per kind
+        key = _key(body)
+        ident = (kind, key.namespace, key.name)
+        if kind in FINALIZED_KINDS:
+            # The finalizer task reads these whole (metadata included).
+            if deleted:
+                self.finalized.pop((kind, key.name), None)
+            else:
+                self.finalized[(kind, key.name)] = body
+            self.wake.finalizers.set()
+        consumed = _consumed(body)
+        if deleted:
+            self._consumed.pop(ident, None)
+        elif self._consumed.get(ident) == consumed:
+            # The operator's own status writes come back as MODIFIED events; re-placing every
+            # pending workload for them would change nothing the cache reads (spec, value).
+            return
+        obj, problems = kinds.try_load(body)
+        if obj is None:
+            # Not even a model (an unknown field, a bad quantity, stored past the webhook):
+            # never left half-applied, nor an older valid version left standing in its place.
+            if deleted:
+                self._forget(kind, key)
+            else:
+                self._consumed[ident] = consumed
+                self._invalid(kind, key, None, "; ".join(str(p) for p in problems))
+            self._queues_changed()
+            return
+        if not deleted:
+            self._consumed[ident] = consumed
+            # Stored before the webhook ran (or past it): the same validators decide, and an
+            # invalid object is never half-applied.
+            refused = validation.validate(obj)
+            if refused:
+                cq = obj if isinstance(obj, clusterqueue.ClusterQueue) else None
+                self._invalid(kind, key, cq, "; ".join(str(p) for p in refused))
+                self._queues_changed()
+                return
+        if deleted:
+            self._forget(kind, key)
+            if kind != "WorkloadPriorityClass":
+                self._queues_changed()
+            return
+        if isinstance(obj, resourceflavor.ResourceFlavor):
+            self.cache.upsert_flavor(obj)
+        elif isinstance(obj, cohort.Cohort):
+            self.cache.upsert_cohort(obj)
+        elif isinstance(obj, clusterqueue.ClusterQueue):
+            self.cache.upsert_cluster_queue(obj)
+        elif isinstance(obj, localqueue.LocalQueue):
+            namespace = obj.metadata.namespace or "default"
+            if self.cache.namespace_labels(namespace) is None:
+                self.cache.upsert_namespace(namespace, {})
+            self.cache.upsert_local_queue(obj)
+        elif isinstance(obj, priorityclass.WorkloadPriorityClass):
+            old_value = self.workload_classes.get(obj.name)
+            self.workload_classes[obj.name] = obj.value
+            if old_value is not None and old_value != obj.value:
+                self._class_value_changed(obj.name)
+            self._jobs_without_workload()
+            return
+        else:
+            return
+        self._queues_changed()
+
+    def _invalid(
+        self,
+        kind: str,
+        key: names.WorkloadKey,
+        obj: clusterqueue.ClusterQueue | None,
+        message: str,
+    ) -> None:
+        """Take an object the validators refuse: a ClusterQueue stays, inactive; others are gone.
+
+        ``obj`` is the ClusterQueue's model, or None when it did not even load (its name is
+        enough: nothing of its spec is applied).
+        """
+        log.warning("invalid %s %s, not applied: %s", kind, key, message)
+        if kind == "ClusterQueue":
+            if obj is None:
+                obj = clusterqueue.ClusterQueue(metadata=base.ObjectMeta(name=key.name))
+            self.cache.upsert_cluster_queue(obj, invalid=message)
+        else:
+            self._forget(kind, key)
+
+    def _forget(self, kind: str, key: names.WorkloadKey) -> None:
+        """Drop a queue object by kind and name (deleted, or refused)."""
+        if kind == "ClusterQueue":
+            self.cache.delete_cluster_queue(key.name)
+        elif kind == "ResourceFlavor":
+            self.cache.delete_flavor(key.name)
+        elif kind == "Cohort":
+            self.cache.delete_cohort(key.name)
+        elif kind == "LocalQueue":
+            self.cache.delete_local_queue(key.namespace or "default", key.name)
+        elif kind == "WorkloadPriorityClass":
+            self.workload_classes.pop(key.name, None)
+
+    def _namespace(self, body: Body, *, deleted: bool) -> None:
+        meta = body.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if deleted:
+            self.cache.delete_namespace(name)
+        else:
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            if self.cache.namespace_labels(name) == {"kubernetes.io/metadata.name": name, **labels}:
+                return
+            self.cache.upsert_namespace(name, labels)
+        self._queues_changed()
+
+    def _pod_class(self, body: Body, *, deleted: bool) -> None:
+        name = str((body.get("metadata") or {}).get("name") or "")
+        if deleted:
+            self.pod_classes.pop(name, None)
+            if self.global_default == name:
+                self.global_default = None
+            return
+        self.pod_classes[name] = int(body.get("value") or 0)
+        if body.get("globalDefault"):
+            self.global_default = name
+        self._jobs_without_workload()
+
+    def _class_value_changed(self, name: str) -> None:
+        # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload that
+        # names the class (as the simulator's _apply_workload_priority_class).
+        for key, body in self.workloads.items():
+            ref = (body.get("spec") or {}).get("priorityClassRef") or {}
+            if ref.get("kind") == "WorkloadPriorityClass" and ref.get("name") == name:
+                self.priority_rewrites.add(key)
+        self.wake.lifecycle.set()
+
+    def _jobs_without_workload(self) -> None:
+        # A Job whose priority class was not known yet got no Workload; try those again.
+        for key, job in self.jobs.items():
+            if self.workload_for_job(job) is None:
+                self.mark_job(key)
+
+    def classes(self) -> priority.PriorityClasses:
+        """The priority classes known now."""
+        return priority.PriorityClasses(
+            dict(self.workload_classes), dict(self.pod_classes), self.global_default
+        )
+
+    # Jobs and pods ------------------------------------------------------------------------------
+
+    def _job(self, body: Body, *, deleted: bool) -> None:
+        key = _key(body)
+        uid = str((body.get("metadata") or {}).get("uid") or "")
+        if deleted:
+            self.jobs.pop(key, None)
+            self.job_of_uid.pop(uid, None)
+            return
+        self.jobs[key] = body
+        self.job_of_uid[uid] = key
+        self.mark_job(key)
+
+    def _pod(self, body: Body, *, deleted: bool) -> None:
+        job_uid = owner_job_uid(body)
+        if job_uid is None:
+            return
+        name = str((body.get("metadata") or {}).get("name") or "")
+        phase = (body.get("status") or {}).get("phase")
+        pods = self.pods_of_job.setdefault(job_uid, set())
+        if deleted or phase in {"Succeeded", "Failed"}:
+            pods.discard(name)
+        else:
+            pods.add(name)
+        if not pods:
+            self.pods_of_job.pop(job_uid, None)
+        job = self.job_of_uid.get(job_uid)
+        if job is not None:
+            self.mark_job(job)
+
+    def pods_left(self, job_uid: str) -> int:
+        """Pods of a Job that exist and have not finished."""
+        return len(self.pods_of_job.get(job_uid, ()))
+
+    def mark_job(self, key: names.WorkloadKey) -> None:
+        """Ask the job controller to look at a Job again."""
+        self.dirty_jobs.add(key)
+        self.wake.jobs.set()
+
+    def managed(self, job: Body) -> bool:
+        """Tell whether Berth manages a Job (``core.managed``: the one predicate for every path)."""
+        namespace = str((job.get("metadata") or {}).get("namespace") or "default")
+        return managed.decide(job, self.cache.namespace_labels(namespace), self.config).managed
+
+    # Workloads ----------------------------------------------------------------------------------
+
+    def info_of(self, body: Body) -> workload.WorkloadInfo | None:
+        """The core's view of a Workload body (None if it does not load)."""
+        obj, problems = kinds.try_load(without_status(body))
+        if not isinstance(obj, api_workload.Workload):
+            log.warning("ignoring invalid Workload %s: %s", _key(body), problems)
+            return None
+        ref = obj.spec.priority_class_ref
+        job_uid = owner_job_uid(body)
+        job = self.job_of_uid.get(job_uid) if job_uid else None
+        info = workload.from_api(
+            obj,
+            priority=obj.spec.priority or 0,
+            creation_time=parse_time((body.get("metadata") or {}).get("creationTimestamp")),
+            uid=str((body.get("metadata") or {}).get("uid") or ""),
+            priority_class=None if ref is None else ref.name,
+            job=job,
+            excluded_prefixes=tuple(self.config.resources.exclude_resource_prefixes),
+        )
+        evicted_at = self._timeout_eviction_time(body)
+        return info if evicted_at is None else info.with_order_time(evicted_at)
+
+    def _timeout_eviction_time(self, body: Body) -> float | None:
+        """When a workload was evicted by a pods-ready timeout, if it queues by that time.
+
+        Kueue's ``GetQueueOrderTimestamp``: with ``requeuingStrategy.timestamp: Eviction``, the
+        transition time of ``Evicted=True`` (reason PodsReadyTimeout), which stays True until the
+        workload is admitted again.
+        """
+        wfpr = self.config.wait_for_pods_ready
+        if wfpr is None or wfpr.requeuing_strategy.timestamp != RequeueTimestamp.EVICTION:
+            return None
+        evicted = condition_of(body, _COND.EVICTED)
+        if evicted.get("status") != "True" or evicted.get("reason") != _EVICT.PODS_READY_TIMEOUT:
+            return None
+        return parse_time(evicted.get("lastTransitionTime"))
+
+    def _workload(self, body: Body, *, deleted: bool) -> None:
+        key = _key(body)
+        job_uid = owner_job_uid(body)
+        if job_uid is not None:
+            if deleted:
+                self.workload_of_job.pop(job_uid, None)
+            else:
+                self.workload_of_job[job_uid] = key
+            job = self.job_of_uid.get(job_uid)
+            if job is not None:
+                self.mark_job(job)
+        old = self.workloads.get(key)
+        if deleted:
+            if self.observer is not None:
+                self.observer.workload(old, None, self.infos.get(key))
+            self.workloads.pop(key, None)
+            self.infos.pop(key, None)
+            self.ready.discard(key)
+            self.requeue_holds.discard(key)
+            self.release(key)
+            self.queues.delete(key)
+            self.wake.schedule.set()
+            self.wake.statuses.set()
+            return
+        self.workloads[key] = body
+        # While an admission write is in flight, the scheduler loop settles it when it returns.
+        if key not in self.in_flight:
+            self._refresh_info(key, body)
+            self.settle_workload(key)
+        if self.observer is not None:
+            self.observer.workload(old, body, self.infos.get(key))
+
+    def _refresh_info(self, key: names.WorkloadKey, body: Body) -> None:
+        """Take in a changed spec.priority, spec.active or spec.queueName.
+
+        Priority and activity as the simulator's ``_set_priority``; the queue when a pending Job
+        moved to another LocalQueue and the job controller made its Workload follow.
+        """
+        old = self.infos.get(key)
+        if old is None:
+            return
+        spec = body.get("spec") or {}
+        if (
+            (spec.get("priority") or 0) == old.priority
+            and spec.get("active", True) == old.active
+            and spec.get("queueName") == old.local_queue
+        ):
+            return
+        info = self.info_of(body)
+        if info is None:
+            return
+        self.infos[key] = info
+        if info.local_queue != old.local_queue:
+            self.queues.delete(key)  # queued again under its new LocalQueue as it settles
+        if info.active and not old.active:
+            self.reactivated.add(key)
+        if key in self.cache.admitted:
+            self.cache.update_info(info)
+        pw = self.queues.pending.get(key)
+        if pw is not None and info.active:
+            self.queues.add(info, now=self.clock(), requeue_at=pw.requeue_at)
+        self.wake.lifecycle.set()
+        self.wake.schedule.set()
+
+    def settle_workload(self, key: names.WorkloadKey) -> None:
+        """Bring state in line with the latest body of a Workload."""
+        body = self.workloads.get(key)
+        if body is None:
+            return
+        info = self.infos.get(key)
+        if info is None:
+            info = self.info_of(body)
+            if info is None:
+                return
+            self.infos[key] = info
+        status = body.get("status") or {}
+        if condition_true(body, _COND.PODS_READY):
+            self.ready.add(key)
+        else:
+            self.ready.discard(key)
+        self.wake.statuses.set()
+        raw_admission = status.get("admission")
+        holds_quota = bool(raw_admission) and condition_true(body, _COND.QUOTA_RESERVED)
+        # A deactivated workload that still holds quota keeps it until its Job has stopped and
+        # the job controller clears the admission, as after any other eviction.
+        if condition_true(body, _COND.FINISHED) or (not info.active and not holds_quota):
+            self.requeue_holds.discard(key)
+            self.release(key)
+            self.queues.delete(key)
+            self.wake.schedule.set()
+            return
+        if holds_quota:
+            self.requeue_holds.discard(key)
+            self.queues.delete(key)
+            if key not in self.cache.admitted:
+                adm = api_workload.Admission.model_validate(raw_admission)
+                reserved = transition_time(body, _COND.QUOTA_RESERVED)
+                self.cache.assume(info, admission.from_status(info, adm), reserved)
+            if condition_true(body, _COND.EVICTED):
+                self.cache.mark_evicted(key)
+            return
+        if key in self.cache.admitted:
+            self.release(key)
+        self._queue_pending(key, body, info)
+
+    def _unsupported_owner(self, body: Body) -> bool:
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        if job_sync.UNSUPPORTED_OWNER_LABEL in labels:
+            return True
+        job_uid = owner_job_uid(body)
+        job_key = None if job_uid is None else self.job_of_uid.get(job_uid)
+        job = None if job_key is None else self.jobs.get(job_key)
+        return job is not None and job_sync.foreign_owner(job) is not None
+
+    def _queue_pending(
+        self, key: names.WorkloadKey, body: Body, info: workload.WorkloadInfo
+    ) -> None:
+        """Queue a pending workload, in the order and after the backoff its status says."""
+        if self._unsupported_owner(body):
+            self.queues.delete(key)  # never a gang of its own (core.job_sync.foreign_owner)
+            return
+        now = self.clock()
+        requeued = condition_of(body, _COND.REQUEUED)
+        requeue_at = 0.0
+        self.requeue_holds.discard(key)
+        if requeued.get("status") == "False" and requeued.get("reason") in _HELD:
+            # Kueue keeps such a workload out of its queue until Requeued turns True
+            # (BackoffFinished, *Restarted), which the lifecycle task writes.
+            self.requeue_holds.add(key)
+            requeue_at = math.inf
+            self.wake.lifecycle.set()
+        elif key in self.reactivated:
+            requeue_at = math.inf  # until the lifecycle task writes Requeued=True (Reactivated)
+        order = self._timeout_eviction_time(body)
+        want = -1.0 if order is None else order  # -1: by creation time
+        if info.queue_order_time != want:
+            info = self.infos[key] = info.with_order_time(want)
+        pw = self.queues.pending.get(key)
+        if (
+            pw is not None
+            and pw.info is info
+            and math.isinf(pw.requeue_at) == math.isinf(requeue_at)
+        ):
+            return
+        if pw is not None and not math.isinf(pw.requeue_at) and requeue_at == 0.0:
+            requeue_at = pw.requeue_at  # a backoff the scheduler loop set (a failed write)
+        self.queues.add(info, now=now, requeue_at=requeue_at)
+        self.wake.schedule.set()
+
+    def release(self, key: names.WorkloadKey) -> None:
+        """Stop counting an admission; requeue what waited in its quota tree (as the simulator)."""
+        adm = self.cache.forget(key)
+        if adm is not None:
+            self.wake.finalizers.set()
+            self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), self.clock())
+            self.wake.schedule.set()
+            self.wake.statuses.set()
+
+    def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
+        """The Workload of a Job, if it exists."""
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        return self.workload_of_job.get(uid)
+
+    def workload_state(self, job: Body) -> job_updates.WorkloadState:
+        """Where a Job's Workload stands, for the rules on updating the Job."""
+        key = self.workload_for_job(job)
+        body = None if key is None else self.workloads.get(key)
+        if body is None:
+            return job_updates.WorkloadState()
+        admission = (body.get("status") or {}).get("admission") or {}
+        counts = [int(a.get("count") or 0) for a in admission.get("podSetAssignments") or []]
+        return job_updates.WorkloadState(
+            exists_unfinished=not condition_true(body, _COND.FINISHED),
+            holds_quota=bool(admission),
+            admitted=self.admitted_for_job(job),
+            admitted_count=sum(counts) if admission and counts else None,
+        )
+
+    def admitted_for_job(self, job: Body) -> bool:
+        """Tell whether a Job's Workload is admitted and not being evicted."""
+        key = self.workload_for_job(job)
+        body = None if key is None else self.workloads.get(key)
+        return (
+            body is not None
+            and condition_true(body, _COND.ADMITTED)
+            and not condition_true(body, _COND.EVICTED)
+            and bool((body.get("status") or {}).get("admission"))
+        )
+
+
+def _consumed(body: Body) -> Body:
+    """The part of a queue object the cache reads: all but its metadata (name aside) and status.
+
+    Compared in full rather than by ``metadata.generation``: a kind without a status
+    subresource (ResourceFlavor, WorkloadPriorityClass) bumps it for any change, and one with
+    it never bumps it for labels; the cache reads neither labels nor status.
+    """
+    out = {k: v for k, v in body.items() if k not in {"metadata", "status"}}
+    # A ClusterQueue being deleted admits nothing new (Kueue's Terminating): the cache reads it.
+    out["deletionTimestamp"] = (body.get("metadata") or {}).get("deletionTimestamp")
+    return out
+
+
+def without_status(body: Body) -> Body:
+    """The body without its status and server-set metadata, as the models load it."""
+    meta = body.get("metadata") or {}
+    return {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": {k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}},
+        "spec": body.get("spec") or {},
+    }
+
+
+def condition_of(body: Body, kind: str) -> Body:
+    """An object's status condition of this type (whatever its status), or ``{}``."""
+    for c in (body.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return {}
+
+
+def transition_time(body: Body, kind: str) -> float:
+    """When a condition last changed status (0 if it is absent)."""
+    for c in (body.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return parse_time(c.get("lastTransitionTime"))
+    return 0.0
