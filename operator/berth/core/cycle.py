@@ -21,7 +21,7 @@ import dataclasses
 import enum
 from collections.abc import Callable
 
-from berth.api import clusterqueue, conditions, names
+from berth.api import clusterqueue, conditions, configuration, names
 from berth.core import (
     fairsharing,
     flavors,
@@ -122,6 +122,17 @@ class Policy:
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = ()
     block_admission: bool = False
+
+    @classmethod
+    def from_configuration(cls, config: configuration.Configuration) -> Policy:
+        """The policy a Configuration sets (fair sharing, ``waitForPodsReady.blockAdmission``)."""
+        wfpr = config.wait_for_pods_ready
+        strategies = config.fair_sharing.preemption_strategies if config.fair_sharing else []
+        return cls(
+            fair_sharing=config.fair_sharing is not None,
+            fair_sharing_strategies=tuple(s.value for s in strategies),
+            block_admission=wfpr is not None and wfpr.block_admission,
+        )
 
 
 @dataclasses.dataclass(slots=True)

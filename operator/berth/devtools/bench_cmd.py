@@ -21,37 +21,32 @@ from berth.devtools.bench_harness import command as harness_command
 from berth.sim import engine
 
 
-class _TimedSimulator(engine.Simulator):
-    """The simulator, with every scheduling cycle timed and counted."""
+class _CycleTimer:
+    """Watches a run: times and counts every scheduling cycle (an ``engine.Observer``)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401 - forwarded as is
-        super().__init__(*args, **kwargs)
+    def __init__(self) -> None:
         self.cycle_seconds: list[float] = []
         self.decisions = 0
         self.admissions = 0
         self.preemptions = 0
 
-    def _apply_result(self, result: cycle.CycleResult) -> bool:
+    def on_event(self, simulator: engine.Simulator, line: dict[str, Any], sim: object) -> None:
+        """Events are not counted here."""
+
+    def on_cycle(
+        self,
+        simulator: engine.Simulator,  # noqa: ARG002 - the observer's signature
+        result: cycle.CycleResult,
+        seconds: float,
+    ) -> None:
+        """Count one cycle's decisions and keep its duration."""
+        self.cycle_seconds.append(seconds)
         self.decisions += len(result.admitted) + len(result.pending)
         self.admissions += len(result.admitted)
         self.preemptions += len(result.preempted)
-        return super()._apply_result(result)
 
-    def _settle(self) -> None:
-        original = cycle.schedule
-
-        def timed(*args: Any, **kwargs: Any) -> cycle.CycleResult:  # noqa: ANN401 - forwarded
-            start = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                self.cycle_seconds.append(time.perf_counter() - start)
-
-        cycle.schedule = timed  # timing wrapper for this run only
-        try:
-            super()._settle()
-        finally:
-            cycle.schedule = original
+    def on_end(self, simulator: engine.Simulator) -> None:
+        """Nothing to do at the end."""
 
 
 def _percentile(values: list[float], pct: float) -> float:
@@ -86,7 +81,8 @@ def core(shapes: tuple[str, ...], fair_sharing: bool) -> None:
         build_start = time.process_time()
         docs = perfshape.scenario(shape)
         build = time.process_time() - build_start
-        sim = _TimedSimulator(docs)
+        timer = _CycleTimer()
+        sim = engine.Simulator(docs, observers=[timer])
         if fair_sharing:
             sim.policy = cycle.Policy(
                 fair_sharing=True,
@@ -102,19 +98,20 @@ def core(shapes: tuple[str, ...], fair_sharing: bool) -> None:
             cls = wl.info.key.name.split("-", 1)[0]
             waits.setdefault(cls, []).extend(wl.waited)
         finished = sum(1 for e in events if e["event"] == "Finished")
-        cycles = sim.cycle_seconds
+        cycles = timer.cycle_seconds
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         click.echo(
             f"  mode: {'fair sharing' if fair_sharing else 'classical'}; built in {build:.1f}s CPU"
         )
         click.echo(
-            f"  virtual time {sim.now:.1f}s; {sim.admissions} admissions, {finished} finished, "
-            f"{sim.preemptions} preemptions, {len(cycles)} cycles"
+            f"  virtual time {sim.now:.1f}s; {timer.admissions} admissions, {finished} finished, "
+            f"{timer.preemptions} preemptions, {len(cycles)} cycles"
         )
         click.echo(f"  CPU {cpu:.1f}s (wall {wall:.1f}s), peak RSS {rss:.0f} MiB")
         click.echo(
-            f"  admission decisions per CPU-second: {sim.decisions / cpu:,.0f} "
-            f"({sim.decisions} decisions); admissions per CPU-second: {sim.admissions / cpu:,.0f}"
+            f"  admission decisions per CPU-second: {timer.decisions / cpu:,.0f} "
+            f"({timer.decisions} decisions); "
+            f"admissions per CPU-second: {timer.admissions / cpu:,.0f}"
         )
         click.echo(
             f"  cycle cost: p50 {1000 * _percentile(cycles, 50):.2f} ms, "

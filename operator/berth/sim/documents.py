@@ -16,7 +16,7 @@ from typing import IO, Any
 import yaml
 
 from berth.api import base, duration, errors, kinds, kueue_convert
-from berth.core import batchjob
+from berth.core import integrations
 
 AT = "sim.berth.dev/at"
 DELETE_AT = "sim.berth.dev/delete-at"
@@ -191,7 +191,7 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
             else:
                 # Build its Workload once now, so a bad Job is reported with every other
                 # problem before the run starts rather than when its time comes.
-                problems += batchjob.to_workload(raw, uid="load-check")[1]
+                problems += integrations.BatchJob().to_workload(raw, uid="load-check")[1]
     else:
         obj, load_problems = kinds.try_load(raw)
         problems += load_problems

@@ -1,17 +1,21 @@
-"""The simulator: the operator's state and core driven by a scenario on a virtual clock.
+"""The simulator: the virtual clock and the instant effects of writes, driving ``berth.state``.
 
-The engine plays the cluster's part: it applies scenario documents at their time, turns Jobs
-into Workloads exactly as the operator does (``core.batchjob``), runs scheduling cycles until a
-cycle changes nothing (as if every API write were instant), finishes workloads after their
-duration, makes pods ready after ``ready-after``, evicts on pods-ready timeouts with Kueue's
-backoff, drains stopped queues, and records every decision as an event in the format fixed by
-SIMULATE.md. Output is deterministic: identical input gives identical events.
-Called by ``berth simulate``, tests and benchmarks.
+The engine plays the cluster's part on a virtual clock: it applies scenario documents at their
+time, turns Jobs into Workloads through their integration (``sim.intake``, as the operator
+does), runs scheduling cycles until one changes nothing, finishes workloads after their
+duration, makes pods ready after ``ready-after``, and records every decision as an event in the
+format fixed by SIMULATE.md. Every transition of state is ``state.lifecycle``'s and every
+eviction rule ``state.evictions``'s, the code the operator runs; what is the simulator's own is
+that each write takes effect at once (a victim is released and requeued while the cycle's
+result is applied) and the timers that stand for the pods. Output is deterministic: identical
+input gives identical events. Called by ``berth simulate``, ``berth explain``, tests and
+benchmarks.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import hashlib
 import heapq
@@ -20,56 +24,21 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from berth.api import (
-    clusterqueue,
-    cohort,
-    conditions,
-    configuration,
-    errors,
-    localqueue,
-    names,
-    priorityclass,
-    quantity,
-    resourceflavor,
-)
-from berth.api import (
-    workload as api_workload,
-)
-from berth.core import batchjob, cycle, fairsharing, podsready, priority, workload
-from berth.sim import documents, events
+from berth.api import conditions, configuration, names, priorityclass
+from berth.api import workload as api_workload
+from berth.core import cycle, integrations, podsready, workload
+from berth.sim import documents, events, intake, summary
+from berth.sim.workloads import Phase, SimWorkload
 from berth.state import cache as cache_mod
+from berth.state import evictions, lifecycle, priorities
 from berth.state import queues as queues_mod
+
+__all__ = ["Observer", "Phase", "SimWorkload", "Simulator", "simulate"]
 
 _MAX_CYCLES_PER_INSTANT = 100_000
 _EVICT = conditions.EvictionReason
-
-
-@dataclasses.dataclass(slots=True)
-class SimWorkload:
-    """A workload's life in the simulation."""
-
-    info: workload.WorkloadInfo
-    job: names.WorkloadKey | None
-    duration: float | None
-    ready_after: float | None
-    state: str = "pending"
-    """One of pending, admitted, finished, deactivated."""
-    token: int = 0
-    ready: bool = False
-    admitted_at: float | None = None
-    reason: str = ""
-    message: str = ""
-    requeue_count: int = 0
-    stopped_by: str | None = None
-    """``ClusterQueueStopped`` or ``LocalQueueStopped`` while drained by a stop policy."""
-    waited: list[float] = dataclasses.field(default_factory=list)
-    """Each admission's wait: from its creation, or from its latest requeue (Kueue's
-    ``QueuedWaitTime``: the Requeued condition's transition time when it has one)."""
-    requeued_at: float | None = None
-    class_kind: str | None = None
-    """Kind of the priority class its priority came from: WorkloadPriorityClass or PriorityClass."""
-    admission: workload.Admission | None = None
-    """Its latest admission (kept after it ends, for observers)."""
+_RESTARTED = {_EVICT.LOCAL_QUEUE_STOPPED: "LocalQueueRestarted"}
+"""The Requeued reason once a stopped queue runs again (ClusterQueueRestarted otherwise)."""
 
 
 class Observer(Protocol):
@@ -85,12 +54,26 @@ class Observer(Protocol):
         """Take the state at the end of the run."""
 
 
+class _Action(enum.Enum):
+    APPLY = "apply"
+    DELETE = "delete"
+    FINISH = "finish"
+    READY = "ready"
+    READY_TIMEOUT = "ready-timeout"
+    BACKOFF = "backoff"
+
+
 @dataclasses.dataclass(order=True, slots=True)
 class _Timer:
     at: float
     seq: int
-    action: str = dataclasses.field(compare=False)
-    payload: Any = dataclasses.field(compare=False)
+    action: _Action = dataclasses.field(compare=False)
+    doc: documents.Document | None = dataclasses.field(default=None, compare=False)
+    """The document of APPLY and DELETE."""
+    key: names.WorkloadKey | None = dataclasses.field(default=None, compare=False)
+    """The workload of the other actions."""
+    token: int = dataclasses.field(default=0, compare=False)
+    """The workload's token when set: a newer token makes the timer stale."""
 
 
 def _uid(seq: int, *parts: str) -> str:
@@ -119,29 +102,15 @@ class Simulator:
         for doc in docs:
             if isinstance(doc.obj, configuration.Configuration):
                 self.config = doc.obj
-        wfpr = self.config.wait_for_pods_ready
-        self.policy = cycle.Policy(
-            fair_sharing=self.config.fair_sharing is not None,
-            fair_sharing_strategies=tuple(
-                s.value
-                for s in (
-                    self.config.fair_sharing.preemption_strategies
-                    if self.config.fair_sharing
-                    else []
-                )
-            ),
-            block_admission=wfpr is not None and wfpr.block_admission,
-        )
-        self.cache = cache_mod.Cache()
-        self.queues = queues_mod.QueueManager(self.cache)
+        self.policy = cycle.Policy.from_configuration(self.config)
+        self.job = integrations.BatchJob(honor_kueue_labels=self.config.honor_kueue_labels)
+        self.state = lifecycle.Lifecycle()
+        self.priorities = priorities.Registry()
         self.now = 0.0
         self.out = events.EventLog()
         self.out.listeners.extend(functools.partial(o.on_event, self) for o in self.observers)
         self.workloads: dict[names.WorkloadKey, SimWorkload] = {}
         self.job_to_workload: dict[names.WorkloadKey, names.WorkloadKey] = {}
-        self.workload_classes: dict[str, int] = {}
-        self.pod_classes: dict[str, int] = {}
-        self.global_default: str | None = None
         self.usage_tracker = events.UsageTracker()
         self._timers: list[_Timer] = []
         self._queues_due = False
@@ -152,14 +121,32 @@ class Simulator:
         for doc in docs:
             if isinstance(doc.obj, configuration.Configuration):
                 continue
-            self._schedule(doc.at, "apply", doc)
+            self._schedule(doc.at, _Action.APPLY, doc=doc)
             if doc.delete_at is not None:
-                self._schedule(doc.delete_at, "delete", doc)
+                self._schedule(doc.delete_at, _Action.DELETE, doc=doc)
+
+    @property
+    def cache(self) -> cache_mod.Cache:
+        """The state's cache (read by observers and ``berth explain``)."""
+        return self.state.cache
+
+    @property
+    def queues(self) -> queues_mod.QueueManager:
+        """The state's queues (read by observers and ``berth explain``)."""
+        return self.state.queues
 
     # Timeline -----------------------------------------------------------------------------------
 
-    def _schedule(self, at: float, action: str, payload: object) -> None:
-        heapq.heappush(self._timers, _Timer(at, next(self._seq), action, payload))
+    def _schedule(
+        self,
+        at: float,
+        action: _Action,
+        *,
+        doc: documents.Document | None = None,
+        sim: SimWorkload | None = None,
+    ) -> None:
+        key, token = (None, 0) if sim is None else (sim.info.key, sim.token)
+        heapq.heappush(self._timers, _Timer(at, next(self._seq), action, doc, key, token))
 
     def run(self) -> list[dict[str, Any]]:
         """Play the whole scenario and return every event, the summary last."""
@@ -169,8 +156,7 @@ class Simulator:
                 break
             self.now = at
             while self._timers and self._timers[0].at == at:
-                timer = heapq.heappop(self._timers)
-                self._fire(timer)
+                self._fire(heapq.heappop(self._timers))
             # Queue-level consequences of this instant's changes, once, after all of them.
             if self._drain_due:
                 self._drain_due = False
@@ -181,25 +167,30 @@ class Simulator:
             self._settle()
         end = self.until if self.until is not None else self.now
         self.now = end
-        self.out.summary(self._summary(end))
+        self.out.summary(summary.build(self, end))
         for observer in self.observers:
             observer.on_end(self)
         return self.out.lines
 
     def _fire(self, timer: _Timer) -> None:
-        action, payload = timer.action, timer.payload
-        if action == "apply":
-            self._apply(payload)
-        elif action == "delete":
-            self._delete(payload)
-        elif action == "finish":
-            self._finish(*payload)
-        elif action == "ready":
-            self._pods_ready(*payload)
-        elif action == "ready-timeout":
-            self._ready_timeout(*payload)
-        elif action == "backoff":
-            self._backoff_done(payload)
+        if timer.doc is not None:
+            if timer.action == _Action.APPLY:
+                self._apply(timer.doc)
+            else:
+                self._delete(timer.doc)
+            return
+        sim = None if timer.key is None else self.workloads.get(timer.key)
+        if sim is None:
+            return
+        if timer.action == _Action.BACKOFF:
+            self._backoff_done(sim)
+        elif sim.token == timer.token and sim.state == Phase.ADMITTED:
+            if timer.action == _Action.FINISH:
+                self._finish(sim)
+            elif timer.action == _Action.READY:
+                sim.ready = True
+            elif timer.action == _Action.READY_TIMEOUT:
+                self._ready_timeout(sim)
 
     # Documents ----------------------------------------------------------------------------------
 
@@ -208,49 +199,24 @@ class Simulator:
         if doc.kind == documents.NAMESPACE:
             labels = (doc.raw.get("metadata") or {}).get("labels") or {}
             self.cache.upsert_namespace(doc.name, {str(k): str(v) for k, v in labels.items()})
-            self._queues_changed()
+            self._queues_due = True
         elif doc.kind == documents.JOB:
             self._apply_job(doc)
         elif isinstance(obj, priorityclass.PriorityClass):
-            self.pod_classes[obj.name] = obj.value
-            if obj.global_default:
-                self.global_default = obj.name
+            self.priorities.set_pod_class(obj.name, obj.value, global_default=obj.global_default)
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
-            self._apply_workload_priority_class(obj)
+            if self.priorities.set_workload_class(obj.name, obj.value):
+                # Kueue's WorkloadPriorityClass controller rewrites the priority of every
+                # Workload that names the class.
+                for key in sorted(self.workloads):
+                    sim = self.workloads[key]
+                    if (sim.class_kind, sim.info.priority_class) == (obj.kind, obj.name):
+                        self._set_priority(sim, obj.value)
         elif isinstance(obj, api_workload.Workload):
             self._apply_workload(doc, obj)
-        else:
-            self._apply_queue_object(doc)
-
-    def _apply_workload_priority_class(self, obj: priorityclass.WorkloadPriorityClass) -> None:
-        old_value = self.workload_classes.get(obj.name)
-        self.workload_classes[obj.name] = obj.value
-        if old_value is None or old_value == obj.value:
-            return
-        # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload that
-        # names the class.
-        for key in sorted(self.workloads):
-            sim = self.workloads[key]
-            if sim.class_kind == "WorkloadPriorityClass" and sim.info.priority_class == obj.name:
-                self._set_priority(sim, obj.value)
-
-    def _apply_queue_object(self, doc: documents.Document) -> None:
-        """Apply a ResourceFlavor, Cohort, ClusterQueue or LocalQueue; ignore any other kind."""
-        obj = doc.obj
-        if isinstance(obj, resourceflavor.ResourceFlavor):
-            self.cache.upsert_flavor(obj)
-        elif isinstance(obj, cohort.Cohort):
-            self.cache.upsert_cohort(obj)
-        elif isinstance(obj, clusterqueue.ClusterQueue):
-            self.cache.upsert_cluster_queue(obj)
+        elif self.cache.upsert(obj):
             self._drain_due = True
-        elif isinstance(obj, localqueue.LocalQueue):
-            self._ensure_namespace(doc.namespace)
-            self.cache.upsert_local_queue(obj)
-            self._drain_due = True
-        else:
-            return
-        self._queues_changed()
+            self._queues_due = True
 
     def _delete(self, doc: documents.Document) -> None:
         obj = doc.obj
@@ -261,146 +227,81 @@ class Simulator:
             if key is not None:
                 self._delete_workload(key)
         elif isinstance(obj, priorityclass.PriorityClass):
-            self.pod_classes.pop(obj.name, None)
-            if self.global_default == obj.name:
-                self.global_default = None
+            self.priorities.drop_pod_class(obj.name)
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
-            self.workload_classes.pop(obj.name, None)
+            self.priorities.drop_workload_class(obj.name)
         elif isinstance(obj, api_workload.Workload):
             self._delete_workload(obj.key)
-        else:
-            self._delete_queue_object(doc)
-        self._queues_changed()
-
-    def _delete_queue_object(self, doc: documents.Document) -> None:
-        """Delete a ResourceFlavor, Cohort, ClusterQueue or LocalQueue; ignore any other kind."""
-        obj = doc.obj
-        if isinstance(obj, resourceflavor.ResourceFlavor):
-            self.cache.delete_flavor(obj.name)
-        elif isinstance(obj, cohort.Cohort):
-            self.cache.delete_cohort(obj.name)
-        elif isinstance(obj, clusterqueue.ClusterQueue):
-            self.cache.delete_cluster_queue(obj.name)
-        elif isinstance(obj, localqueue.LocalQueue):
-            self.cache.delete_local_queue(doc.namespace, obj.name)
+        elif obj is not None:
+            self.cache.delete(obj.kind, doc.namespace, obj.name)
+        self._queues_due = True
 
     def _ensure_namespace(self, namespace: str) -> None:
         # Namespaces referenced but never declared exist, with no labels.
         if self.cache.namespace_labels(namespace) is None:
             self.cache.upsert_namespace(namespace, {})
 
-    def _classes(self) -> priority.PriorityClasses:
-        return priority.PriorityClasses(
-            dict(self.workload_classes), dict(self.pod_classes), self.global_default
-        )
-
     def _apply_job(self, doc: documents.Document) -> None:
         job_key = names.WorkloadKey(doc.namespace, doc.name)
         self._ensure_namespace(doc.namespace)
         if job_key in self.job_to_workload:
-            self._update_job(doc, self.workloads[self.job_to_workload[job_key]])
+            sim = self.workloads[self.job_to_workload[job_key]]
+            current = (sim.class_kind, sim.info.priority_class)
+            resolved = intake.job_priority_change(doc, self.job, self.priorities.classes(), current)
+            if resolved is not None:
+                sim.class_kind = resolved.class_kind
+                sim.info = dataclasses.replace(sim.info, priority_class=resolved.class_name)
+                self._set_priority(sim, resolved.value)
             return
-        honor = self.config.honor_kueue_labels
-        if batchjob.queue_name(doc.raw, honor_kueue=honor) is None and not (
-            self.config.manage_jobs_without_queue_name
-        ):
+        if self.job.queue_name(doc.raw) is None and not self.config.manage_jobs_without_queue_name:
             return  # not Berth's job
         uid = _uid(next(self._created), "Job", doc.namespace, doc.name)
-        obj, problems = batchjob.to_workload(doc.raw, uid=uid, honor_kueue=honor)
-        if obj is None:
-            raise documents.ScenarioError([(doc.location, p) for p in problems])
-        template = obj.spec.pod_sets[0].template.spec
-        try:
-            resolved = priority.resolve(
-                self._classes(),
-                workload_class=batchjob.priority_class(doc.raw, honor_kueue=honor),
-                pod_class=template.priority_class_name,
-            )
-        except priority.UnknownPriorityClassError as err:
-            raise documents.ScenarioError(
-                [(doc.location, errors.FieldError("metadata.labels", str(err)))]
-            ) from err
-        self.job_to_workload[job_key] = obj.key
-        self._create_workload(doc, obj, resolved, uid, job_key)
-
-    def _update_job(self, doc: documents.Document, sim: SimWorkload) -> None:
-        """A replaced Job: its pod template is immutable, but its priority-class label is not."""
-        honor = self.config.honor_kueue_labels
-        wanted = batchjob.priority_class(doc.raw, honor_kueue=honor)
-        if wanted is None or (
-            sim.class_kind == "WorkloadPriorityClass" and wanted == sim.info.priority_class
-        ):
-            return
-        try:
-            resolved = priority.resolve(self._classes(), workload_class=wanted)
-        except priority.UnknownPriorityClassError as err:
-            raise documents.ScenarioError(
-                [(doc.location, errors.FieldError("metadata.labels", str(err)))]
-            ) from err
-        sim.class_kind = resolved.class_kind
-        sim.info = dataclasses.replace(sim.info, priority_class=resolved.class_name)
-        self._set_priority(sim, resolved.value)
+        new = intake.from_job(doc, self.job, self.priorities.classes(), uid)
+        self.job_to_workload[job_key] = new.obj.key
+        self._create_workload(doc, new, uid, job_key)
 
     def _set_priority(self, sim: SimWorkload, value: int) -> None:
         """Change a workload's priority: it re-sorts if pending, and counts so in preemption."""
         if sim.info.priority == value:
             return
         sim.info = dataclasses.replace(sim.info, priority=value)
-        if sim.state == "pending":
-            pw = self.queues.pending.get(sim.info.key)
-            requeue_at = pw.requeue_at if pw is not None else 0.0
-            self.queues.add(sim.info, now=self.now, requeue_at=requeue_at)
+        if sim.state in (Phase.PENDING, Phase.ADMITTED):
+            self.state.change_info(sim.info, self.now)
+        if sim.state == Phase.PENDING:
             self._note_blocker(sim)
-        elif sim.state == "admitted":
-            self.cache.update_info(sim.info)
 
     def _apply_workload(self, doc: documents.Document, obj: api_workload.Workload) -> None:
         self._ensure_namespace(doc.namespace)
         existing = self.workloads.get(obj.key)
-        if existing is not None and existing.state != "finished":
+        if existing is not None and existing.state != Phase.FINISHED:
             self._update_workload(existing, obj)
             return
-        # A Workload's priority is its spec.priority (Kueue resolves classes only for jobs);
-        # a priorityClassRef without a priority takes the class's value instead of failing.
-        ref = obj.spec.priority_class_ref
-        try:
-            resolved = priority.resolve(
-                self._classes(),
-                workload_class=ref.name
-                if ref is not None and ref.kind == "WorkloadPriorityClass"
-                else None,
-                pod_class=ref.name if ref is not None and ref.kind == "PriorityClass" else None,
-                explicit=obj.spec.priority,
-                use_global_default=False,
-            )
-        except priority.UnknownPriorityClassError as err:
-            raise documents.ScenarioError(
-                [(doc.location, errors.FieldError("spec.priorityClassRef", str(err)))]
-            ) from err
+        new = intake.from_workload(doc, obj, self.priorities.classes())
         uid = obj.metadata.uid or _uid(next(self._created), "Workload", doc.namespace, doc.name)
-        self._create_workload(doc, obj, resolved, uid, None)
+        self._create_workload(doc, new, uid, None)
 
     def _create_workload(
         self,
         doc: documents.Document,
-        obj: api_workload.Workload,
-        resolved: priority.Resolved,
+        new: intake.NewWorkload,
         uid: str,
         job: names.WorkloadKey | None,
     ) -> None:
         info = workload.from_api(
-            obj,
-            priority=resolved.value,
+            new.obj,
+            priority=new.resolved.value,
             creation_time=self.now,
             uid=uid,
-            priority_class=resolved.class_name,
+            priority_class=new.resolved.class_name,
             job=job,
             excluded_prefixes=tuple(self.config.resources.exclude_resource_prefixes),
         )
-        sim = SimWorkload(info, job, doc.duration, doc.ready_after, class_kind=resolved.class_kind)
+        sim = SimWorkload(
+            info, job, doc.duration, doc.ready_after, class_kind=new.resolved.class_kind
+        )
         self.workloads[info.key] = sim
         if not info.active:
-            sim.state = "deactivated"
+            sim.state = Phase.DEACTIVATED
             return
         self.out.notify(self.now, "Queued", sim)
         self._enqueue(sim)
@@ -410,13 +311,13 @@ class Simulator:
             return
         sim.info = dataclasses.replace(sim.info, active=obj.spec.active)
         if not obj.spec.active:
-            if sim.state == "admitted":
-                self._evict(sim, _EVICT.DEACTIVATED, "The workload is deactivated", requeue=False)
-            self.queues.delete(sim.info.key)
-            sim.state = "deactivated"
+            if sim.state == Phase.ADMITTED:
+                self._evict_now(sim)
+            self.state.withdraw(sim.info.key)
+            sim.state = Phase.DEACTIVATED
             self.out.emit(self.now, "Deactivated", sim, reason="Deactivated")
             return
-        sim.state = "pending"
+        sim.state = Phase.PENDING
         sim.requeue_count = 0
         self._requeued(sim, "Reactivated")
         self._enqueue(sim)
@@ -425,19 +326,19 @@ class Simulator:
         sim = self.workloads.get(key)
         if sim is None:
             return
-        if sim.state in ("admitted", "pending"):
-            self.out.notify(self.now, "Deleted", sim, state=sim.state)
-        if sim.state == "admitted":
+        if sim.state in (Phase.ADMITTED, Phase.PENDING):
+            self.out.notify(self.now, "Deleted", sim, state=sim.state.value)
+        if sim.state == Phase.ADMITTED:
             self._release(sim)
-        self.queues.delete(key)
-        sim.state = "deleted"
+        self.state.withdraw(key)
+        sim.state = Phase.DELETED
         sim.token = next(self._tokens)
 
     # Queueing -----------------------------------------------------------------------------------
 
     def _enqueue(self, sim: SimWorkload, *, requeue_at: float = 0.0) -> None:
-        sim.state = "pending"
-        self.queues.add(sim.info, now=self.now, requeue_at=requeue_at)
+        sim.state = Phase.PENDING
+        self.state.enqueue(sim.info, self.now, requeue_at=requeue_at)
         self._note_blocker(sim)
 
     def _note_blocker(self, sim: SimWorkload) -> None:
@@ -452,112 +353,69 @@ class Simulator:
         if changed:
             self.out.emit(self.now, "Pending", sim, reason=reason, message=message)
 
-    def _queues_changed(self) -> None:
-        """Note that queues, flavors, cohorts or namespaces changed at this instant."""
-        self._queues_due = True
-
     def _refresh_queues(self) -> None:
-        self.queues.refresh(self.now)
+        self.state.queues_changed(self.now)
         for key in sorted(self.queues.outside):
             self._note_blocker(self.workloads[key])
-        self._resume_stopped()
-        self.queues.requeue_all_inadmissible(self.now)
-
-    def _drain_stopped(self) -> None:  # runs once per instant, after its documents
-        """Evict admitted workloads of queues stopped with HoldAndDrain."""
-        messages = {
-            _EVICT.LOCAL_QUEUE_STOPPED: "The LocalQueue is stopped",
-            _EVICT.CLUSTER_QUEUE_STOPPED: "The ClusterQueue is stopped",
-        }
-        for key, reason in self.cache.drained():
-            sim = self.workloads[key]
-            self._evict(sim, reason, messages[reason], requeue=True)
-            sim.stopped_by = reason
-
-    def _resume_stopped(self) -> None:
+        # Workloads drained by a stopped queue queue again once it runs.
         for key in sorted(self.workloads):
             sim = self.workloads[key]
-            if sim.stopped_by is None or sim.state != "pending":
+            if sim.stopped_by is None or sim.state != Phase.PENDING:
                 continue
             if self.cache.blocker(sim.info) is None:
-                reason = (
-                    "LocalQueueRestarted"
-                    if sim.stopped_by == _EVICT.LOCAL_QUEUE_STOPPED
-                    else "ClusterQueueRestarted"
-                )
+                reason = _RESTARTED.get(sim.stopped_by, "ClusterQueueRestarted")
                 sim.stopped_by = None
                 self._requeued(sim, reason)
 
-    # Scheduling ---------------------------------------------------------------------------------
+    def _drain_stopped(self) -> None:  # runs once per instant, after its documents
+        """Evict admitted workloads of queues stopped with HoldAndDrain."""
+        drained = dict(self.cache.drained())
+        admitted = [evictions.Admitted(key) for key in drained]
+        for e in evictions.due(admitted, drained, None, self.now):
+            sim = self.workloads[e.key]
+            self._evict(sim, e.reason, e.message, requeue=True)
+            sim.stopped_by = e.reason
+
+    # Scheduling: the cycle's effects, each taking place at once ---------------------------------
 
     def _all_ready(self) -> bool:
         return all(self.workloads[k].ready for k in self.cache.admitted)
 
     def _settle(self) -> None:
         for _ in range(_MAX_CYCLES_PER_INSTANT):
-            heads = self.queues.heads()
-            if not heads:
-                return
             started = time.perf_counter()
-            result = cycle.schedule(
-                self.cache.snapshot,
-                heads,
-                self.now,
-                self.policy,
-                cycle=self.queues.cycle,
-                generation=self.cache.generation,
-                all_pods_ready=self._all_ready(),
-            )
+            result = self.state.schedule(self.now, self.policy, all_pods_ready=self._all_ready())
+            if result is None:
+                return
             elapsed = time.perf_counter() - started
             for observer in self.observers:
                 observer.on_cycle(self, result, elapsed)
-            progressed = self._apply_result(result)
-            if not progressed:
+            if not self.state.apply_cycle(result, self.now, self):
                 return
         msg = f"scheduling did not settle after {_MAX_CYCLES_PER_INSTANT} cycles at t={self.now}"
         raise RuntimeError(msg)
 
-    def _apply_result(self, result: cycle.CycleResult) -> bool:
-        """Apply a cycle's decisions; tell whether another cycle could decide differently."""
-        progressed = result.changed
-        for p in result.preempted:
-            victim = self.workloads[p.victim.info.key]
-            self.out.emit(
-                self.now,
-                "Preempted",
-                victim,
-                reason=p.reason.value,
-                by=str(p.preemptor.key),
-                message=p.message,
-            )
-            self._evict(victim, _EVICT.PREEMPTED, p.message, requeue=True)
-            self._requeued(victim, _EVICT.PREEMPTED.value)
-        for a in result.admitted:
-            self._admit(self.workloads[a.info.key], a)
-        for pending in result.pending:
-            sim = self.workloads[pending.info.key]
-            for same in self.queues.requeue(pending):
-                # Parked with the head because it has the same shape: the same answer holds.
-                self._set_pending(self.workloads[same.info.key], pending.reason, pending.message)
-            self._set_pending(sim, pending.reason, pending.message)
-            pw = self.queues.pending.get(sim.info.key)
-            if pw is not None and pw.cluster_queue is not None:
-                q = self.queues.queues[pw.cluster_queue]
-                if sim.info.key in q.inadmissible:
-                    progressed = True  # the next workload of the queue becomes its head
-                elif pending.progress is not None and any(
-                    idx != -1 for tried in pending.progress.tried for idx in tried.values()
-                ):
-                    progressed = True  # more flavors to try next cycle
-        return progressed
+    def evicting(self, decision: cycle.Preempt) -> None:
+        """A victim's eviction takes place at once: released and queued again."""
+        victim = self.workloads[decision.victim.info.key]
+        self.out.emit(
+            self.now,
+            "Preempted",
+            victim,
+            reason=decision.reason.value,
+            by=str(decision.preemptor.key),
+            message=decision.message,
+        )
+        self._evict(victim, _EVICT.PREEMPTED, decision.message, requeue=True)
+        self._requeued(victim, _EVICT.PREEMPTED.value)
 
-    def _admit(self, sim: SimWorkload, decision: cycle.Admit) -> None:
-        self.cache.assume(sim.info, decision.admission, self.now)
-        self.queues.admitted(sim.info.key)
+    def admitted(self, decision: cycle.Admit) -> None:
+        """An admission starts the job at once; its pods and its end are timers."""
+        sim = self.workloads[decision.info.key]
         self.usage_tracker.change(
             self.now, decision.admission.cluster_queue, decision.admission.usage, +1
         )
-        sim.state = "admitted"
+        sim.state = Phase.ADMITTED
         sim.admitted_at = self.now
         sim.admission = decision.admission
         sim.reason = sim.message = ""
@@ -566,29 +424,42 @@ class Simulator:
         sim.waited.append(self.now - queued)
         self.out.admitted(self.now, sim, decision.admission)
         if sim.duration is not None:
-            self._schedule(self.now + sim.duration, "finish", (sim.info.key, sim.token))
+            self._schedule(self.now + sim.duration, _Action.FINISH, sim=sim)
         wfpr = self.config.wait_for_pods_ready
         sim.ready = False
         if sim.ready_after is not None:
             if sim.ready_after == 0:
                 sim.ready = True
             else:
-                self._schedule(self.now + sim.ready_after, "ready", (sim.info.key, sim.token))
+                self._schedule(self.now + sim.ready_after, _Action.READY, sim=sim)
         if wfpr is not None and not sim.ready:
-            self._schedule(self.now + wfpr.timeout, "ready-timeout", (sim.info.key, sim.token))
+            self._schedule(self.now + wfpr.timeout, _Action.READY_TIMEOUT, sim=sim)
+
+    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.PendingWorkload]) -> None:
+        """The head and the same-shape workloads parked with it say why they wait."""
+        for same in same_shape:
+            self._set_pending(self.workloads[same.info.key], decision.reason, decision.message)
+        self._set_pending(self.workloads[decision.info.key], decision.reason, decision.message)
+
+    # Releases and evictions ---------------------------------------------------------------------
 
     def _requeued(self, sim: SimWorkload, reason: str) -> None:
         sim.requeued_at = self.now
         self.out.emit(self.now, "Requeued", sim, reason=reason)
 
     def _release(self, sim: SimWorkload) -> None:
-        adm = self.cache.forget(sim.info.key)
+        adm = self.state.release(sim.info.key, self.now)
         if adm is not None:
             self.usage_tracker.change(self.now, adm.cluster_queue, adm.admission.usage, -1)
-            self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), self.now)
 
     def _evict(
-        self, sim: SimWorkload, reason: str, message: str, *, requeue: bool, requeue_at: float = 0.0
+        self,
+        sim: SimWorkload,
+        reason: conditions.EvictionReason,
+        message: str,
+        *,
+        requeue: bool,
+        requeue_at: float = 0.0,
     ) -> None:
         self.out.emit(self.now, "Evicted", sim, reason=str(reason), message=message)
         self._release(sim)
@@ -598,123 +469,54 @@ class Simulator:
         if requeue:
             self._enqueue(sim, requeue_at=requeue_at)
 
-    def _finish(self, key: names.WorkloadKey, token: int) -> None:
-        sim = self.workloads.get(key)
-        if sim is None or sim.token != token or sim.state != "admitted":
-            return
+    def _admitted_view(self, sim: SimWorkload) -> evictions.Admitted:
+        return evictions.Admitted(
+            sim.info.key,
+            active=sim.info.active,
+            pods_ready=sim.ready,
+            ready_since=sim.admitted_at or 0.0,
+            requeue_count=sim.requeue_count,
+        )
+
+    def _evict_now(self, sim: SimWorkload) -> None:
+        """Make the eviction ``state.evictions`` says is due for this workload, if any."""
+        for e in evictions.due([self._admitted_view(sim)], {}, None, self.now):
+            self._evict(sim, e.reason, e.message, requeue=False)
+
+    def _finish(self, sim: SimWorkload) -> None:
         self._release(sim)
-        sim.state = "finished"
+        sim.state = Phase.FINISHED
         self.out.emit(self.now, "Finished", sim, reason=conditions.FinishReason.SUCCEEDED.value)
 
-    def _pods_ready(self, key: names.WorkloadKey, token: int) -> None:
-        sim = self.workloads.get(key)
-        if sim is not None and sim.token == token and sim.state == "admitted":
-            sim.ready = True
-
-    def _ready_timeout(self, key: names.WorkloadKey, token: int) -> None:
-        sim = self.workloads.get(key)
+    def _ready_timeout(self, sim: SimWorkload) -> None:
         wfpr = self.config.wait_for_pods_ready
-        if (
-            sim is None
-            or sim.token != token
-            or sim.state != "admitted"
-            or sim.ready
-            or wfpr is None
-        ):
+        due = evictions.due([self._admitted_view(sim)], {}, wfpr, self.now)
+        if not due or due[0].requeue is None:
             return
-        decision = podsready.after_timeout(wfpr.requeuing_strategy, sim.requeue_count, self.now)
+        e, decision = due[0], due[0].requeue
+        key = sim.info.key
         if isinstance(decision, podsready.Deactivate):
             self._evict(sim, _EVICT.DEACTIVATED, decision.message, requeue=False)
-            self.queues.delete(key)
-            sim.state = "deactivated"
+            self.state.withdraw(key)
+            sim.state = Phase.DEACTIVATED
             sim.info = dataclasses.replace(sim.info, active=False)
             self.out.emit(self.now, "Deactivated", sim, reason="RequeuingLimitExceeded")
             return
         sim.requeue_count = decision.count
-        backoff = decision.backoff
         if decision.order_time is not None:
             sim.info = sim.info.with_order_time(decision.order_time)
-        requeue_at = decision.requeue_at
-        self._evict(
-            sim,
-            _EVICT.PODS_READY_TIMEOUT,
-            f"Exceeded the PodsReady timeout {sim.info.key}",
-            requeue=True,
-            requeue_at=requeue_at,
-        )
-        if backoff > 0:
-            self._schedule(requeue_at, "backoff", key)
+        self._evict(sim, e.reason, e.message, requeue=True, requeue_at=decision.requeue_at)
+        if decision.backoff > 0:
+            self._schedule(decision.requeue_at, _Action.BACKOFF, sim=sim)
         else:
             self._requeued(sim, "BackoffFinished")
 
-    def _backoff_done(self, key: names.WorkloadKey) -> None:
-        sim = self.workloads.get(key)
-        if sim is None or sim.state != "pending":
+    def _backoff_done(self, sim: SimWorkload) -> None:
+        if sim.state != Phase.PENDING:
             return
         self._requeued(sim, "BackoffFinished")
-        pw = self.queues.pending.get(key)
-        if pw is not None:
-            pw.requeue_at = 0.0
-            self.queues.add(pw.info, now=self.now)
+        if self.state.end_backoff(sim.info.key, self.now):
             self._note_blocker(sim)
-
-    # Summary ------------------------------------------------------------------------------------
-
-    def _summary(self, end: float) -> dict[str, Any]:
-        pending, running, finished = [], [], []
-        for key in sorted(self.workloads):
-            sim = self.workloads[key]
-            if sim.state == "pending":
-                pending.append(self._pending_entry(sim))
-            elif sim.state == "admitted":
-                running.append(str(key))
-            elif sim.state == "finished":
-                finished.append(str(key))
-        queues: dict[str, Any] = {}
-        snap = self.cache.snapshot
-        for name in sorted(snap.cluster_queues):
-            node = snap.cq_nodes[name]
-            usage: dict[str, dict[str, str]] = {}
-            for fr in sorted(node.quotas):
-                usage.setdefault(fr.flavor, {})[fr.resource] = quantity.format(
-                    fr.resource, node.usage.get(fr, 0)
-                )
-            admitted = len(snap.admitted.get(name, {}))
-            waiting = sum(
-                1
-                for pw in self.queues.pending.values()
-                if self.cache.cluster_queue_for(pw.info) == name
-            )
-            queues[name] = {
-                "usage": usage,
-                "pendingWorkloads": waiting,
-                "admittedWorkloads": admitted,
-                "weightedShare": fairsharing.share(snap, node).rounded(),
-            }
-        return {
-            "t": end,
-            "pending": pending,
-            "running": running,
-            "finished": finished,
-            "clusterQueues": queues,
-        }
-
-    def _pending_entry(self, sim: SimWorkload) -> dict[str, Any]:
-        reason, message = sim.reason, sim.message
-        if not reason:
-            placed = self.queues.position(sim.info.key)
-            reason = conditions.PendingReason.PENDING_EVALUATION.value
-            message = (
-                f"waiting for evaluation in ClusterQueue {placed[0]} at position {placed[1]}"
-                if placed is not None
-                else "waiting for evaluation"
-            )
-        entry: dict[str, Any] = {"workload": str(sim.info.key)}
-        if sim.job is not None:
-            entry["job"] = str(sim.job)
-        entry["reason"] = reason
-        entry["message"] = message
-        return entry
 
 
 def simulate(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from berth.core import resources, workload
 
 if TYPE_CHECKING:
-    from berth.sim.engine import SimWorkload
+    from berth.sim.workloads import SimWorkload
 
 
 def _t(now: float) -> float:

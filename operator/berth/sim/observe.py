@@ -13,14 +13,14 @@ from typing import Any
 from berth.adapters import history, metrics
 from berth.api import names
 from berth.core import cycle
-from berth.sim import engine
+from berth.sim import engine, workloads
 
 
-def _local_queue(sim: engine.SimWorkload) -> str:
+def _local_queue(sim: workloads.SimWorkload) -> str:
     return sim.info.local_queue or ""
 
 
-def _cluster_queue(simulator: engine.Simulator, sim: engine.SimWorkload) -> str:
+def _cluster_queue(simulator: engine.Simulator, sim: workloads.SimWorkload) -> str:
     """The ClusterQueue a workload counts in: where it was admitted, else where it queues."""
     if sim.admission is not None:
         return sim.admission.cluster_queue
@@ -34,7 +34,7 @@ class MetricsObserver:
         self.metrics = sink
 
     def on_event(
-        self, simulator: engine.Simulator, line: dict[str, Any], sim: engine.SimWorkload
+        self, simulator: engine.Simulator, line: dict[str, Any], sim: workloads.SimWorkload
     ) -> None:
         """Count admissions, evictions, preemptions and finishes."""
         event = line["event"]
@@ -101,7 +101,7 @@ class HistoryRecorder:
         self._quota_snapshot: object = None
 
     def on_event(
-        self, simulator: engine.Simulator, line: dict[str, Any], sim: engine.SimWorkload
+        self, simulator: engine.Simulator, line: dict[str, Any], sim: workloads.SimWorkload
     ) -> None:
         """Record one workload transition."""
         kind = _HISTORY_EVENTS.get(line["event"])

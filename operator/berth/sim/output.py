@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from berth.api import duration, quantity
-from berth.sim import engine
+from berth.sim import engine, workloads
 
 
 def jsonl(lines: list[dict[str, Any]]) -> str:
@@ -99,8 +99,8 @@ def summary(sim: engine.Simulator) -> str:
                 continue
             waits.extend(wl.waited)
             admitted += len(wl.waited)
-            finished += wl.state == "finished"
-            pending += wl.state == "pending"
+            finished += wl.state == workloads.Phase.FINISHED
+            pending += wl.state == workloads.Phase.PENDING
         node = snap.cq_nodes[name]
         parts = []
         for fr in sorted(node.quotas):

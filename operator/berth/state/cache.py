@@ -122,6 +122,40 @@ class Cache:
         """Remove a namespace."""
         self._snapshot.namespaces.pop(name, None)
 
+    def upsert(self, obj: object) -> bool:
+        """Add or replace a queue object of any kind the cache holds; False for other kinds.
+
+        A LocalQueue's namespace exists from then on (with no labels until it is seen).
+        """
+        if isinstance(obj, resourceflavor.ResourceFlavor):
+            self.upsert_flavor(obj)
+        elif isinstance(obj, cohort.Cohort):
+            self.upsert_cohort(obj)
+        elif isinstance(obj, clusterqueue.ClusterQueue):
+            self.upsert_cluster_queue(obj)
+        elif isinstance(obj, localqueue.LocalQueue):
+            namespace = obj.metadata.namespace or "default"
+            if self.namespace_labels(namespace) is None:
+                self.upsert_namespace(namespace, {})
+            self.upsert_local_queue(obj)
+        else:
+            return False
+        return True
+
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
+        """Remove a queue object by kind and name; False for kinds the cache does not hold."""
+        if kind == "ResourceFlavor":
+            self.delete_flavor(name)
+        elif kind == "Cohort":
+            self.delete_cohort(name)
+        elif kind == "ClusterQueue":
+            self.delete_cluster_queue(name)
+        elif kind == "LocalQueue":
+            self.delete_local_queue(namespace or "default", name)
+        else:
+            return False
+        return True
+
     # Queue resolution -------------------------------------------------------------------------
 
     def local_queue(self, namespace: str, name: str | None) -> localqueue.LocalQueue | None:

@@ -1,0 +1,52 @@
+"""A workload's life in the simulation: its phase, its timers' token and what observers read.
+
+``SimWorkload`` is the simulator's record of one workload (``engine.Simulator.workloads``);
+events (``events``), the summary (``summary``), the text outputs (``output``) and the observers
+(``observe``) read it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from berth.api import conditions, names
+from berth.core import workload
+
+
+class Phase(enum.StrEnum):
+    """Where a workload stands in the simulation."""
+
+    PENDING = "pending"
+    ADMITTED = "admitted"
+    FINISHED = "finished"
+    DEACTIVATED = "deactivated"
+    DELETED = "deleted"
+
+
+@dataclasses.dataclass(slots=True)
+class SimWorkload:
+    """A workload's life in the simulation."""
+
+    info: workload.WorkloadInfo
+    job: names.WorkloadKey | None
+    duration: float | None
+    ready_after: float | None
+    state: Phase = Phase.PENDING
+    token: int = 0
+    """Bumped at every admission and eviction: a timer set under an older token is stale."""
+    ready: bool = False
+    admitted_at: float | None = None
+    reason: str = ""
+    message: str = ""
+    requeue_count: int = 0
+    stopped_by: conditions.EvictionReason | None = None
+    """``ClusterQueueStopped`` or ``LocalQueueStopped`` while drained by a stop policy."""
+    waited: list[float] = dataclasses.field(default_factory=list)
+    """Each admission's wait: from its creation, or from its latest requeue (Kueue's
+    ``QueuedWaitTime``: the Requeued condition's transition time when it has one)."""
+    requeued_at: float | None = None
+    class_kind: str | None = None
+    """Kind of the priority class its priority came from: WorkloadPriorityClass or PriorityClass."""
+    admission: workload.Admission | None = None
+    """Its latest admission (kept after it ends, for observers)."""

@@ -1,0 +1,156 @@
+"""Every transition of a workload's life in state, written once for both drivers.
+
+``Lifecycle`` owns the cache and the queues and is the only place that moves a workload between
+them: applying a cycle's result (assume each admission, mark each victim, put each head back
+where its queue's strategy says, and tell whether another cycle could decide differently),
+releasing an admission and requeueing the inadmissible workloads of its quota tree, ending a
+backoff, taking in a changed priority, activity or queue, and withdrawing a workload from its
+queue. What must be evicted now is decided by ``state.evictions``.
+
+The two drivers differ only in what a decision costs. The simulator (``berth.sim``) makes every
+write take effect at once: a victim is released and requeued while the cycle's result is
+applied. The operator (``berth.operator``) writes each decision to the API and releases a
+victim when its job has stopped. Each driver passes a ``CycleEffects`` to ``apply_cycle``,
+which is told of each decision in the order the state takes it. ``tests/worlds.py`` drives the
+same code.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from berth.api import names
+from berth.core import cycle, snapshot, workload
+from berth.state import cache as cache_mod
+from berth.state import queues as queues_mod
+
+
+class CycleEffects(Protocol):
+    """What a driver does about each decision of a cycle, as ``apply_cycle`` takes it."""
+
+    def evicting(self, decision: cycle.Preempt) -> None:
+        """A victim was marked evicted (still counted until it is released)."""
+
+    def admitted(self, decision: cycle.Admit) -> None:
+        """A head's admission was assumed in the cache and it left its queue."""
+
+    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.PendingWorkload]) -> None:
+        """A head was put back; ``same_shape`` were parked with it (the same answer holds)."""
+
+
+class Lifecycle:
+    """The cache and the queues, and the transitions between them."""
+
+    def __init__(self, cache: cache_mod.Cache | None = None) -> None:
+        self.cache = cache_mod.Cache() if cache is None else cache
+        self.queues = queues_mod.QueueManager(self.cache)
+
+    # Cycles -------------------------------------------------------------------------------------
+
+    def apply_cycle(self, result: cycle.CycleResult, now: float, effects: CycleEffects) -> bool:
+        """Apply a cycle's decisions; tell whether another cycle could decide differently.
+
+        A cycle progressed when it marked a victim or admitted a head, when a head it tried was
+        parked (the next workload of its queue becomes the head), or when a head has flavors
+        left to try. A victim already on its way out is not marked twice.
+        """
+        progressed = False
+        for p in result.preempted:
+            key = p.victim.info.key
+            if p.victim.evicted or key not in self.cache.admitted:
+                continue
+            self.cache.mark_evicted(key)
+            progressed = True
+            effects.evicting(p)
+        for a in result.admitted:
+            self.cache.assume(a.info, a.admission, now)
+            self.queues.admitted(a.info.key)
+            progressed = True
+            effects.admitted(a)
+        for pending in result.pending:
+            same = self.queues.requeue(pending)
+            effects.parked(pending, same)
+            if self._may_progress(pending):
+                progressed = True
+        return progressed
+
+    def _may_progress(self, pending: cycle.Pending) -> bool:
+        pw = self.queues.pending.get(pending.info.key)
+        if pw is None or pw.cluster_queue is None:
+            return False
+        if pending.info.key in self.queues.queues[pw.cluster_queue].inadmissible:
+            return True  # the next workload of the queue becomes its head
+        return pending.progress is not None and any(
+            idx != -1 for tried in pending.progress.tried for idx in tried.values()
+        )  # more flavors to try next cycle
+
+    def schedule(
+        self, now: float, policy: cycle.Policy, *, all_pods_ready: bool = True
+    ) -> cycle.CycleResult | None:
+        """Run one cycle over the queue heads (None when no queue has a head)."""
+        heads = self.queues.heads()
+        if not heads:
+            return None
+        return cycle.schedule(
+            self.cache.snapshot,
+            heads,
+            now,
+            policy,
+            cycle=self.queues.cycle,
+            generation=self.cache.generation,
+            all_pods_ready=all_pods_ready,
+        )
+
+    # Admissions ---------------------------------------------------------------------------------
+
+    def release(self, key: names.WorkloadKey, now: float) -> snapshot.AdmittedWorkload | None:
+        """Stop counting an admission; requeue the inadmissible workloads of its quota tree.
+
+        Returns what was released (None when the workload held nothing).
+        """
+        adm = self.cache.forget(key)
+        if adm is not None:
+            self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), now)
+        return adm
+
+    # Queues -------------------------------------------------------------------------------------
+
+    def enqueue(self, info: workload.WorkloadInfo, now: float, *, requeue_at: float = 0.0) -> None:
+        """Queue a pending workload (after ``requeue_at`` when it backs off)."""
+        self.queues.add(info, now=now, requeue_at=requeue_at)
+
+    def withdraw(self, key: names.WorkloadKey) -> None:
+        """Take a workload out of its queue (finished, deactivated, deleted or admitted)."""
+        self.queues.delete(key)
+
+    def due_backoffs(self, now: float) -> list[names.WorkloadKey]:
+        """Workloads whose backoff is over by ``now``, in key order."""
+        q = self.queues
+        return sorted(k for k in q.backing_off if 0 < q.pending[k].requeue_at <= now)
+
+    def end_backoff(self, key: names.WorkloadKey, now: float) -> bool:
+        """Return a backed-off workload to its queue; tell whether it was waiting there."""
+        pw = self.queues.pending.get(key)
+        if pw is None:
+            return False
+        pw.requeue_at = 0.0
+        self.queues.add(pw.info, now=now)
+        return True
+
+    def change_info(self, info: workload.WorkloadInfo, now: float) -> None:
+        """Take in a workload's changed priority or activity where it stands.
+
+        An admitted workload counts with its new priority in preemption; a pending one is
+        re-sorted in its queue and keeps its backoff.
+        """
+        key = info.key
+        if key in self.cache.admitted:
+            self.cache.update_info(info)
+        pw = self.queues.pending.get(key)
+        if pw is not None and info.active:
+            self.queues.add(info, now=now, requeue_at=pw.requeue_at)
+
+    def queues_changed(self, now: float) -> None:
+        """After queue objects, flavors, cohorts or namespaces changed: place and requeue all."""
+        self.queues.refresh(now)
+        self.queues.requeue_all_inadmissible(now)
