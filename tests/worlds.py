@@ -1,8 +1,10 @@
 """A small in-memory world for core and state tests: objects from builders, a cache, a clock.
 
-``World`` feeds builder objects into ``berth.state.cache.Cache`` (the same path the operator and
-the simulator use), turns Workloads into ``WorkloadInfo`` and admits them, so core tests talk in
-YAML-shaped builders and check the core's answers against hand-computed numbers.
+``World`` feeds builder objects into ``berth.state`` (``Cache.upsert`` and the transitions of
+``state.lifecycle``, the code the operator and the simulator run), turns Workloads into
+``WorkloadInfo`` and admits them, so core tests talk in YAML-shaped builders and check the core's
+answers against hand-computed numbers. A cycle's evictions take effect at once, as in the
+simulator.
 """
 
 from __future__ import annotations
@@ -11,11 +13,10 @@ import itertools
 from typing import Any
 
 import builders
-from berth.api import clusterqueue, cohort, localqueue, names, resourceflavor, workload
+from berth.api import names, workload
 from berth.core import cycle, flavors, resources, snapshot
 from berth.core import workload as core_workload
-from berth.state import cache as cache_mod
-from berth.state import queues as queues_mod
+from berth.state import lifecycle
 
 
 def fr(flavor: str, resource: str) -> resources.FlavorResource:
@@ -27,8 +28,9 @@ class World:
     """Objects, admitted workloads and pending queues, with the core one call away."""
 
     def __init__(self, *objects: Any, namespaces: dict[str, dict[str, str]] | None = None) -> None:
-        self.cache = cache_mod.Cache()
-        self.queues = queues_mod.QueueManager(self.cache)
+        self.state = lifecycle.Lifecycle()
+        self.cache = self.state.cache
+        self.queues = self.state.queues
         self._uids = itertools.count()
         self.now = 0.0
         for ns, labels in (namespaces or {"default": {}}).items():
@@ -39,15 +41,7 @@ class World:
         """Add objects (builders or models) in order."""
         for item in objects:
             obj = item.obj() if hasattr(item, "obj") else item
-            if isinstance(obj, resourceflavor.ResourceFlavor):
-                self.cache.upsert_flavor(obj)
-            elif isinstance(obj, cohort.Cohort):
-                self.cache.upsert_cohort(obj)
-            elif isinstance(obj, clusterqueue.ClusterQueue):
-                self.cache.upsert_cluster_queue(obj)
-            elif isinstance(obj, localqueue.LocalQueue):
-                self.cache.upsert_local_queue(obj)
-            else:
+            if not self.cache.upsert(obj):
                 raise TypeError(f"World cannot add {type(obj).__name__}")
         return self
 
@@ -103,28 +97,30 @@ class World:
 
     def cycle(self, policy: cycle.Policy | None = None) -> cycle.CycleResult:
         """Run one scheduling cycle over the queue heads and apply its decisions."""
-        heads = self.queues.heads()
-        result = cycle.schedule(
-            self.snap,
-            heads,
-            self.now,
-            policy or cycle.Policy(),
-            cycle=self.queues.cycle,
-            generation=self.cache.generation,
-        )
-        for p in result.preempted:
-            self.cache.forget(p.victim.info.key)
-            self.queues.add(p.victim.info)
-            self.queues.requeue_inadmissible(self.cache.root_of(p.victim.cluster_queue), self.now)
-        for a in result.admitted:
-            self.cache.assume(a.info, a.admission, self.now)
-            self.queues.admitted(a.info.key)
-        for pending in result.pending:
-            self.queues.requeue(pending)
+        result = self.state.schedule(self.now, policy or cycle.Policy())
+        if result is None:
+            return cycle.CycleResult()
+        self.state.apply_cycle(result, self.now, _InstantEffects(self))
         return result
 
     def finish(self, key: names.WorkloadKey) -> None:
         """Release an admitted workload's quota."""
-        adm = self.cache.forget(key)
-        if adm is not None:
-            self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), self.now)
+        self.state.release(key, self.now)
+
+
+class _InstantEffects:
+    """A cycle's effects in a test world: a victim is released and queued again at once."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def evicting(self, decision: cycle.Preempt) -> None:
+        w = self.world
+        w.state.release(decision.victim.info.key, w.now)
+        w.state.enqueue(decision.victim.info, w.now)
+
+    def admitted(self, decision: cycle.Admit) -> None:
+        pass  # counted by the state already
+
+    def parked(self, decision: cycle.Pending, same_shape: list[Any]) -> None:
+        pass  # the queues hold them already

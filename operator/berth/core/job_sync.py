@@ -23,7 +23,10 @@ import enum
 from typing import Any
 
 from berth.api import workload as api_workload
-from berth.core import batchjob
+from berth.core import batchjob, integrations
+
+_BATCH_JOB = integrations.BatchJob()
+"""The integration the rules read a Job through when the caller binds none (unit tables)."""
 
 Body = dict[str, Any]
 
@@ -58,12 +61,14 @@ class Drift(enum.Enum):
 
 
 def drift(
-    job: Body, workload: api_workload.Workload, *, honor_kueue: bool = False
+    job: Body,
+    workload: api_workload.Workload,
+    integration: integrations.Integration = _BATCH_JOB,
 ) -> tuple[Drift, str | None]:
     """How ``job`` differs from ``workload``, and the Job's queue."""
-    queue = batchjob.queue_name(job, honor_kueue=honor_kueue)
-    wanted, problems = batchjob.to_workload(
-        job, uid=str((job.get("metadata") or {}).get("uid") or ""), honor_kueue=honor_kueue
+    queue = integration.queue_name(job)
+    wanted, problems = integration.to_workload(
+        job, uid=str((job.get("metadata") or {}).get("uid") or "")
     )
     if wanted is None or problems:
         return Drift.NONE, queue  # an invalid Job keeps its Workload; its create was refused

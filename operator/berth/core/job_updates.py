@@ -30,7 +30,10 @@ import dataclasses
 from typing import Any
 
 from berth.api import errors
-from berth.core import batchjob
+from berth.core import batchjob, integrations
+
+_BATCH_JOB = integrations.BatchJob()
+"""The integration the rules read a Job through when the caller binds none (unit tables)."""
 
 Body = dict[str, Any]
 
@@ -55,13 +58,16 @@ def _name(job: Body) -> str:
 
 
 def refusals(
-    old: Body, new: Body, state: WorkloadState, *, honor_kueue: bool = False
+    old: Body,
+    new: Body,
+    state: WorkloadState,
+    integration: integrations.Integration = _BATCH_JOB,
 ) -> list[errors.FieldError]:
     """Every rule the update ``old`` → ``new`` breaks (empty: allowed)."""
     out: list[errors.FieldError] = []
     name = _name(new)
-    old_queue = batchjob.queue_name(old, honor_kueue=honor_kueue)
-    new_queue = batchjob.queue_name(new, honor_kueue=honor_kueue)
+    old_queue = integration.queue_name(old)
+    new_queue = integration.queue_name(new)
     label = f"metadata.labels[{batchjob.QUEUE_LABEL}]"
     suspended = batchjob.is_suspended(new)
     if batchjob.is_suspended(old) and not suspended and not state.admitted and old_queue:

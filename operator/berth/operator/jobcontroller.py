@@ -24,7 +24,7 @@ from typing import Any
 from berth.adapters.kube import client, errors, events, jobs, workloads
 from berth.api import conditions, kinds, names
 from berth.api import workload as api_workload
-from berth.core import batchjob, job_sync, priority
+from berth.core import batchjob, integrations, job_sync, priority
 from berth.operator import world as world_mod
 
 log = logging.getLogger(__name__)
@@ -83,9 +83,9 @@ class JobController:
             return
         owner = job_sync.foreign_owner(job)
         if wl_key is None:
-            if batchjob.finished(job)[0]:
+            if w.job.finished(job)[0]:
                 return
-            if not batchjob.is_suspended(job):
+            if not w.job.is_suspended(job):
                 # Running before Berth managed it (a queue label added past the webhook): stop it
                 # first, so it can only run again through an admission Berth starts.
                 meta = job["metadata"]
@@ -100,7 +100,7 @@ class JobController:
         self, job: dict[str, Any], wl_key: names.WorkloadKey, wl: dict[str, Any], owner: str | None
     ) -> None:
         """The one write that brings a Job and its unfinished Workload closer (reconciler order)."""
-        done, succeeded = batchjob.finished(job)
+        done, succeeded = self.world.job.finished(job)
         if done:
             await self._finish(wl_key, wl, succeeded=succeeded)
             return
@@ -109,11 +109,11 @@ class JobController:
         if has_admission and world_mod.condition_true(wl, _COND.EVICTED):
             await self._stop(job, wl_key, wl)
         elif owner is None and has_admission and world_mod.condition_true(wl, _COND.ADMITTED):
-            if batchjob.is_suspended(job):
+            if self.world.job.is_suspended(job):
                 await self._start(job, wl_key, wl)
             elif not await self._hold_at_admission(job, wl):
                 await self._track_ready(job, wl_key, wl)
-        elif not batchjob.is_suspended(job):
+        elif not self.world.job.is_suspended(job):
             meta = job["metadata"]
             await jobs.suspend(self.kube, meta["namespace"], meta["name"])
         elif not has_admission and owner is None:
@@ -122,8 +122,7 @@ class JobController:
     async def _create_workload(self, job: dict[str, Any], *, foreign_owner: str | None) -> None:
         w = self.world
         meta = job["metadata"]
-        honor = w.config.honor_kueue_labels
-        obj, problems = batchjob.to_workload(job, uid=meta["uid"], honor_kueue=honor)
+        obj, problems = w.job.to_workload(job, uid=meta["uid"])
         if obj is None:
             message = "; ".join(str(p) for p in problems)
             with contextlib.suppress(errors.KubeError):
@@ -140,7 +139,7 @@ class JobController:
         try:
             resolved = priority.resolve(
                 w.classes(),
-                workload_class=batchjob.priority_class(job, honor_kueue=honor),
+                workload_class=w.job.priority_class(job),
                 pod_class=template.priority_class_name,
             )
         except priority.UnknownPriorityClassError as e:
@@ -225,7 +224,7 @@ class JobController:
             return False
         w = self.world
         meta = job["metadata"]
-        wanted = batchjob.pod_count(job)
+        wanted = w.job.pod_count(job)
         stored = await jobs.patch(
             self.kube, meta["namespace"], meta["name"], {"spec": {"parallelism": sum(counts)}}
         )
@@ -247,7 +246,7 @@ class JobController:
         obj, _problems = kinds.try_load(world_mod.without_status(wl))
         if not isinstance(obj, api_workload.Workload):
             return
-        change, queue = job_sync.drift(job, obj, honor_kueue=w.config.honor_kueue_labels)
+        change, queue = job_sync.drift(job, obj, w.job)
         meta = job["metadata"]
         if change is job_sync.Drift.QUEUE:
             stored = await workloads.patch_spec(
@@ -297,7 +296,7 @@ class JobController:
         """
         w = self.world
         meta = job["metadata"]
-        if batchjob.active_pods(job) > 0 or w.pods_left(meta["uid"]) > 0:
+        if w.job.active_pods(job) > 0 or w.pods_left(meta["uid"]) > 0:
             return False  # the pod and job events bring us back
         waited = w.clock() - self._suspended_at.get(meta["uid"], 0.0)
         if waited < _STOP_SETTLE:
@@ -320,13 +319,14 @@ class JobController:
         self._suspended_at.pop(meta["uid"], None)
         return True
 
-    def _original(self, wl: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
-        pod_set = ((wl.get("spec") or {}).get("podSets") or [{}])[0]
-        return (
-            pod_set.get("template") or {},
-            int(pod_set.get("count", 1)),
-            pod_set.get("name", "main"),
-        )
+    def _originals(self, wl: dict[str, Any]) -> list[integrations.PodSetOriginal]:
+        """The pod sets as the Workload recorded them (templates before any start)."""
+        return [
+            integrations.PodSetOriginal(
+                str(ps.get("name", "main")), ps.get("template") or {}, int(ps.get("count", 1))
+            )
+            for ps in (wl.get("spec") or {}).get("podSets") or []
+        ]
 
     async def _start(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
         try:
@@ -382,24 +382,23 @@ class JobController:
 
     async def _start_job(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
         w = self.world
-        original, _count, name = self._original(wl)
-        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [
-            {}
-        ]
-        psa = next((a for a in assigned if a.get("name") == name), assigned[0])
-        placements = []
-        for flavor_name in sorted(set((psa.get("flavors") or {}).values())):
-            rf = w.cache.flavors.get(flavor_name)
-            if rf is None:
-                continue
-            placements.append(
-                batchjob.FlavorPlacement(
-                    dict(rf.spec.node_labels),
-                    tuple(t.to_yaml_dict() for t in rf.spec.tolerations),
+        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+        runs = []
+        for psa in assigned:
+            placements = []
+            for flavor_name in sorted(set((psa.get("flavors") or {}).values())):
+                rf = w.cache.flavors.get(flavor_name)
+                if rf is None:
+                    continue
+                placements.append(
+                    batchjob.FlavorPlacement(
+                        dict(rf.spec.node_labels),
+                        tuple(t.to_yaml_dict() for t in rf.spec.tolerations),
+                    )
                 )
-            )
-        count = int(psa.get("count") or batchjob.pod_count(job))
-        patch = batchjob.start_patch(job, original, pod_set=name, count=count, flavors=placements)
+            count = int(psa.get("count") or w.job.pod_count(job))
+            runs.append(integrations.PodSetRun(str(psa.get("name")), count, tuple(placements)))
+        patch = w.job.start_patch(job, self._originals(wl), runs)
         meta = job["metadata"]
         stored = await jobs.patch(self.kube, meta["namespace"], meta["name"], patch)
         w.apply("Job", stored)
@@ -421,8 +420,8 @@ class JobController:
         assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [
             {}
         ]
-        count = sum(int(a.get("count") or 0) for a in assigned) or batchjob.pod_count(job)
-        ready = batchjob.pods_ready(job, count)
+        count = sum(int(a.get("count") or 0) for a in assigned) or w.job.pod_count(job)
+        ready = w.job.pods_ready(job, count)
         if ready == world_mod.condition_true(wl, _COND.PODS_READY):
             return
         reason, message = (
@@ -451,7 +450,7 @@ class JobController:
         w = self.world
         meta = job["metadata"]
         ns, name = meta["namespace"], meta["name"]
-        if not batchjob.is_suspended(job):
+        if not w.job.is_suspended(job):
             stored = await jobs.suspend(self.kube, ns, name)
             w.apply("Job", stored)
             self._suspended_at[meta["uid"]] = w.clock()
@@ -466,8 +465,7 @@ class JobController:
             return
         if not await self._pods_gone(job, key):
             return
-        original, count, _name = self._original(wl)
-        restore = batchjob.restore_patch(job, original, count=count)
+        restore = w.job.restore_patch(job, self._originals(wl))
         if restore is not None:
             if (job.get("status") or {}).get("startTime"):
                 await jobs.clear_start_time(self.kube, ns, name)

@@ -1,25 +1,21 @@
 """Workload lifecycle on the leader: evictions that are not preemptions, and priority rewrites.
 
-Each pass, over the admitted workloads in key order, makes the simulator's decisions:
+Each pass asks ``state.evictions.due`` — the rules the simulator follows too — what must be
+evicted now among the admitted workloads: deactivated ones (``Deactivated``), those of queues
+stopped with ``HoldAndDrain`` (``LocalQueueStopped``/``ClusterQueueStopped``), and those whose
+pods were not all ready within ``waitForPodsReady.timeout`` (``PodsReadyTimeout`` with
+``status.requeueState``, or ``spec.active: false`` once the requeuing limit is exceeded). This
+task only writes them.
 
-1. ``spec.active: false`` → evict with ``Deactivated`` (``sim.engine._update_workload``);
-2. a LocalQueue or ClusterQueue stopped with ``HoldAndDrain`` → evict with ``LocalQueueStopped``
-   or ``ClusterQueueStopped`` (``state.cache.Cache.drained``, as ``_drain_stopped``);
-3. pods not all ready within ``waitForPodsReady.timeout`` of admission → evict with
-   ``PodsReadyTimeout`` and ``status.requeueState`` (count, requeueAt) from
-   ``core.podsready.after_timeout``, or set ``spec.active: false`` when the requeuing limit is
-   exceeded (``_ready_timeout``).
-
-It then rewrites ``spec.priority`` of the Workloads whose WorkloadPriorityClass value changed
-(``_apply_workload_priority_class``), and sets ``Requeued=True`` as Kueue's workload controller
-does (the simulator's ``Requeued`` events): ``Reactivated`` with a cleared ``requeueState`` for
-a reactivated Workload (``_update_workload`` restarts the requeue count), ``BackoffFinished``
-(clearing ``requeueAt``) once a pods-ready timeout's backoff is over — until then the workload
-stays out of its queue — and ``LocalQueueRestarted``/``ClusterQueueRestarted`` once a stopped
-queue runs again. An eviction writes only the ``Evicted`` condition (and ``requeueState``); the
-Job controller stops the Job and then clears the admission, which releases the quota. Every
-write carries the resourceVersion it was decided from; a conflict is decided again on the next
-pass.
+It then rewrites ``spec.priority`` of the Workloads whose WorkloadPriorityClass value changed,
+and sets ``Requeued=True`` as Kueue's workload controller does (the simulator's ``Requeued``
+events): ``Reactivated`` with a cleared ``requeueState`` for a reactivated Workload,
+``BackoffFinished`` (clearing ``requeueAt``) once a pods-ready timeout's backoff is over — until
+then the workload stays out of its queue — and ``LocalQueueRestarted``/``ClusterQueueRestarted``
+once a stopped queue runs again. An eviction writes only the ``Evicted`` condition (and
+``requeueState``); the Job controller stops the Job and then clears the admission, which
+releases the quota. Every write carries the resourceVersion it was decided from; a conflict is
+decided again on the next pass.
 """
 
 from __future__ import annotations
@@ -33,6 +29,7 @@ from berth.adapters.kube import client, errors, events, workloads
 from berth.api import conditions, names
 from berth.core import podsready
 from berth.operator import world as world_mod
+from berth.state import evictions
 
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
@@ -50,10 +47,6 @@ _RESTARTED = {
     ),
 }
 """Requeued reason and message when a stopped queue's evicted workload may queue again."""
-_STOPPED = {
-    _EVICT.LOCAL_QUEUE_STOPPED: "The LocalQueue is stopped",
-    _EVICT.CLUSTER_QUEUE_STOPPED: "The ClusterQueue is stopped",
-}
 
 
 class Lifecycle:
@@ -81,22 +74,32 @@ class Lifecycle:
         """Make every due eviction and priority rewrite once."""
         w = self.world
         now = w.clock()
-        drained = dict(w.cache.drained())
         for gone in self._since.keys() - w.cache.admitted.keys():
             del self._since[gone]
+        admitted = []
         for key in sorted(w.cache.admitted):
             body = w.workloads.get(key)
             info = w.infos.get(key)
             if body is None or info is None or key in w.in_flight:
                 continue
-            if world_mod.condition_true(body, _COND.EVICTED):
-                continue  # already on its way out
-            if not info.active:
-                await self._evict(key, body, _EVICT.DEACTIVATED, "The workload is deactivated")
-            elif key in drained:
-                await self._evict(key, body, drained[key], _STOPPED[drained[key]])
-            else:
-                await self._check_ready(key, body, now)
+            admitted.append(self._view(key, body, info.active))
+        wfpr = w.config.wait_for_pods_ready
+        for e in evictions.due(admitted, dict(w.cache.drained()), wfpr, now):
+            body = w.workloads[e.key]
+            if isinstance(e.requeue, podsready.Deactivate):
+                stored = await workloads.patch_spec(
+                    self.kube, e.key, body["metadata"]["resourceVersion"], {"active": False}
+                )
+                w.apply("Workload", stored)
+                log.info("deactivated %s: %s", e.key, e.requeue.message)
+                continue
+            requeue_state = None
+            if isinstance(e.requeue, podsready.Requeue):
+                requeue_state = {
+                    "count": e.requeue.count,
+                    "requeueAt": workloads.timestamp(e.requeue.requeue_at),
+                }
+            await self._evict(e.key, body, e.reason, e.message, requeue_state=requeue_state)
         for key in sorted(w.priority_rewrites):
             w.priority_rewrites.discard(key)
             await self._rewrite_priority(key)
@@ -105,46 +108,35 @@ class Lifecycle:
         for key in sorted(w.requeue_holds):
             await self._requeue_when_due(key, now)
 
-    async def _check_ready(self, key: names.WorkloadKey, body: dict[str, Any], now: float) -> None:
-        wfpr = self.world.config.wait_for_pods_ready
-        if (
-            wfpr is None
-            or not world_mod.condition_true(body, _COND.ADMITTED)
-            or world_mod.condition_true(body, _COND.PODS_READY)
-        ):
-            return
-        rv = str(body["metadata"].get("resourceVersion"))
-        cached = self._since.get(key)
-        if cached is None or cached[0] != rv:
-            cached = (
-                rv,
-                max(
-                    world_mod.transition_time(body, _COND.ADMITTED),
-                    world_mod.transition_time(body, _COND.PODS_READY),
-                ),
-            )
-            self._since[key] = cached
-        since = cached[1]
-        if not podsready.timed_out(since, wfpr.timeout, now):
-            return
+    def _view(
+        self, key: names.WorkloadKey, body: dict[str, Any], active: bool
+    ) -> evictions.Admitted:
+        """What the eviction rules read of an admitted Workload's body."""
+        ready = not world_mod.condition_true(body, _COND.ADMITTED) or world_mod.condition_true(
+            body, _COND.PODS_READY
+        )
+        since = 0.0
+        if not ready:
+            rv = str(body["metadata"].get("resourceVersion"))
+            cached = self._since.get(key)
+            if cached is None or cached[0] != rv:
+                cached = (
+                    rv,
+                    max(
+                        world_mod.transition_time(body, _COND.ADMITTED),
+                        world_mod.transition_time(body, _COND.PODS_READY),
+                    ),
+                )
+                self._since[key] = cached
+            since = cached[1]
         count = int(((body.get("status") or {}).get("requeueState") or {}).get("count") or 0)
-        decision = podsready.after_timeout(wfpr.requeuing_strategy, count, now)
-        if isinstance(decision, podsready.Deactivate):
-            stored = await workloads.patch_spec(
-                self.kube, key, body["metadata"]["resourceVersion"], {"active": False}
-            )
-            self.world.apply("Workload", stored)
-            log.info("deactivated %s: %s", key, decision.message)
-            return
-        await self._evict(
+        return evictions.Admitted(
             key,
-            body,
-            _EVICT.PODS_READY_TIMEOUT,
-            f"Exceeded the PodsReady timeout {key}",
-            requeue_state={
-                "count": decision.count,
-                "requeueAt": workloads.timestamp(decision.requeue_at),
-            },
+            active=active,
+            evicting=world_mod.condition_true(body, _COND.EVICTED),
+            pods_ready=ready,
+            ready_since=since,
+            requeue_count=count,
         )
 
     async def _evict(
@@ -246,7 +238,7 @@ class Lifecycle:
         if body is None:
             return
         ref = (body.get("spec") or {}).get("priorityClassRef") or {}
-        value = w.workload_classes.get(str(ref.get("name")))
+        value = w.priorities.workload_classes.get(str(ref.get("name")))
         if ref.get("kind") != "WorkloadPriorityClass" or value is None:
             return
         if (body.get("spec") or {}).get("priority") == value:

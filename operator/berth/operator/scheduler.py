@@ -1,20 +1,19 @@
 """The scheduler loop: one task on the leader that runs the core and writes its decisions.
 
-Each cycle mirrors the simulator's ``_settle``/``_apply_result`` (``berth.sim.engine``): pop the
-heads, run ``core.cycle.schedule`` on the cache's snapshot, then, before any write, *assume*
-every admission in the cache, mark every victim evicted and put every pending head back where
-its queue's strategy says. Cycles then run back to back on that state, as the simulator settles
-an instant, until one makes no progress (or a batch's time is up), so a ClusterQueue admits as
-many heads per API round trip as fit; only then are the batch's Workload statuses written, each
-with the resourceVersion its decision was based on, and the next batch waits for them. An
-eviction of a workload admitted earlier in the same batch waits for that admission's write and
-builds on what it stored. Events go to a background ``Recorder``, and the advisory pending
-conditions (QuotaReserved=False with the reason) are written by background senders the cycles
-never wait for, the latest decision per workload. A failed admission write is undone: the
-admission is forgotten, the inadmissible workloads of its quota tree are requeued, and the
-workload returns to its queue after a backoff. Victims stay counted until the job controller
-has stopped their Jobs and cleared their admission. Started by ``main`` once the cache is
-primed.
+Each cycle is ``state.lifecycle``'s, as in the simulator: pop the heads, run ``core.cycle.schedule``
+on the cache's snapshot, then, before any write, *assume* every admission in the cache, mark every
+victim evicted and put every pending head back where its queue's strategy says
+(``Lifecycle.apply_cycle``; this module's ``_Effects`` turns them into writes). Cycles then run back
+to back on that state, as the simulator settles an instant, until one makes no progress (or a
+batch's time is up), so a ClusterQueue admits as many heads per API round trip as fit; only then are
+the batch's Workload statuses written, each with the resourceVersion its decision was based on, and
+the next batch waits for them. An eviction of a workload admitted earlier in the same batch waits
+for that admission's write and builds on what it stored. Events go to a background ``Recorder``, and
+the advisory pending conditions (QuotaReserved=False with the reason) are written by background
+senders the cycles never wait for, the latest decision per workload. A failed admission write is
+undone: the admission is forgotten, the inadmissible workloads of its quota tree are requeued, and
+the workload returns to its queue after a backoff. Victims stay counted until the job controller has
+stopped their Jobs and cleared their admission. Started by ``main`` once the cache is primed.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import enum
 import logging
 import time
 from typing import Any
@@ -31,6 +31,7 @@ from berth.adapters.kube import client, errors, events, workloads
 from berth.api import conditions, names
 from berth.core import admission, cycle
 from berth.operator import world as world_mod
+from berth.state import queues as queues_mod
 
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
@@ -43,11 +44,18 @@ _BATCH_SECONDS = 0.1
 sooner, at the first cycle that makes no progress. Bounds how long watch events wait."""
 
 
+class WriteKind(enum.Enum):
+    """What a status write says of a workload."""
+
+    ADMIT = "admit"
+    EVICT = "evict"
+    PENDING = "pending"
+
+
 @dataclasses.dataclass(slots=True)
 class _Write:
     key: names.WorkloadKey
-    kind: str
-    """admit, evict or pending."""
+    kind: WriteKind
     body: dict[str, Any]
     rv: str | None
     status: dict[str, Any]
@@ -102,7 +110,7 @@ class Scheduler:
             # of that round trip at once.
             if writes:
                 for x in writes:
-                    if x.kind == "admit":
+                    if x.kind == WriteKind.ADMIT:
                         self._admitting[x.key] = loop.create_future()
                 await asyncio.gather(*(self._write(x) for x in writes))
             if progressed:
@@ -137,69 +145,30 @@ class Scheduler:
 
     def _backoffs_done(self, now: float) -> None:
         """Return workloads whose backoff ended to their queues (the simulator's backoff timer)."""
-        q = self.world.queues
-        for pw in [q.pending[k] for k in q.backing_off]:
-            if 0 < pw.requeue_at <= now:
-                pw.requeue_at = 0.0
-                q.add(pw.info, now=now)
+        state = self.world.state
+        for key in state.due_backoffs(now):
+            state.end_backoff(key, now)
 
     def decide(self, now: float) -> tuple[list[_Write], bool]:
         """Run one cycle and apply it to state; return its writes and whether it progressed."""
         w = self.world
-        heads = w.queues.heads()
-        if not heads:
-            return [], False
-        result = self._schedule(heads, now)
-        writes: list[_Write] = []
-        progressed = False
-        for p in result.preempted:
-            key = p.victim.info.key
-            if p.victim.evicted or key not in w.cache.admitted:
-                continue  # already on its way out
-            w.cache.mark_evicted(key)
-            progressed = True
-            writes.append(self._evict_write(key, p, now))
-        for a in result.admitted:
-            key = a.info.key
-            w.cache.assume(a.info, a.admission, now)
-            w.queues.admitted(key)
-            w.in_flight.add(key)
-            progressed = True
-            writes.append(self._admit_write(key, a, now))
-        for pending in result.pending:
-            w.queues.requeue(pending)
-            # The head the cycle tried gets the condition, as Kueue's scheduler writes it; the
-            # same-shape workloads parked with it are left as they are (Kueue's workload
-            # controller writes none on them either, UnadmittedWorkloadsExplicitStatus being
-            # off by default), which spares the API server a write per parked workload.
-            self.pending[pending.info.key] = (pending.reason, pending.message, now)
-            self._pending_wake.set()
-            pw = w.queues.pending.get(pending.info.key)
-            if pw is not None and pw.cluster_queue is not None:
-                q = w.queues.queues[pw.cluster_queue]
-                if pending.info.key in q.inadmissible or (
-                    pending.progress is not None
-                    and any(idx != -1 for tried in pending.progress.tried for idx in tried.values())
-                ):
-                    progressed = True
-        return writes, progressed
-
-    def _schedule(self, heads: list[cycle.Head], now: float) -> cycle.CycleResult:
-        w = self.world
         self.cycles += 1
         started = time.perf_counter()
-        result = cycle.schedule(
-            w.cache.snapshot,
-            heads,
-            now,
-            w.policy,
-            cycle=w.queues.cycle,
-            generation=w.cache.generation,
-            all_pods_ready=all(k in w.ready for k in w.cache.admitted),
+        result = w.state.schedule(
+            now, w.policy, all_pods_ready=all(k in w.ready for k in w.cache.admitted)
         )
+        if result is None:
+            return [], False
         if w.observer is not None:
             w.observer.cycle(result, time.perf_counter() - started)
-        return result
+        effects = _Effects(self, now)
+        progressed = w.state.apply_cycle(result, now, effects)
+        return effects.writes, progressed
+
+    def note_pending(self, decision: cycle.Pending, now: float) -> None:
+        """Hand a head's pending condition to the background senders (latest decision wins)."""
+        self.pending[decision.info.key] = (decision.reason, decision.message, now)
+        self._pending_wake.set()
 
     # Status bodies ------------------------------------------------------------------------------
 
@@ -207,7 +176,8 @@ class Scheduler:
         body = self.world.workloads.get(key) or {}
         return body, (body.get("metadata") or {}).get("resourceVersion")
 
-    def _admit_write(self, key: names.WorkloadKey, a: cycle.Admit, now: float) -> _Write:
+    def admit_write(self, key: names.WorkloadKey, a: cycle.Admit, now: float) -> _Write:
+        """The status write of an admission: the admission, QuotaReserved and Admitted True."""
         body, rv = self._body(key)
         cq = a.admission.cluster_queue
         current = (body.get("status") or {}).get("conditions") or []
@@ -232,14 +202,15 @@ class Scheduler:
         }
         return _Write(
             key,
-            "admit",
+            WriteKind.ADMIT,
             body,
             rv,
             status,
             ("QuotaReserved", f"Quota reserved in ClusterQueue {cq}"),
         )
 
-    def _evict_write(self, key: names.WorkloadKey, p: cycle.Preempt, now: float) -> _Write:
+    def evict_write(self, key: names.WorkloadKey, p: cycle.Preempt, now: float) -> _Write:
+        """The status write of a preemption: Evicted and Preempted True."""
         w = self.world
         if w.observer is not None:
             w.observer.preempting(p, w.cache.cluster_queue_for(p.preemptor) or "")
@@ -252,7 +223,7 @@ class Scheduler:
             workloads.condition(_COND.PREEMPTED, True, p.reason.value, p.message, now),
         ]
         status = {"conditions": workloads.merge_conditions(current, changes)}
-        return _Write(key, "evict", body, rv, status, ("Preempted", p.message), changes)
+        return _Write(key, WriteKind.EVICT, body, rv, status, ("Preempted", p.message), changes)
 
     def _pending_write(
         self, key: names.WorkloadKey, reason: str, message: str, now: float
@@ -269,7 +240,11 @@ class Scheduler:
                 return None
         changes = [workloads.condition(_COND.QUOTA_RESERVED, False, reason, message, now)]
         return _Write(
-            key, "pending", body, rv, {"conditions": workloads.merge_conditions(current, changes)}
+            key,
+            WriteKind.PENDING,
+            body,
+            rv,
+            {"conditions": workloads.merge_conditions(current, changes)},
         )
 
     # Writing ------------------------------------------------------------------------------------
@@ -316,14 +291,14 @@ class Scheduler:
         try:
             stored = await self._send(x)
         finally:
-            admitting = self._admitting.pop(x.key, None) if x.kind == "admit" else None
+            admitting = self._admitting.pop(x.key, None) if x.kind == WriteKind.ADMIT else None
             if admitting is not None:
                 admitting.set_result(stored)
         return None if stored is None else (stored.get("metadata") or {}).get("resourceVersion")
 
     async def _send(self, x: _Write) -> dict[str, Any] | None:
         w = self.world
-        admitting = self._admitting.get(x.key) if x.kind == "evict" else None
+        admitting = self._admitting.get(x.key) if x.kind == WriteKind.EVICT else None
         if admitting is not None:
             # Admitted earlier in the same batch: evict what that admission's write stored
             # (built on the older body, the two writes would race and the admission be lost).
@@ -333,7 +308,7 @@ class Scheduler:
             x.rv = (admitted.get("metadata") or {}).get("resourceVersion")
             current = (admitted.get("status") or {}).get("conditions") or []
             x.status = {"conditions": workloads.merge_conditions(current, x.changes)}
-        earlier = self._sending.get(x.key) if x.kind != "pending" else None
+        earlier = self._sending.get(x.key) if x.kind != WriteKind.PENDING else None
         if earlier is not None:
             # A pending condition of the same workload is being written: wait for it, and
             # build on what it stored if it was built on the same body as this decision.
@@ -346,10 +321,10 @@ class Scheduler:
             self._undo(x, e)
             return None
         finally:
-            if x.kind == "admit":
+            if x.kind == WriteKind.ADMIT:
                 w.in_flight.discard(x.key)
         self.failures.pop(x.key, None)
-        if x.kind == "admit":
+        if x.kind == WriteKind.ADMIT:
             a = x.status["admission"]
             log.info("admitted %s in ClusterQueue %s", x.key, a["clusterQueue"])
         w.apply("Workload", stored)
@@ -357,16 +332,16 @@ class Scheduler:
         if x.event is not None:
             # Queued, not awaited: the next cycle must not wait for Events (best effort).
             self.recorder.record(stored, x.event[0], x.event[1], w.clock())
-            if x.kind == "admit":
+            if x.kind == WriteKind.ADMIT:
                 self.recorder.record(stored, "Admitted", "The workload is admitted", w.clock())
         return stored
 
     def _undo(self, x: _Write, e: errors.KubeError) -> None:
         w = self.world
-        if x.kind == "pending":
+        if x.kind == WriteKind.PENDING:
             return  # advisory; the next cycle writes it again if it still holds
         log.warning("%s of %s failed: %s", x.kind, x.key, e)
-        if x.kind == "evict":
+        if x.kind == WriteKind.EVICT:
             adm = w.cache.forget(x.key)
             if adm is not None:
                 w.cache.assume(adm.info, adm.admission, adm.reserved_at)
@@ -380,9 +355,43 @@ class Scheduler:
         info = w.infos.get(x.key)
         if isinstance(e, errors.NotFoundError) or info is None:
             return
-        w.queues.add(
-            info, now=now, requeue_at=now + min(_BACKOFF_BASE * 2 ** (n - 1), _BACKOFF_MAX)
-        )
+        w.state.enqueue(info, now, requeue_at=now + min(_BACKOFF_BASE * 2 ** (n - 1), _BACKOFF_MAX))
         # A newer body may have arrived while the write was in flight.
         w.settle_workload(x.key)
         w.wake.schedule.set()
+
+
+class _Effects:
+    """The operator's effects of a cycle's decisions (``state.lifecycle.CycleEffects``): writes.
+
+    An admission is in flight until its write returns; a victim's eviction is written and the
+    job controller releases it once its job has stopped; the head a cycle tried gets its pending
+    condition, as Kueue's scheduler writes it. The same-shape workloads parked with it are left
+    as they are (Kueue's workload controller writes none on them either,
+    ``UnadmittedWorkloadsExplicitStatus`` being off by default), which spares the API server a
+    write per parked workload.
+    """
+
+    def __init__(self, scheduler: Scheduler, now: float) -> None:
+        self.scheduler = scheduler
+        self.now = now
+        self.writes: list[_Write] = []
+
+    def evicting(self, decision: cycle.Preempt) -> None:
+        """Write Evicted and Preempted on the victim."""
+        key = decision.victim.info.key
+        self.writes.append(self.scheduler.evict_write(key, decision, self.now))
+
+    def admitted(self, decision: cycle.Admit) -> None:
+        """Write the admission; hold the workload's events until it returns."""
+        key = decision.info.key
+        self.scheduler.world.in_flight.add(key)
+        self.writes.append(self.scheduler.admit_write(key, decision, self.now))
+
+    def parked(
+        self,
+        decision: cycle.Pending,
+        same_shape: list[queues_mod.PendingWorkload],  # noqa: ARG002 - left as they are (above)
+    ) -> None:
+        """Queue the head's pending condition for the background senders."""
+        self.scheduler.note_pending(decision, self.now)

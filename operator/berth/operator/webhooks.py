@@ -67,7 +67,7 @@ def mutate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, Any
     job = request.get("object") or {}
     if request.get("operation") != "CREATE" or not world.managed(job):
         return _allow()
-    if batchjob.is_suspended(job):
+    if world.job.is_suspended(job):
         return _allow()
     spec = job.get("spec") or {}
     op = "replace" if "suspend" in spec else "add"
@@ -78,21 +78,18 @@ def validate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, A
     """Check a new Job makes a valid Workload, and an update keeps ``core.job_updates``' rules."""
     job = request.get("object") or {}
     old = request.get("oldObject") or {}
-    honor = world.config.honor_kueue_labels
     meta = job.get("metadata") or {}
     if request.get("operation") == "CREATE":
         if not world.managed(job):
             return _allow()
-        _obj, problems = batchjob.to_workload(
-            job, uid=str(meta.get("uid") or "new"), honor_kueue=honor
-        )
+        _obj, problems = world.job.to_workload(job, uid=str(meta.get("uid") or "new"))
         if problems:
             return _deny("; ".join(str(p) for p in problems), 422)
         return _allow()
     # A Job gaining a queue label is managed as the new object: it is checked too.
     if request.get("operation") != "UPDATE" or not (world.managed(job) or world.managed(old)):
         return _allow()
-    problems = job_updates.refusals(old, job, world.workload_state(old), honor_kueue=honor)
+    problems = job_updates.refusals(old, job, world.workload_state(old), world.job)
     if problems:
         return _deny("; ".join(f"{p.path}: {p.message}" for p in problems))
     return _allow()
@@ -164,7 +161,7 @@ def app(world: world_mod.World) -> web.Application:
     application.router.add_post("/validate-job", route(lambda r: validate_job(world, r)))
     application.router.add_post("/mutate-berth", route(mutate_berth))
     application.router.add_post(
-        "/validate-berth", route(lambda r: validate_berth(r, world.workload_classes))
+        "/validate-berth", route(lambda r: validate_berth(r, world.priorities.workload_classes))
     )
     return application
 

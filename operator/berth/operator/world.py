@@ -1,8 +1,8 @@
 """Everything the operator knows, fed by watch events: the cache, the queues, Jobs and Workloads.
 
-The kopf handlers call ``World.apply`` and ``World.remove`` with raw bodies; nothing here calls
-the API. Objects are translated into ``berth.api`` models and fed into ``berth.state`` exactly
-as the simulator does (``berth.sim.engine``): a released admission is forgotten and the
+The kopf handlers call ``World.apply`` and ``World.remove`` with raw bodies; nothing here calls the
+API. Objects are translated into ``berth.api`` models and fed into ``berth.state`` through the
+transitions the simulator uses (``state.lifecycle``): a released admission is forgotten and the
 inadmissible workloads of its quota tree are requeued; a pending workload is added to its queue,
 after its backoff if it has one. Stale events (an older resourceVersion than already seen, or an
 object already deleted) are ignored, so a full list can be applied on top of a watch at any time.
@@ -25,21 +25,26 @@ from typing import TYPE_CHECKING, Any
 from berth.api import (
     base,
     clusterqueue,
-    cohort,
     conditions,
     configuration,
     kinds,
-    localqueue,
     names,
     priorityclass,
-    resourceflavor,
     validation,
 )
 from berth.api import workload as api_workload
 from berth.api.configuration import RequeueTimestamp
-from berth.core import admission, cycle, job_sync, job_updates, managed, priority, workload
-from berth.state import cache as cache_mod
-from berth.state import queues as queues_mod
+from berth.core import (
+    admission,
+    cycle,
+    integrations,
+    job_sync,
+    job_updates,
+    managed,
+    priority,
+    workload,
+)
+from berth.state import lifecycle, priorities
 
 if TYPE_CHECKING:
     from berth.operator import observe
@@ -111,17 +116,13 @@ class World:
     def __init__(self, config: configuration.Configuration, clock: Callable[[], float]) -> None:
         self.config = config
         self.clock = clock
-        self.cache = cache_mod.Cache()
-        self.queues = queues_mod.QueueManager(self.cache)
-        wfpr = config.wait_for_pods_ready
-        self.policy = cycle.Policy(
-            fair_sharing=config.fair_sharing is not None,
-            fair_sharing_strategies=tuple(
-                s.value
-                for s in (config.fair_sharing.preemption_strategies if config.fair_sharing else [])
-            ),
-            block_admission=wfpr is not None and wfpr.block_admission,
-        )
+        self.state = lifecycle.Lifecycle()
+        self.cache = self.state.cache
+        self.queues = self.state.queues
+        self.policy = cycle.Policy.from_configuration(config)
+        self.job = integrations.BatchJob(honor_kueue_labels=config.honor_kueue_labels)
+        """The ``batch/v1`` Job integration, bound to the Configuration."""
+        self.priorities = priorities.Registry()
         self.wake = Wakeups()
         self.workloads: dict[names.WorkloadKey, Body] = {}
         self.infos: dict[names.WorkloadKey, workload.WorkloadInfo] = {}
@@ -129,9 +130,6 @@ class World:
         self.workload_of_job: dict[str, names.WorkloadKey] = {}
         self.job_of_uid: dict[str, names.WorkloadKey] = {}
         self.pods_of_job: dict[str, set[str]] = {}
-        self.workload_classes: dict[str, int] = {}
-        self.pod_classes: dict[str, int] = {}
-        self.global_default: str | None = None
         self.in_flight: set[names.WorkloadKey] = set()
         self.ready: set[names.WorkloadKey] = set()
         self.dirty_jobs: set[names.WorkloadKey] = set()
@@ -197,9 +195,7 @@ class World:
 
     def _queues_changed(self) -> None:
         # As the simulator does once per instant after queue objects change.
-        now = self.clock()
-        self.queues.refresh(now)
-        self.queues.requeue_all_inadmissible(now)
+        self.state.queues_changed(self.clock())
         self.wake.schedule.set()
         self.wake.statuses.set()
 
@@ -246,27 +242,13 @@ class World:
             if kind != "WorkloadPriorityClass":
                 self._queues_changed()
             return
-        if isinstance(obj, resourceflavor.ResourceFlavor):
-            self.cache.upsert_flavor(obj)
-        elif isinstance(obj, cohort.Cohort):
-            self.cache.upsert_cohort(obj)
-        elif isinstance(obj, clusterqueue.ClusterQueue):
-            self.cache.upsert_cluster_queue(obj)
-        elif isinstance(obj, localqueue.LocalQueue):
-            namespace = obj.metadata.namespace or "default"
-            if self.cache.namespace_labels(namespace) is None:
-                self.cache.upsert_namespace(namespace, {})
-            self.cache.upsert_local_queue(obj)
-        elif isinstance(obj, priorityclass.WorkloadPriorityClass):
-            old_value = self.workload_classes.get(obj.name)
-            self.workload_classes[obj.name] = obj.value
-            if old_value is not None and old_value != obj.value:
+        if isinstance(obj, priorityclass.WorkloadPriorityClass):
+            if self.priorities.set_workload_class(obj.name, obj.value):
                 self._class_value_changed(obj.name)
             self._jobs_without_workload()
             return
-        else:
-            return
-        self._queues_changed()
+        if self.cache.upsert(obj):
+            self._queues_changed()
 
     def _invalid(
         self,
@@ -290,16 +272,10 @@ class World:
 
     def _forget(self, kind: str, key: names.WorkloadKey) -> None:
         """Drop a queue object by kind and name (deleted, or refused)."""
-        if kind == "ClusterQueue":
-            self.cache.delete_cluster_queue(key.name)
-        elif kind == "ResourceFlavor":
-            self.cache.delete_flavor(key.name)
-        elif kind == "Cohort":
-            self.cache.delete_cohort(key.name)
-        elif kind == "LocalQueue":
-            self.cache.delete_local_queue(key.namespace or "default", key.name)
-        elif kind == "WorkloadPriorityClass":
-            self.workload_classes.pop(key.name, None)
+        if kind == "WorkloadPriorityClass":
+            self.priorities.drop_workload_class(key.name)
+        else:
+            self.cache.delete(kind, key.namespace, key.name)
 
     def _namespace(self, body: Body, *, deleted: bool) -> None:
         meta = body.get("metadata") or {}
@@ -316,18 +292,16 @@ class World:
     def _pod_class(self, body: Body, *, deleted: bool) -> None:
         name = str((body.get("metadata") or {}).get("name") or "")
         if deleted:
-            self.pod_classes.pop(name, None)
-            if self.global_default == name:
-                self.global_default = None
+            self.priorities.drop_pod_class(name)
             return
-        self.pod_classes[name] = int(body.get("value") or 0)
-        if body.get("globalDefault"):
-            self.global_default = name
+        self.priorities.set_pod_class(
+            name, int(body.get("value") or 0), global_default=bool(body.get("globalDefault"))
+        )
         self._jobs_without_workload()
 
     def _class_value_changed(self, name: str) -> None:
         # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload that
-        # names the class (as the simulator's _apply_workload_priority_class).
+        # names the class (``state.priorities`` tells of the change, as in the simulator).
         for key, body in self.workloads.items():
             ref = (body.get("spec") or {}).get("priorityClassRef") or {}
             if ref.get("kind") == "WorkloadPriorityClass" and ref.get("name") == name:
@@ -342,9 +316,7 @@ class World:
 
     def classes(self) -> priority.PriorityClasses:
         """The priority classes known now."""
-        return priority.PriorityClasses(
-            dict(self.workload_classes), dict(self.pod_classes), self.global_default
-        )
+        return self.priorities.classes()
 
     # Jobs and pods ------------------------------------------------------------------------------
 
@@ -448,7 +420,7 @@ class World:
             self.ready.discard(key)
             self.requeue_holds.discard(key)
             self.release(key)
-            self.queues.delete(key)
+            self.state.withdraw(key)
             self.wake.schedule.set()
             self.wake.statuses.set()
             return
@@ -463,8 +435,8 @@ class World:
     def _refresh_info(self, key: names.WorkloadKey, body: Body) -> None:
         """Take in a changed spec.priority, spec.active or spec.queueName.
 
-        Priority and activity as the simulator's ``_set_priority``; the queue when a pending Job
-        moved to another LocalQueue and the job controller made its Workload follow.
+        Priority and activity through ``state.lifecycle.Lifecycle.change_info``; the queue when a
+        pending Job moved to another LocalQueue and the job controller made its Workload follow.
         """
         old = self.infos.get(key)
         if old is None:
@@ -481,14 +453,10 @@ class World:
             return
         self.infos[key] = info
         if info.local_queue != old.local_queue:
-            self.queues.delete(key)  # queued again under its new LocalQueue as it settles
+            self.state.withdraw(key)  # queued again under its new LocalQueue as it settles
         if info.active and not old.active:
             self.reactivated.add(key)
-        if key in self.cache.admitted:
-            self.cache.update_info(info)
-        pw = self.queues.pending.get(key)
-        if pw is not None and info.active:
-            self.queues.add(info, now=self.clock(), requeue_at=pw.requeue_at)
+        self.state.change_info(info, self.clock())
         self.wake.lifecycle.set()
         self.wake.schedule.set()
 
@@ -516,12 +484,12 @@ class World:
         if condition_true(body, _COND.FINISHED) or (not info.active and not holds_quota):
             self.requeue_holds.discard(key)
             self.release(key)
-            self.queues.delete(key)
+            self.state.withdraw(key)
             self.wake.schedule.set()
             return
         if holds_quota:
             self.requeue_holds.discard(key)
-            self.queues.delete(key)
+            self.state.withdraw(key)
             if key not in self.cache.admitted:
                 adm = api_workload.Admission.model_validate(raw_admission)
                 reserved = transition_time(body, _COND.QUOTA_RESERVED)
@@ -547,7 +515,7 @@ class World:
     ) -> None:
         """Queue a pending workload, in the order and after the backoff its status says."""
         if self._unsupported_owner(body):
-            self.queues.delete(key)  # never a gang of its own (core.job_sync.foreign_owner)
+            self.state.withdraw(key)  # never a gang of its own (core.job_sync.foreign_owner)
             return
         now = self.clock()
         requeued = condition_of(body, _COND.REQUEUED)
@@ -574,15 +542,13 @@ class World:
             return
         if pw is not None and not math.isinf(pw.requeue_at) and requeue_at == 0.0:
             requeue_at = pw.requeue_at  # a backoff the scheduler loop set (a failed write)
-        self.queues.add(info, now=now, requeue_at=requeue_at)
+        self.state.enqueue(info, now, requeue_at=requeue_at)
         self.wake.schedule.set()
 
     def release(self, key: names.WorkloadKey) -> None:
         """Stop counting an admission; requeue what waited in its quota tree (as the simulator)."""
-        adm = self.cache.forget(key)
-        if adm is not None:
+        if self.state.release(key, self.clock()) is not None:
             self.wake.finalizers.set()
-            self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), self.clock())
             self.wake.schedule.set()
             self.wake.statuses.set()
 
