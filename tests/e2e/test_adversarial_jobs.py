@@ -94,7 +94,8 @@ def test_raising_an_admitted_jobs_parallelism_is_refused(
     assert "outside its quota" in message
     assert get(gpu_cluster, "job", "train", "-n", ns)["spec"]["parallelism"] == 1
     assert len(_pods(gpu_cluster, ns, "train")) == 1
-    assert _reserved_gpus(gpu_cluster, f"{ns}-cq") == 1
+    # The ClusterQueue's status is written apart from the admission: wait for it to show it.
+    wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-cq") == 1, timeout=10)
 
 
 def test_a_raise_past_the_webhook_is_held_at_the_admitted_count(
@@ -112,7 +113,7 @@ def test_a_raise_past_the_webhook_is_held_at_the_admitted_count(
             timeout=30,
         )
     wait_until(lambda: len(_pods(gpu_cluster, ns, "train")) == 1, timeout=60)
-    assert _reserved_gpus(gpu_cluster, f"{ns}-cq") == 1
+    wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-cq") == 1, timeout=10)
     reasons = _event_reasons(gpu_cluster, ns, "Job", "train")
     assert "ExceedsAdmission" in reasons
 

@@ -26,8 +26,7 @@ from typing import Any, TypeVar
 import click
 
 from berth.adapters.kube import errors
-from berth.api import conditions, configuration, names
-from berth.api import workload as api_workload
+from berth.api import conditions, configuration, names, workload_view
 from berth.core import admission, workload
 from berth.operator import world as world_mod
 
@@ -129,12 +128,12 @@ def find(world: world_mod.World, kind: str, name: str, namespace: str) -> Found:
             msg = f"Job {name} in namespace {namespace} has no Workload: {why}"
             raise click.ClickException(msg)
         key = found
-    body = world.workloads.get(key)
-    if body is None:
+    view = world.workloads.get(key)
+    if view is None:
         msg = f"no Workload {key.name} in namespace {key.namespace}"
         raise click.ClickException(msg)
     if job is None:
-        uid = world_mod.owner_job_uid(body)
+        uid = view.owner_job_uid
         job = None if uid is None else world.job_of_uid.get(uid)
     info = world.infos.get(key)
     if info is None:
@@ -142,32 +141,30 @@ def find(world: world_mod.World, kind: str, name: str, namespace: str) -> Found:
             f"Workload {key.name} in namespace {key.namespace} is invalid; the operator ignores it"
         )
         raise click.ClickException(msg)
-    state, adm = _state(world, key, body, info)
-    return Found(key, None if job is None else str(job), state, info, adm, _recorded(body))
+    state, adm = _state(world, key, view, info)
+    return Found(key, None if job is None else str(job), state, info, adm, _recorded(view))
 
 
 def _state(
     world: world_mod.World,
     key: names.WorkloadKey,
-    body: world_mod.Body,
+    view: workload_view.WorkloadView,
     info: workload.WorkloadInfo,
 ) -> tuple[str, workload.Admission | None]:
     admitted = world.cache.admitted.get(key)
     if admitted is not None:
         return "admitted", admitted.admission
-    raw = (body.get("status") or {}).get("admission")
-    written = (
-        None if not raw else admission.from_status(info, api_workload.Admission.model_validate(raw))
-    )
-    if world_mod.condition_true(body, _COND.FINISHED):
+    stored = view.admission
+    written = None if stored is None else admission.from_status(info, stored)
+    if view.is_true(_COND.FINISHED):
         return "finished", written
     if key in world.queues.pending:
         return "pending", None
     return ("deactivated" if not info.active else "not queued"), None
 
 
-def _recorded(body: world_mod.Body) -> tuple[str, str]:
-    for c in (body.get("status") or {}).get("conditions") or []:
-        if c.get("type") == _COND.QUOTA_RESERVED and c.get("status") == "False":
-            return str(c.get("reason") or ""), str(c.get("message") or "")
+def _recorded(view: workload_view.WorkloadView) -> tuple[str, str]:
+    reserved = view.condition(_COND.QUOTA_RESERVED)
+    if reserved is not None and not reserved.status:
+        return reserved.reason, reserved.message
     return "", ""

@@ -22,7 +22,7 @@ import logging
 from typing import Any
 
 from berth.adapters.kube import client, errors, events, jobs, workloads
-from berth.api import conditions, kinds, names
+from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
 from berth.core import batchjob, integrations, job_sync, priority
 from berth.operator import world as world_mod
@@ -76,7 +76,7 @@ class JobController:
             return
         wl_key = w.workload_for_job(job)
         wl = None if wl_key is None else w.workloads.get(wl_key)
-        unfinished = wl is not None and not world_mod.condition_true(wl, _COND.FINISHED)
+        unfinished = wl is not None and not wl.is_true(_COND.FINISHED)
         # A Job that still has an unfinished Workload stays managed whatever its labels say now:
         # otherwise dropping its queue label would let it be started outside any quota.
         if not (w.managed(job) or unfinished):
@@ -97,18 +97,21 @@ class JobController:
             await self._step(job, wl_key, wl, owner)
 
     async def _step(
-        self, job: dict[str, Any], wl_key: names.WorkloadKey, wl: dict[str, Any], owner: str | None
+        self,
+        job: dict[str, Any],
+        wl_key: names.WorkloadKey,
+        wl: workload_view.WorkloadView,
+        owner: str | None,
     ) -> None:
         """The one write that brings a Job and its unfinished Workload closer (reconciler order)."""
         done, succeeded = self.world.job.finished(job)
         if done:
             await self._finish(wl_key, wl, succeeded=succeeded)
             return
-        status = wl.get("status") or {}
-        has_admission = bool(status.get("admission"))
-        if has_admission and world_mod.condition_true(wl, _COND.EVICTED):
+        has_admission = wl.admission is not None
+        if has_admission and wl.is_true(_COND.EVICTED):
             await self._stop(job, wl_key, wl)
-        elif owner is None and has_admission and world_mod.condition_true(wl, _COND.ADMITTED):
+        elif owner is None and has_admission and wl.is_true(_COND.ADMITTED):
             if self.world.job.is_suspended(job):
                 await self._start(job, wl_key, wl)
             elif not await self._hold_at_admission(job, wl):
@@ -182,7 +185,7 @@ class JobController:
             return  # created by an earlier attempt; its event is on its way
         w.apply("Workload", stored)
         if foreign_owner is not None:
-            await self._unsupported(job, stored, foreign_owner)
+            await self._unsupported(job, workload_view.WorkloadView(stored), foreign_owner)
             return
         with contextlib.suppress(errors.KubeError):
             await events.emit(
@@ -193,7 +196,9 @@ class JobController:
                 w.clock(),
             )
 
-    async def _unsupported(self, job: dict[str, Any], wl: dict[str, Any], owner: str) -> None:
+    async def _unsupported(
+        self, job: dict[str, Any], wl: workload_view.WorkloadView, owner: str
+    ) -> None:
         """Say on the Workload and the Job why a child Job of another kind is never admitted."""
         w = self.world
         kind = owner.split("/", maxsplit=1)[0]
@@ -201,7 +206,7 @@ class JobController:
             f"The Job is controlled by {owner}: Berth does not integrate {kind} yet, so its "
             "Jobs stay suspended (admitting each one alone would start part of the gang)"
         )
-        key = names.WorkloadKey(wl["metadata"]["namespace"], wl["metadata"]["name"])
+        key = wl.key
         change = workloads.condition(
             _COND.QUOTA_RESERVED, False, UNSUPPORTED_OWNER, message, w.clock()
         )
@@ -212,14 +217,14 @@ class JobController:
                     self.kube, involved, UNSUPPORTED_OWNER, message, w.clock(), warning=True
                 )
 
-    async def _hold_at_admission(self, job: dict[str, Any], wl: dict[str, Any]) -> bool:
+    async def _hold_at_admission(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> bool:
         """Lower a running Job asking for more pods than admitted back to its admitted count.
 
         The webhook refuses that change; this holds when it got past (webhook down or bypassed).
         Returns whether the Job had to be lowered.
         """
-        admission = (wl.get("status") or {}).get("admission") or {}
-        counts = [int(a.get("count") or 0) for a in admission.get("podSetAssignments") or []]
+        adm = wl.admission
+        counts = [] if adm is None else [a.count or 0 for a in adm.pod_set_assignments]
         if not counts or not job_sync.over_admission(job, sum(counts)):
             return False
         w = self.world
@@ -239,18 +244,18 @@ class JobController:
         return True
 
     async def _follow(
-        self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]
+        self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
     ) -> None:
         """A suspended Job whose Workload holds no quota: make the Workload follow the Job."""
         w = self.world
-        obj, _problems = kinds.try_load(world_mod.without_status(wl))
+        obj, _problems = kinds.try_load(world_mod.without_status(wl.body))
         if not isinstance(obj, api_workload.Workload):
             return
         change, queue = job_sync.drift(job, obj, w.job)
         meta = job["metadata"]
         if change is job_sync.Drift.QUEUE:
             stored = await workloads.patch_spec(
-                self.kube, key, wl["metadata"]["resourceVersion"], {"queueName": queue}
+                self.kube, key, wl.resource_version, {"queueName": queue}
             )
             w.apply("Workload", stored)
             log.info(
@@ -263,7 +268,7 @@ class JobController:
         elif change is job_sync.Drift.POD_SETS:
             # Made again from the Job once the deletion is seen (reconcile's first step).
             with contextlib.suppress(errors.NotFoundError):
-                await workloads.delete(self.kube, key, str(wl["metadata"].get("uid") or ""))
+                await workloads.delete(self.kube, key, wl.uid)
             log.info(
                 "workload %s replaced: job %s/%s changed", key, meta["namespace"], meta["name"]
             )
@@ -276,7 +281,9 @@ class JobController:
                     w.clock(),
                 )
 
-    async def _finish(self, key: names.WorkloadKey, wl: dict[str, Any], *, succeeded: bool) -> None:
+    async def _finish(
+        self, key: names.WorkloadKey, wl: workload_view.WorkloadView, *, succeeded: bool
+    ) -> None:
         w = self.world
         reason = conditions.FinishReason.SUCCEEDED if succeeded else conditions.FinishReason.FAILED
         message = "Job finished successfully" if succeeded else "Job failed"
@@ -319,16 +326,18 @@ class JobController:
         self._suspended_at.pop(meta["uid"], None)
         return True
 
-    def _originals(self, wl: dict[str, Any]) -> list[integrations.PodSetOriginal]:
+    def _originals(self, wl: workload_view.WorkloadView) -> list[integrations.PodSetOriginal]:
         """The pod sets as the Workload recorded them (templates before any start)."""
         return [
             integrations.PodSetOriginal(
                 str(ps.get("name", "main")), ps.get("template") or {}, int(ps.get("count", 1))
             )
-            for ps in (wl.get("spec") or {}).get("podSets") or []
+            for ps in wl.pod_sets
         ]
 
-    async def _start(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
+    async def _start(
+        self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
+    ) -> None:
         try:
             await self._start_job(job, wl)
         except (errors.ConflictError, errors.NotFoundError):
@@ -340,7 +349,7 @@ class JobController:
         self,
         job: dict[str, Any],
         key: names.WorkloadKey,
-        wl: dict[str, Any],
+        wl: workload_view.WorkloadView,
         error: errors.PermanentError,
     ) -> None:
         """A start the API server refuses for good: give the quota back and deactivate.
@@ -352,14 +361,12 @@ class JobController:
         w = self.world
         message = f"The Job cannot be started: {error}"
         now = w.clock()
-        current = (wl.get("status") or {}).get("conditions") or []
+        current = wl.raw_conditions
         changes = [
             workloads.condition(_COND.QUOTA_RESERVED, False, START_FAILED, message, now),
             workloads.condition(_COND.ADMITTED, False, START_FAILED, message, now),
         ]
-        stored = await workloads.patch_spec(
-            self.kube, key, wl["metadata"]["resourceVersion"], {"active": False}
-        )
+        stored = await workloads.patch_spec(self.kube, key, wl.resource_version, {"active": False})
         for _attempt in range(3):
             # The lifecycle task may evict the now inactive Workload meanwhile (a conflict): the
             # admission is still cleared here, from a fresh read, so the reason stays StartFailed.
@@ -380,13 +387,13 @@ class JobController:
             with contextlib.suppress(errors.KubeError):
                 await events.emit(self.kube, involved, START_FAILED, message, now, warning=True)
 
-    async def _start_job(self, job: dict[str, Any], wl: dict[str, Any]) -> None:
+    async def _start_job(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> None:
         w = self.world
-        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+        adm = wl.admission
         runs = []
-        for psa in assigned:
+        for psa in [] if adm is None else adm.pod_set_assignments:
             placements = []
-            for flavor_name in sorted(set((psa.get("flavors") or {}).values())):
+            for flavor_name in sorted(set(psa.flavors.values())):
                 rf = w.cache.flavors.get(flavor_name)
                 if rf is None:
                     continue
@@ -396,14 +403,14 @@ class JobController:
                         tuple(t.to_yaml_dict() for t in rf.spec.tolerations),
                     )
                 )
-            count = int(psa.get("count") or w.job.pod_count(job))
-            runs.append(integrations.PodSetRun(str(psa.get("name")), count, tuple(placements)))
+            count = psa.count or w.job.pod_count(job)
+            runs.append(integrations.PodSetRun(psa.name, count, tuple(placements)))
         patch = w.job.start_patch(job, self._originals(wl), runs)
         meta = job["metadata"]
         stored = await jobs.patch(self.kube, meta["namespace"], meta["name"], patch)
         w.apply("Job", stored)
         log.info("started job %s/%s", meta["namespace"], meta["name"])
-        psa_cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
+        psa_cq = None if adm is None else adm.cluster_queue
         with contextlib.suppress(errors.KubeError):
             await events.emit(
                 self.kube,
@@ -414,15 +421,14 @@ class JobController:
             )
 
     async def _track_ready(
-        self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]
+        self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
     ) -> None:
         w = self.world
-        assigned = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or [
-            {}
-        ]
-        count = sum(int(a.get("count") or 0) for a in assigned) or w.job.pod_count(job)
+        adm = wl.admission
+        counts = [] if adm is None else [a.count or 0 for a in adm.pod_set_assignments]
+        count = sum(counts) or w.job.pod_count(job)
         ready = w.job.pods_ready(job, count)
-        if ready == world_mod.condition_true(wl, _COND.PODS_READY):
+        if ready == wl.is_true(_COND.PODS_READY):
             return
         reason, message = (
             ("PodsReady", "All pods reached readiness")
@@ -433,20 +439,22 @@ class JobController:
         await self._set_condition(key, wl, change)
 
     async def _set_condition(
-        self, key: names.WorkloadKey, wl: dict[str, Any], change: dict[str, Any]
+        self, key: names.WorkloadKey, wl: workload_view.WorkloadView, change: dict[str, Any]
     ) -> dict[str, Any]:
         """Merge one condition into the Workload's status (from the body it was read in)."""
-        current = (wl.get("status") or {}).get("conditions") or []
+        current = wl.raw_conditions
         stored = await workloads.patch_status(
             self.kube,
             key,
-            wl["metadata"]["resourceVersion"],
+            wl.resource_version,
             {"conditions": workloads.merge_conditions(current, [change])},
         )
         self.world.apply("Workload", stored)
         return stored
 
-    async def _stop(self, job: dict[str, Any], key: names.WorkloadKey, wl: dict[str, Any]) -> None:
+    async def _stop(
+        self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
+    ) -> None:
         w = self.world
         meta = job["metadata"]
         ns, name = meta["namespace"], meta["name"]
@@ -473,21 +481,13 @@ class JobController:
             w.apply("Job", stored)
             return
         # The Job is stopped and restored: release the quota.
-        evicted: dict[str, Any] = next(
-            (
-                c
-                for c in (wl.get("status") or {}).get("conditions") or []
-                if c.get("type") == _COND.EVICTED
-            ),
-            {},
-        )
-        reason = evicted.get("reason") or "Evicted"
+        evicted = wl.condition(_COND.EVICTED)
+        reason = (evicted.reason if evicted is not None else "") or "Evicted"
+        evicted_message = (evicted.message if evicted is not None else "") or "Evicted"
         now = w.clock()
-        current = (wl.get("status") or {}).get("conditions") or []
+        current = wl.raw_conditions
         changes = [
-            workloads.condition(
-                _COND.QUOTA_RESERVED, False, "Pending", evicted.get("message") or "Evicted", now
-            ),
+            workloads.condition(_COND.QUOTA_RESERVED, False, "Pending", evicted_message, now),
             workloads.condition(
                 _COND.ADMITTED, False, "NoReservation", "The workload has no reservation", now
             ),
@@ -501,14 +501,12 @@ class JobController:
                 _COND.REQUEUED,
                 reason == conditions.EvictionReason.PREEMPTED,
                 reason,
-                evicted.get("message") or "Evicted",
+                evicted_message,
                 now,
             ),
         ]
         status = {"admission": None, "conditions": workloads.merge_conditions(current, changes)}
-        stored = await workloads.patch_status(
-            self.kube, key, wl["metadata"]["resourceVersion"], status
-        )
+        stored = await workloads.patch_status(self.kube, key, wl.resource_version, status)
         w.apply("Workload", stored)
         log.info("released %s after eviction (%s)", key, reason)
 

@@ -26,7 +26,7 @@ import logging
 from typing import Any
 
 from berth.adapters.kube import client, errors, events, workloads
-from berth.api import conditions, names
+from berth.api import conditions, names, workload_view
 from berth.core import podsready
 from berth.operator import world as world_mod
 from berth.state import evictions
@@ -55,9 +55,6 @@ class Lifecycle:
     def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
         self.world = world
         self.kube = kube
-        self._since: dict[names.WorkloadKey, tuple[str, float]] = {}
-        """Per workload, the resourceVersion read and when its pods-ready clock started: the
-        pass runs twice a second over every admitted workload, so timestamps are parsed once."""
 
     async def run(self) -> None:
         """Pass every ``_PERIOD`` seconds, or sooner when woken, until cancelled."""
@@ -74,21 +71,19 @@ class Lifecycle:
         """Make every due eviction and priority rewrite once."""
         w = self.world
         now = w.clock()
-        for gone in self._since.keys() - w.cache.admitted.keys():
-            del self._since[gone]
         admitted = []
         for key in sorted(w.cache.admitted):
-            body = w.workloads.get(key)
+            view = w.workloads.get(key)
             info = w.infos.get(key)
-            if body is None or info is None or key in w.in_flight:
+            if view is None or info is None or key in w.in_flight:
                 continue
-            admitted.append(self._view(key, body, info.active))
+            admitted.append(_admitted(view, info.active))
         wfpr = w.config.wait_for_pods_ready
         for e in evictions.due(admitted, dict(w.cache.drained()), wfpr, now):
-            body = w.workloads[e.key]
+            view = w.workloads[e.key]
             if isinstance(e.requeue, podsready.Deactivate):
                 stored = await workloads.patch_spec(
-                    self.kube, e.key, body["metadata"]["resourceVersion"], {"active": False}
+                    self.kube, e.key, view.resource_version, {"active": False}
                 )
                 w.apply("Workload", stored)
                 log.info("deactivated %s: %s", e.key, e.requeue.message)
@@ -99,7 +94,7 @@ class Lifecycle:
                     "count": e.requeue.count,
                     "requeueAt": workloads.timestamp(e.requeue.requeue_at),
                 }
-            await self._evict(e.key, body, e.reason, e.message, requeue_state=requeue_state)
+            await self._evict(view, e.reason, e.message, requeue_state=requeue_state)
         for key in sorted(w.priority_rewrites):
             w.priority_rewrites.discard(key)
             await self._rewrite_priority(key)
@@ -108,60 +103,29 @@ class Lifecycle:
         for key in sorted(w.requeue_holds):
             await self._requeue_when_due(key, now)
 
-    def _view(
-        self, key: names.WorkloadKey, body: dict[str, Any], active: bool
-    ) -> evictions.Admitted:
-        """What the eviction rules read of an admitted Workload's body."""
-        ready = not world_mod.condition_true(body, _COND.ADMITTED) or world_mod.condition_true(
-            body, _COND.PODS_READY
-        )
-        since = 0.0
-        if not ready:
-            rv = str(body["metadata"].get("resourceVersion"))
-            cached = self._since.get(key)
-            if cached is None or cached[0] != rv:
-                cached = (
-                    rv,
-                    max(
-                        world_mod.transition_time(body, _COND.ADMITTED),
-                        world_mod.transition_time(body, _COND.PODS_READY),
-                    ),
-                )
-                self._since[key] = cached
-            since = cached[1]
-        count = int(((body.get("status") or {}).get("requeueState") or {}).get("count") or 0)
-        return evictions.Admitted(
-            key,
-            active=active,
-            evicting=world_mod.condition_true(body, _COND.EVICTED),
-            pods_ready=ready,
-            ready_since=since,
-            requeue_count=count,
-        )
-
     async def _evict(
         self,
-        key: names.WorkloadKey,
-        body: dict[str, Any],
+        view: workload_view.WorkloadView,
         reason: str,
         message: str,
         *,
         requeue_state: dict[str, Any] | None = None,
     ) -> None:
         w = self.world
-        current = (body.get("status") or {}).get("conditions") or []
         change = workloads.condition(_COND.EVICTED, True, reason, message, w.clock())
-        status: dict[str, Any] = {"conditions": workloads.merge_conditions(current, [change])}
+        status: dict[str, Any] = {
+            "conditions": workloads.merge_conditions(view.raw_conditions, [change])
+        }
         if requeue_state is not None:
             status["requeueState"] = requeue_state
         try:
             stored = await workloads.patch_status(
-                self.kube, key, body["metadata"]["resourceVersion"], status
+                self.kube, view.key, view.resource_version, status
             )
         except errors.ConflictError:
             return  # a newer body is on its way; the next pass decides on it
         w.apply("Workload", stored)
-        log.info("evicted %s (%s)", key, reason)
+        log.info("evicted %s (%s)", view.key, reason)
         with contextlib.suppress(errors.KubeError):
             await events.emit(self.kube, stored, "Evicted", message, w.clock())
 
@@ -171,30 +135,34 @@ class Lifecycle:
         The workload stays out of its queue until this is written (``World._queue_pending``).
         """
         w = self.world
-        body = w.workloads.get(key)
-        if body is None:
+        view = w.workloads.get(key)
+        if view is None:
             w.reactivated.discard(key)
             return
         change = workloads.condition(
             _COND.REQUEUED, True, "Reactivated", "The workload was reactivated", w.clock()
         )
-        status = {"requeueState": None, "conditions": _merged(body, change)}
-        await self._write_status(key, body, status, done=w.reactivated)
+        status = {
+            "requeueState": None,
+            "conditions": workloads.merge_conditions(view.raw_conditions, [change]),
+        }
+        await self._write_status(view, status, done=w.reactivated)
 
     async def _requeue_when_due(self, key: names.WorkloadKey, now: float) -> None:
         """Turn Requeued True once what held the workload is over (Kueue's workload controller)."""
         w = self.world
-        body = w.workloads.get(key)
+        view = w.workloads.get(key)
         info = w.infos.get(key)
-        if body is None or info is None:
+        if view is None or info is None:
             w.requeue_holds.discard(key)
             return
-        reason = world_mod.condition_of(body, _COND.REQUEUED).get("reason")
+        requeued = view.condition(_COND.REQUEUED)
+        reason = None if requeued is None else requeued.reason
         status: dict[str, Any] = {}
         if reason == _EVICT.PODS_READY_TIMEOUT:
-            state = dict((body.get("status") or {}).get("requeueState") or {})
-            if world_mod.parse_time(state.get("requeueAt")) > now:
+            if view.requeue_at > now:
                 return
+            state = dict(view.status.get("requeueState") or {})
             state["requeueAt"] = None
             status["requeueState"] = state
             change = workloads.condition(
@@ -203,17 +171,17 @@ class Lifecycle:
         elif reason in _RESTARTED:
             if w.cache.blocker(info) is not None:
                 return
-            change = workloads.condition(_COND.REQUEUED, True, *_RESTARTED[reason], now)
+            restarted = _RESTARTED[_EVICT(reason)]
+            change = workloads.condition(_COND.REQUEUED, True, *restarted, now)
         else:
             w.requeue_holds.discard(key)
             return
-        status["conditions"] = _merged(body, change)
-        await self._write_status(key, body, status, done=w.requeue_holds)
+        status["conditions"] = workloads.merge_conditions(view.raw_conditions, [change])
+        await self._write_status(view, status, done=w.requeue_holds)
 
     async def _write_status(
         self,
-        key: names.WorkloadKey,
-        body: dict[str, Any],
+        view: workload_view.WorkloadView,
         status: dict[str, Any],
         *,
         done: set[names.WorkloadKey],
@@ -225,27 +193,25 @@ class Lifecycle:
         """
         try:
             stored = await workloads.patch_status(
-                self.kube, key, body["metadata"]["resourceVersion"], status
+                self.kube, view.key, view.resource_version, status
             )
         except errors.ConflictError:
             return
-        done.discard(key)
+        done.discard(view.key)
         self.world.apply("Workload", stored)
 
     async def _rewrite_priority(self, key: names.WorkloadKey) -> None:
         w = self.world
-        body = w.workloads.get(key)
-        if body is None:
+        view = w.workloads.get(key)
+        if view is None or view.priority_class_ref is None:
             return
-        ref = (body.get("spec") or {}).get("priorityClassRef") or {}
-        value = w.priorities.workload_classes.get(str(ref.get("name")))
-        if ref.get("kind") != "WorkloadPriorityClass" or value is None:
-            return
-        if (body.get("spec") or {}).get("priority") == value:
+        kind, name = view.priority_class_ref
+        value = w.priorities.workload_classes.get(name)
+        if kind != "WorkloadPriorityClass" or value is None or view.spec.get("priority") == value:
             return
         try:
             stored = await workloads.patch_spec(
-                self.kube, key, body["metadata"]["resourceVersion"], {"priority": value}
+                self.kube, key, view.resource_version, {"priority": value}
             )
         except errors.ConflictError:
             w.priority_rewrites.add(key)
@@ -254,5 +220,20 @@ class Lifecycle:
         log.info("priority of %s is now %d", key, value)
 
 
-def _merged(body: dict[str, Any], change: dict[str, Any]) -> list[dict[str, Any]]:
-    return workloads.merge_conditions((body.get("status") or {}).get("conditions") or [], [change])
+def _admitted(view: workload_view.WorkloadView, active: bool) -> evictions.Admitted:
+    """What the eviction rules read of an admitted Workload.
+
+    Its pods-ready clock starts at the later of its admission and the pods last turning unready.
+    """
+    ready = not view.is_true(_COND.ADMITTED) or view.is_true(_COND.PODS_READY)
+    since = 0.0
+    if not ready:
+        since = max(view.transition_time(_COND.ADMITTED), view.transition_time(_COND.PODS_READY))
+    return evictions.Admitted(
+        view.key,
+        active=active,
+        evicting=view.is_true(_COND.EVICTED),
+        pods_ready=ready,
+        ready_since=since,
+        requeue_count=view.requeue_count,
+    )

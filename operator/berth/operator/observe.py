@@ -25,11 +25,9 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 from berth.adapters import history, metrics
-from berth.api import conditions, names
-from berth.api import workload as api_workload
+from berth.api import conditions, names, workload_view
 from berth.core import admission, cycle
 from berth.core import workload as core_workload
-from berth.operator import world as world_mod
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 
@@ -45,7 +43,7 @@ def _conditions(body: Body | None) -> dict[str, Body]:
         return {}
     return {
         str(c.get("type")): c
-        for c in (body.get("status") or {}).get("conditions") or []
+        for c in workload_view.WorkloadView(body).raw_conditions
         if c.get("status") == "True"
     }
 
@@ -65,12 +63,12 @@ def _holds_quota(body: Body | None, conds: dict[str, Body]) -> bool:
     return (
         body is not None
         and _COND.QUOTA_RESERVED in conds
-        and bool((body.get("status") or {}).get("admission"))
+        and workload_view.WorkloadView(body).raw_admission is not None
     )
 
 
 def _active(body: Body | None) -> bool:
-    return body is not None and (body.get("spec") or {}).get("active", True) is not False
+    return body is not None and workload_view.WorkloadView(body).active
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -205,7 +203,7 @@ class Observer:
         after: dict[str, Body],
     ) -> None:
         # The admission being evicted: still in the new body, else in the one before.
-        admitted_body = new if (new.get("status") or {}).get("admission") else old
+        admitted_body = new if workload_view.WorkloadView(new).raw_admission else old
         adm = _admission(admitted_body, info)
         cq = adm.cluster_queue if adm is not None else ""
         reason = str(evicted.get("reason") or "")
@@ -247,7 +245,7 @@ class Observer:
         *,
         held: bool,
     ) -> None:
-        admitted_body = new if (new.get("status") or {}).get("admission") else old
+        admitted_body = new if workload_view.WorkloadView(new).raw_admission else old
         adm = None if admitted_body is None else _admission(admitted_body, info)
         if held or adm is not None:
             self.metrics.report_finish(**_labels(info, adm.cluster_queue if adm else ""))
@@ -322,7 +320,7 @@ def _labels(info: core_workload.WorkloadInfo, cluster_queue: str) -> _Labels:
 
 
 def _time(cond: Body) -> float:
-    return world_mod.parse_time(cond.get("lastTransitionTime"))
+    return workload_view.parse_time(cond.get("lastTransitionTime"))
 
 
 def _queued_since(before: Body | None, info: core_workload.WorkloadInfo) -> float:
@@ -330,25 +328,25 @@ def _queued_since(before: Body | None, info: core_workload.WorkloadInfo) -> floa
 
     Read from the body before the admission, which resets that condition.
     """
-    for c in ((before or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == _COND.REQUEUED and c.get("lastTransitionTime"):
-            return _time(c)
+    requeued = (
+        None if before is None else workload_view.WorkloadView(before).condition(_COND.REQUEUED)
+    )
+    if requeued is not None and requeued.last_transition:
+        return requeued.last_transition
     return info.creation_time
 
 
 def _admission(body: Body, info: core_workload.WorkloadInfo) -> core_workload.Admission | None:
-    raw = (body.get("status") or {}).get("admission")
-    if not raw:
-        return None
     try:
-        return admission.from_status(info, api_workload.Admission.model_validate(raw))
+        adm = workload_view.WorkloadView(body).admission
+        return None if adm is None else admission.from_status(info, adm)
     except ValueError as err:
         log.warning("cannot read the admission of %s: %s", info.key, err)
         return None
 
 
 def _job_of(body: Body, info: core_workload.WorkloadInfo) -> str | None:
-    for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in workload_view.WorkloadView(body).metadata.get("ownerReferences") or []:
         if ref.get("kind") == "Job":
             return str(names.WorkloadKey(info.key.namespace, str(ref.get("name") or "")))
     return None

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from berth.adapters.kube import client, errors, events, workloads
-from berth.api import conditions, names
+from berth.api import conditions, names, workload_view
 from berth.core import admission, cycle
 from berth.operator import world as world_mod
 from berth.state import queues as queues_mod
@@ -172,15 +172,13 @@ class Scheduler:
 
     # Status bodies ------------------------------------------------------------------------------
 
-    def _body(self, key: names.WorkloadKey) -> tuple[dict[str, Any], str | None]:
-        body = self.world.workloads.get(key) or {}
-        return body, (body.get("metadata") or {}).get("resourceVersion")
+    def _view(self, key: names.WorkloadKey) -> workload_view.WorkloadView:
+        return self.world.workloads.get(key) or workload_view.WorkloadView({})
 
     def admit_write(self, key: names.WorkloadKey, a: cycle.Admit, now: float) -> _Write:
         """The status write of an admission: the admission, QuotaReserved and Admitted True."""
-        body, rv = self._body(key)
+        view = self._view(key)
         cq = a.admission.cluster_queue
-        current = (body.get("status") or {}).get("conditions") or []
         changes = [
             workloads.condition(
                 _COND.QUOTA_RESERVED,
@@ -194,17 +192,17 @@ class Scheduler:
         changes.extend(
             workloads.condition(kind, False, "Admitted", "The workload is admitted", now)
             for kind in (_COND.EVICTED, _COND.PREEMPTED, _COND.REQUEUED)
-            if any(c.get("type") == kind and c.get("status") == "True" for c in current)
+            if view.is_true(kind)
         )
         status = {
             "admission": admission.to_status(a.admission),
-            "conditions": workloads.merge_conditions(current, changes),
+            "conditions": workloads.merge_conditions(view.raw_conditions, changes),
         }
         return _Write(
             key,
             WriteKind.ADMIT,
-            body,
-            rv,
+            view.body,
+            view.resource_version,
             status,
             ("QuotaReserved", f"Quota reserved in ClusterQueue {cq}"),
         )
@@ -214,37 +212,42 @@ class Scheduler:
         w = self.world
         if w.observer is not None:
             w.observer.preempting(p, w.cache.cluster_queue_for(p.preemptor) or "")
-        body, rv = self._body(key)
-        current = (body.get("status") or {}).get("conditions") or []
+        view = self._view(key)
         changes = [
             workloads.condition(
                 _COND.EVICTED, True, conditions.EvictionReason.PREEMPTED, p.message, now
             ),
             workloads.condition(_COND.PREEMPTED, True, p.reason.value, p.message, now),
         ]
-        status = {"conditions": workloads.merge_conditions(current, changes)}
-        return _Write(key, WriteKind.EVICT, body, rv, status, ("Preempted", p.message), changes)
+        status = {"conditions": workloads.merge_conditions(view.raw_conditions, changes)}
+        return _Write(
+            key,
+            WriteKind.EVICT,
+            view.body,
+            view.resource_version,
+            status,
+            ("Preempted", p.message),
+            changes,
+        )
 
     def _pending_write(
         self, key: names.WorkloadKey, reason: str, message: str, now: float
     ) -> _Write | None:
-        body, rv = self._body(key)
-        current = (body.get("status") or {}).get("conditions") or []
-        for c in current:
-            if (
-                c.get("type") == _COND.QUOTA_RESERVED
-                and c.get("status") == "False"
-                and c.get("reason") == reason
-                and c.get("message") == message
-            ):
-                return None
+        view = self._view(key)
+        current = view.condition(_COND.QUOTA_RESERVED)
+        if current is not None and (current.status, current.reason, current.message) == (
+            False,
+            reason,
+            message,
+        ):
+            return None
         changes = [workloads.condition(_COND.QUOTA_RESERVED, False, reason, message, now)]
         return _Write(
             key,
             WriteKind.PENDING,
-            body,
-            rv,
-            {"conditions": workloads.merge_conditions(current, changes)},
+            view.body,
+            view.resource_version,
+            {"conditions": workloads.merge_conditions(view.raw_conditions, changes)},
         )
 
     # Writing ------------------------------------------------------------------------------------
@@ -294,7 +297,7 @@ class Scheduler:
             admitting = self._admitting.pop(x.key, None) if x.kind == WriteKind.ADMIT else None
             if admitting is not None:
                 admitting.set_result(stored)
-        return None if stored is None else (stored.get("metadata") or {}).get("resourceVersion")
+        return None if stored is None else workload_view.WorkloadView(stored).resource_version
 
     async def _send(self, x: _Write) -> dict[str, Any] | None:
         w = self.world
@@ -305,9 +308,11 @@ class Scheduler:
             admitted = await admitting
             if admitted is None:
                 return None  # the admission was undone; there is nothing to evict
-            x.rv = (admitted.get("metadata") or {}).get("resourceVersion")
-            current = (admitted.get("status") or {}).get("conditions") or []
-            x.status = {"conditions": workloads.merge_conditions(current, x.changes)}
+            stored_view = workload_view.WorkloadView(admitted)
+            x.rv = stored_view.resource_version
+            x.status = {
+                "conditions": workloads.merge_conditions(stored_view.raw_conditions, x.changes)
+            }
         earlier = self._sending.get(x.key) if x.kind != WriteKind.PENDING else None
         if earlier is not None:
             # A pending condition of the same workload is being written: wait for it, and

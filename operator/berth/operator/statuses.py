@@ -92,8 +92,8 @@ def build_cluster_queue(
     n_admitted = 0
     for key, adm in admitted.items():
         resources.add_into(usage, adm.admission.usage)
-        body = world.workloads.get(key) or {}
-        if world_mod.condition_true(body, conditions.WorkloadCondition.ADMITTED):
+        view = world.workloads.get(key)
+        if view is not None and view.is_true(conditions.WorkloadCondition.ADMITTED):
             resources.add_into(admitted_only, adm.admission.usage)
             n_admitted += 1
     nominal = {fr: q.nominal for fr, q in node.quotas.items()}
@@ -144,9 +144,8 @@ def build_local_queue(
         adm = world.cache.admitted[key]
         reserving += 1
         resources.add_into(usage, adm.admission.usage)
-        if world_mod.condition_true(
-            world.workloads.get(key) or {}, conditions.WorkloadCondition.ADMITTED
-        ):
+        view = world.workloads.get(key)
+        if view is not None and view.is_true(conditions.WorkloadCondition.ADMITTED):
             n_admitted += 1
             resources.add_into(admitted_only, adm.admission.usage)
     cq = world.cache.snapshot.cluster_queues.get(cq_name)

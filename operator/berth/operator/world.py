@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as dt
 import logging
 import math
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from berth.api import (
     names,
     priorityclass,
     validation,
+    workload_view,
 )
 from berth.api import workload as api_workload
 from berth.api.configuration import RequeueTimestamp
@@ -60,13 +60,6 @@ _HELD = frozenset(
 Body = dict[str, Any]
 
 
-def parse_time(text: str | None) -> float:
-    """Seconds since the epoch of an RFC 3339 time (0 when missing)."""
-    if not text:
-        return 0.0
-    return dt.datetime.fromisoformat(text).timestamp()
-
-
 def _rv(body: Body) -> int:
     try:
         return int((body.get("metadata") or {}).get("resourceVersion") or 0)
@@ -77,14 +70,6 @@ def _rv(body: Body) -> int:
 def _key(body: Body) -> names.WorkloadKey:
     meta = body.get("metadata") or {}
     return names.WorkloadKey(meta.get("namespace") or "", meta.get("name") or "")
-
-
-def condition_true(body: Body, kind: str) -> bool:
-    """Tell whether a status condition of this type is True."""
-    for c in (body.get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return bool(c.get("status") == "True")
-    return False
 
 
 def owner_job_uid(body: Body) -> str | None:
@@ -124,7 +109,8 @@ class World:
         """The ``batch/v1`` Job integration, bound to the Configuration."""
         self.priorities = priorities.Registry()
         self.wake = Wakeups()
-        self.workloads: dict[names.WorkloadKey, Body] = {}
+        self.workloads: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
+        """The latest stored body of every Workload, read through its view."""
         self.infos: dict[names.WorkloadKey, workload.WorkloadInfo] = {}
         self.jobs: dict[names.WorkloadKey, Body] = {}
         self.workload_of_job: dict[str, names.WorkloadKey] = {}
@@ -302,9 +288,8 @@ class World:
     def _class_value_changed(self, name: str) -> None:
         # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload that
         # names the class (``state.priorities`` tells of the change, as in the simulator).
-        for key, body in self.workloads.items():
-            ref = (body.get("spec") or {}).get("priorityClassRef") or {}
-            if ref.get("kind") == "WorkloadPriorityClass" and ref.get("name") == name:
+        for key, view in self.workloads.items():
+            if view.priority_class_ref == ("WorkloadPriorityClass", name):
                 self.priority_rewrites.add(key)
         self.wake.lifecycle.set()
 
@@ -364,28 +349,28 @@ class World:
 
     # Workloads ----------------------------------------------------------------------------------
 
-    def info_of(self, body: Body) -> workload.WorkloadInfo | None:
-        """The core's view of a Workload body (None if it does not load)."""
-        obj, problems = kinds.try_load(without_status(body))
+    def info_of(self, view: workload_view.WorkloadView) -> workload.WorkloadInfo | None:
+        """The core's view of a Workload (None if it does not load)."""
+        obj, problems = kinds.try_load(without_status(view.body))
         if not isinstance(obj, api_workload.Workload):
-            log.warning("ignoring invalid Workload %s: %s", _key(body), problems)
+            log.warning("ignoring invalid Workload %s: %s", view.key, problems)
             return None
         ref = obj.spec.priority_class_ref
-        job_uid = owner_job_uid(body)
+        job_uid = view.owner_job_uid
         job = self.job_of_uid.get(job_uid) if job_uid else None
         info = workload.from_api(
             obj,
             priority=obj.spec.priority or 0,
-            creation_time=parse_time((body.get("metadata") or {}).get("creationTimestamp")),
-            uid=str((body.get("metadata") or {}).get("uid") or ""),
+            creation_time=view.creation_time,
+            uid=view.uid,
             priority_class=None if ref is None else ref.name,
             job=job,
             excluded_prefixes=tuple(self.config.resources.exclude_resource_prefixes),
         )
-        evicted_at = self._timeout_eviction_time(body)
+        evicted_at = self._timeout_eviction_time(view)
         return info if evicted_at is None else info.with_order_time(evicted_at)
 
-    def _timeout_eviction_time(self, body: Body) -> float | None:
+    def _timeout_eviction_time(self, view: workload_view.WorkloadView) -> float | None:
         """When a workload was evicted by a pods-ready timeout, if it queues by that time.
 
         Kueue's ``GetQueueOrderTimestamp``: with ``requeuingStrategy.timestamp: Eviction``, the
@@ -395,14 +380,15 @@ class World:
         wfpr = self.config.wait_for_pods_ready
         if wfpr is None or wfpr.requeuing_strategy.timestamp != RequeueTimestamp.EVICTION:
             return None
-        evicted = condition_of(body, _COND.EVICTED)
-        if evicted.get("status") != "True" or evicted.get("reason") != _EVICT.PODS_READY_TIMEOUT:
+        evicted = view.condition(_COND.EVICTED)
+        if evicted is None or not evicted.status or evicted.reason != _EVICT.PODS_READY_TIMEOUT:
             return None
-        return parse_time(evicted.get("lastTransitionTime"))
+        return evicted.last_transition
 
     def _workload(self, body: Body, *, deleted: bool) -> None:
-        key = _key(body)
-        job_uid = owner_job_uid(body)
+        view = workload_view.WorkloadView(body)
+        key = view.key
+        job_uid = view.owner_job_uid
         if job_uid is not None:
             if deleted:
                 self.workload_of_job.pop(job_uid, None)
@@ -411,7 +397,8 @@ class World:
             job = self.job_of_uid.get(job_uid)
             if job is not None:
                 self.mark_job(job)
-        old = self.workloads.get(key)
+        old_view = self.workloads.get(key)
+        old = None if old_view is None else old_view.body
         if deleted:
             if self.observer is not None:
                 self.observer.workload(old, None, self.infos.get(key))
@@ -424,15 +411,15 @@ class World:
             self.wake.schedule.set()
             self.wake.statuses.set()
             return
-        self.workloads[key] = body
+        self.workloads[key] = view
         # While an admission write is in flight, the scheduler loop settles it when it returns.
         if key not in self.in_flight:
-            self._refresh_info(key, body)
+            self._refresh_info(key, view)
             self.settle_workload(key)
         if self.observer is not None:
             self.observer.workload(old, body, self.infos.get(key))
 
-    def _refresh_info(self, key: names.WorkloadKey, body: Body) -> None:
+    def _refresh_info(self, key: names.WorkloadKey, view: workload_view.WorkloadView) -> None:
         """Take in a changed spec.priority, spec.active or spec.queueName.
 
         Priority and activity through ``state.lifecycle.Lifecycle.change_info``; the queue when a
@@ -441,14 +428,13 @@ class World:
         old = self.infos.get(key)
         if old is None:
             return
-        spec = body.get("spec") or {}
-        if (
-            (spec.get("priority") or 0) == old.priority
-            and spec.get("active", True) == old.active
-            and spec.get("queueName") == old.local_queue
+        if (view.priority, view.active, view.queue_name) == (
+            old.priority,
+            old.active,
+            old.local_queue,
         ):
             return
-        info = self.info_of(body)
+        info = self.info_of(view)
         if info is None:
             return
         self.infos[key] = info
@@ -462,66 +448,63 @@ class World:
 
     def settle_workload(self, key: names.WorkloadKey) -> None:
         """Bring state in line with the latest body of a Workload."""
-        body = self.workloads.get(key)
-        if body is None:
+        view = self.workloads.get(key)
+        if view is None:
             return
         info = self.infos.get(key)
         if info is None:
-            info = self.info_of(body)
+            info = self.info_of(view)
             if info is None:
                 return
             self.infos[key] = info
-        status = body.get("status") or {}
-        if condition_true(body, _COND.PODS_READY):
+        if view.is_true(_COND.PODS_READY):
             self.ready.add(key)
         else:
             self.ready.discard(key)
         self.wake.statuses.set()
-        raw_admission = status.get("admission")
-        holds_quota = bool(raw_admission) and condition_true(body, _COND.QUOTA_RESERVED)
+        adm = view.admission
+        holds_quota = adm is not None and view.is_true(_COND.QUOTA_RESERVED)
         # A deactivated workload that still holds quota keeps it until its Job has stopped and
         # the job controller clears the admission, as after any other eviction.
-        if condition_true(body, _COND.FINISHED) or (not info.active and not holds_quota):
+        if view.is_true(_COND.FINISHED) or (not info.active and not holds_quota):
             self.requeue_holds.discard(key)
             self.release(key)
             self.state.withdraw(key)
             self.wake.schedule.set()
             return
-        if holds_quota:
+        if adm is not None and holds_quota:
             self.requeue_holds.discard(key)
             self.state.withdraw(key)
             if key not in self.cache.admitted:
-                adm = api_workload.Admission.model_validate(raw_admission)
-                reserved = transition_time(body, _COND.QUOTA_RESERVED)
+                reserved = view.transition_time(_COND.QUOTA_RESERVED)
                 self.cache.assume(info, admission.from_status(info, adm), reserved)
-            if condition_true(body, _COND.EVICTED):
+            if view.is_true(_COND.EVICTED):
                 self.cache.mark_evicted(key)
             return
         if key in self.cache.admitted:
             self.release(key)
-        self._queue_pending(key, body, info)
+        self._queue_pending(key, view, info)
 
-    def _unsupported_owner(self, body: Body) -> bool:
-        labels = (body.get("metadata") or {}).get("labels") or {}
-        if job_sync.UNSUPPORTED_OWNER_LABEL in labels:
+    def _unsupported_owner(self, view: workload_view.WorkloadView) -> bool:
+        if job_sync.UNSUPPORTED_OWNER_LABEL in view.labels:
             return True
-        job_uid = owner_job_uid(body)
+        job_uid = view.owner_job_uid
         job_key = None if job_uid is None else self.job_of_uid.get(job_uid)
         job = None if job_key is None else self.jobs.get(job_key)
         return job is not None and job_sync.foreign_owner(job) is not None
 
     def _queue_pending(
-        self, key: names.WorkloadKey, body: Body, info: workload.WorkloadInfo
+        self, key: names.WorkloadKey, view: workload_view.WorkloadView, info: workload.WorkloadInfo
     ) -> None:
         """Queue a pending workload, in the order and after the backoff its status says."""
-        if self._unsupported_owner(body):
+        if self._unsupported_owner(view):
             self.state.withdraw(key)  # never a gang of its own (core.job_sync.foreign_owner)
             return
         now = self.clock()
-        requeued = condition_of(body, _COND.REQUEUED)
+        requeued = view.condition(_COND.REQUEUED)
         requeue_at = 0.0
         self.requeue_holds.discard(key)
-        if requeued.get("status") == "False" and requeued.get("reason") in _HELD:
+        if requeued is not None and not requeued.status and requeued.reason in _HELD:
             # Kueue keeps such a workload out of its queue until Requeued turns True
             # (BackoffFinished, *Restarted), which the lifecycle task writes.
             self.requeue_holds.add(key)
@@ -529,7 +512,7 @@ class World:
             self.wake.lifecycle.set()
         elif key in self.reactivated:
             requeue_at = math.inf  # until the lifecycle task writes Requeued=True (Reactivated)
-        order = self._timeout_eviction_time(body)
+        order = self._timeout_eviction_time(view)
         want = -1.0 if order is None else order  # -1: by creation time
         if info.queue_order_time != want:
             info = self.infos[key] = info.with_order_time(want)
@@ -557,30 +540,33 @@ class World:
         uid = str((job.get("metadata") or {}).get("uid") or "")
         return self.workload_of_job.get(uid)
 
+    def workload_of(self, job: Body) -> workload_view.WorkloadView | None:
+        """The Workload of a Job as last seen, if it exists."""
+        key = self.workload_for_job(job)
+        return None if key is None else self.workloads.get(key)
+
     def workload_state(self, job: Body) -> job_updates.WorkloadState:
         """Where a Job's Workload stands, for the rules on updating the Job."""
-        key = self.workload_for_job(job)
-        body = None if key is None else self.workloads.get(key)
-        if body is None:
+        view = self.workload_of(job)
+        if view is None:
             return job_updates.WorkloadState()
-        admission = (body.get("status") or {}).get("admission") or {}
-        counts = [int(a.get("count") or 0) for a in admission.get("podSetAssignments") or []]
+        adm = view.admission
+        counts = [] if adm is None else [a.count or 0 for a in adm.pod_set_assignments]
         return job_updates.WorkloadState(
-            exists_unfinished=not condition_true(body, _COND.FINISHED),
-            holds_quota=bool(admission),
+            exists_unfinished=not view.is_true(_COND.FINISHED),
+            holds_quota=adm is not None,
             admitted=self.admitted_for_job(job),
-            admitted_count=sum(counts) if admission and counts else None,
+            admitted_count=sum(counts) if counts else None,
         )
 
     def admitted_for_job(self, job: Body) -> bool:
         """Tell whether a Job's Workload is admitted and not being evicted."""
-        key = self.workload_for_job(job)
-        body = None if key is None else self.workloads.get(key)
+        view = self.workload_of(job)
         return (
-            body is not None
-            and condition_true(body, _COND.ADMITTED)
-            and not condition_true(body, _COND.EVICTED)
-            and bool((body.get("status") or {}).get("admission"))
+            view is not None
+            and view.is_true(_COND.ADMITTED)
+            and not view.is_true(_COND.EVICTED)
+            and view.admission is not None
         )
 
 
@@ -606,19 +592,3 @@ def without_status(body: Body) -> Body:
         "metadata": {k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}},
         "spec": body.get("spec") or {},
     }
-
-
-def condition_of(body: Body, kind: str) -> Body:
-    """An object's status condition of this type (whatever its status), or ``{}``."""
-    for c in (body.get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return {}
-
-
-def transition_time(body: Body, kind: str) -> float:
-    """When a condition last changed status (0 if it is absent)."""
-    for c in (body.get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return parse_time(c.get("lastTransitionTime"))
-    return 0.0
