@@ -15,9 +15,9 @@ def test_a_job_without_workload_is_looked_at_again_when_a_priority_class_arrives
     job = gpu_job("train", "team", "lq", 2, runs_for="1s", priority="urgent")
     job["metadata"].update(uid="uid-1", resourceVersion="5")
     world.apply("Job", job)
-    world.dirty_jobs.clear()  # the job controller looked, and the class was unknown
+    world.dirty_jobs.take()  # the job controller looked, and the class was unknown
     world.apply("WorkloadPriorityClass", priority_class("urgent", 1000))
-    assert world.dirty_jobs == {names.WorkloadKey("team", "train")}
+    assert set(world.dirty_jobs) == {names.WorkloadKey("team", "train")}
 
 
 def _workload_of(job: dict[str, Any], rv: str, **spec: Any) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def test_a_class_value_change_asks_to_rewrite_the_priority_of_its_workloads() ->
         "WorkloadPriorityClass",
         priority_class("urgent", 99) | {"metadata": {"name": "urgent", "resourceVersion": "2"}},
     )
-    assert world.priority_rewrites == {key}
+    assert set(world.priority_rewrites) == {key}
 
 
 def test_a_changed_spec_priority_resorts_the_pending_workload() -> None:
@@ -113,7 +113,7 @@ def test_a_deactivated_workload_keeps_its_quota_until_its_admission_is_cleared()
     assert key not in world.queues.pending
     world.apply("Workload", _workload_of(job, "13", active=True))
     assert key in world.queues.pending
-    assert world.reactivated == {key}
+    assert set(world.reactivated) == {key}
 
 
 def _parked_world() -> tuple[world_mod.World, names.WorkloadKey]:

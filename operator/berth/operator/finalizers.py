@@ -22,7 +22,7 @@ from typing import Any
 
 from berth.adapters.kube import client, errors, events
 from berth.api import base, names
-from berth.operator import world as world_mod
+from berth.operator import ports
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ _PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues"
 _RETRY = 1.0
 
 
-def what_holds(world: world_mod.World, kind: str, name: str) -> list[str]:
+def what_holds(world: ports.FinalizerWorld, kind: str, name: str) -> list[str]:
     """What still uses the object, by name (empty: it may go)."""
     cache = world.cache
     if kind == "ResourceFlavor":
@@ -47,7 +47,7 @@ def what_holds(world: world_mod.World, kind: str, name: str) -> list[str]:
 class Finalizers:
     """Adds the finalizer, and removes it from objects being deleted that nothing uses."""
 
-    def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
+    def __init__(self, world: ports.FinalizerWorld, kube: client.Kube) -> None:
         self.world = world
         self.kube = kube
         self._told: dict[tuple[str, str], tuple[str, ...]] = {}

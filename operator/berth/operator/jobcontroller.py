@@ -25,6 +25,7 @@ from berth.adapters.kube import client, errors, events, jobs, workloads
 from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
 from berth.core import batchjob, integrations, job_sync, priority
+from berth.operator import ports
 from berth.operator import world as world_mod
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ UNSUPPORTED_OWNER = "UnsupportedOwner"
 class JobController:
     """Reconciles dirty Jobs one at a time."""
 
-    def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
+    def __init__(self, world: ports.JobWorld, kube: client.Kube) -> None:
         self.world = world
         self.kube = kube
         self._suspended_at: dict[str, float] = {}
@@ -53,15 +54,13 @@ class JobController:
         w = self.world
         while True:
             w.wake.jobs.clear()
-            batch = sorted(w.dirty_jobs)
-            w.dirty_jobs.clear()
             retry = False
-            for key in batch:
+            for key in w.dirty_jobs.take():
                 try:
                     await self.reconcile(key)
                 except errors.KubeError as e:
                     log.warning("job %s: %s", key, e)
-                    w.dirty_jobs.add(key)
+                    w.dirty_jobs.keep(key)  # after _RETRY, not at once
                     retry = True
             if w.dirty_jobs and not retry:
                 continue

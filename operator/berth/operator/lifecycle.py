@@ -28,7 +28,7 @@ from typing import Any
 from berth.adapters.kube import client, errors, events, workloads
 from berth.api import conditions, names, workload_view
 from berth.core import podsready
-from berth.operator import world as world_mod
+from berth.operator import mailbox, ports
 from berth.state import evictions
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ _RESTARTED = {
 class Lifecycle:
     """The leader's pass over admitted workloads and priority rewrites."""
 
-    def __init__(self, world: world_mod.World, kube: client.Kube) -> None:
+    def __init__(self, world: ports.LifecycleWorld, kube: client.Kube) -> None:
         self.world = world
         self.kube = kube
 
@@ -95,12 +95,11 @@ class Lifecycle:
                     "requeueAt": workloads.timestamp(e.requeue.requeue_at),
                 }
             await self._evict(view, e.reason, e.message, requeue_state=requeue_state)
-        for key in sorted(w.priority_rewrites):
-            w.priority_rewrites.discard(key)
+        for key in w.priority_rewrites.take():
             await self._rewrite_priority(key)
-        for key in sorted(w.reactivated):
+        for key in list(w.reactivated):
             await self._reactivated(key)
-        for key in sorted(w.requeue_holds):
+        for key in list(w.requeue_holds):
             await self._requeue_when_due(key, now)
 
     async def _evict(
@@ -184,7 +183,7 @@ class Lifecycle:
         view: workload_view.WorkloadView,
         status: dict[str, Any],
         *,
-        done: set[names.WorkloadKey],
+        done: mailbox.Mailbox[names.WorkloadKey],
     ) -> None:
         """Patch a Workload's status from the body it was decided on, then take it off ``done``.
 
@@ -214,7 +213,7 @@ class Lifecycle:
                 self.kube, key, view.resource_version, {"priority": value}
             )
         except errors.ConflictError:
-            w.priority_rewrites.add(key)
+            w.priority_rewrites.keep(key)  # decided again on the newer body, next pass
             return
         w.apply("Workload", stored)
         log.info("priority of %s is now %d", key, value)

@@ -37,6 +37,10 @@ class Mailbox(Generic[K]):
         if self.wake is not None:
             self.wake.set()
 
+    def keep(self, key: K) -> None:
+        """Post a key again from the reading task itself, for its next pass (no wake-up)."""
+        self._keys.add(key)
+
     def discard(self, key: K) -> None:
         """Take a key off without handling it (its object is gone or the need is over)."""
         self._keys.discard(key)

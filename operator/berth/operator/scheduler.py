@@ -30,7 +30,7 @@ from typing import Any
 from berth.adapters.kube import client, errors, events, workloads
 from berth.api import conditions, names, workload_view
 from berth.core import admission, cycle
-from berth.operator import world as world_mod
+from berth.operator import ports
 from berth.state import queues as queues_mod
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class Scheduler:
     """Runs cycles while there is work; applies decisions to state, then to the API."""
 
     def __init__(
-        self, world: world_mod.World, kube: client.Kube, recorder: events.Recorder
+        self, world: ports.SchedulerWorld, kube: client.Kube, recorder: events.Recorder
     ) -> None:
         self.world = world
         self.kube = kube

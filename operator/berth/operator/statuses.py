@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from berth.adapters.kube import client, errors, queues_status, workloads
 from berth.api import conditions, names, quantity
 from berth.core import fairsharing, resources, snapshot
-from berth.operator import world as world_mod
+from berth.operator import ports
 
 log = logging.getLogger(__name__)
 _INTERVAL = 0.5
@@ -57,7 +57,7 @@ class Counts:
     admitted_by_lq: dict[tuple[str, str], list[names.WorkloadKey]]
 
 
-def count(world: world_mod.World) -> Counts:
+def count(world: ports.StatusWorld) -> Counts:
     """Count every queue's workloads in one pass (per queue, it would be a pass per queue)."""
     by_cq: dict[names.ClusterQueueName, int] = {}
     by_lq: dict[tuple[str, str], int] = {}
@@ -76,7 +76,7 @@ def count(world: world_mod.World) -> Counts:
 
 
 def build_cluster_queue(
-    world: world_mod.World,
+    world: ports.StatusWorld,
     name: names.ClusterQueueName,
     now: float,
     counts: Counts | None = None,
@@ -125,7 +125,7 @@ def _active_message(
 
 
 def build_local_queue(
-    world: world_mod.World,
+    world: ports.StatusWorld,
     namespace: str,
     name: str,
     now: float,
@@ -226,7 +226,7 @@ class KubeStatusPort:
 class StatusWriter:
     """Writes queue statuses that changed since they were last written successfully."""
 
-    def __init__(self, world: world_mod.World, port: StatusPort) -> None:
+    def __init__(self, world: ports.StatusWorld, port: StatusPort) -> None:
         self.world = world
         self.port = port
         self.written: dict[tuple[str, str, str], Any] = {}

@@ -29,6 +29,7 @@ from aiohttp import web
 from berth.adapters import tls
 from berth.api import base, kinds, validation
 from berth.core import batchjob, job_updates, managed, workload_updates
+from berth.operator import ports
 from berth.operator import world as world_mod
 
 NAME = "berth"
@@ -62,7 +63,7 @@ def _deny(message: str, code: int = 403) -> dict[str, Any]:
     return {"allowed": False, "status": {"code": code, "message": message}}
 
 
-def mutate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, Any]:
+def mutate_job(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
     """Suspend a managed Job at creation."""
     job = request.get("object") or {}
     if request.get("operation") != "CREATE" or not world.managed(job):
@@ -74,7 +75,7 @@ def mutate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, Any
     return _allow([{"op": op, "path": "/spec/suspend", "value": True}])
 
 
-def validate_job(world: world_mod.World, request: dict[str, Any]) -> dict[str, Any]:
+def validate_job(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
     """Check a new Job makes a valid Workload, and an update keeps ``core.job_updates``' rules."""
     job = request.get("object") or {}
     old = request.get("oldObject") or {}

@@ -1,15 +1,20 @@
-"""Everything the operator knows, fed by watch events: the cache, the queues, Jobs and Workloads.
+"""Everything the operator knows, fed by watch events, and the Workload state machine.
 
-The kopf handlers call ``World.apply`` and ``World.remove`` with raw bodies; nothing here calls the
-API. Objects are translated into ``berth.api`` models and fed into ``berth.state`` through the
-transitions the simulator uses (``state.lifecycle``): a released admission is forgotten and the
-inadmissible workloads of its quota tree are requeued; a pending workload is added to its queue,
-after its backoff if it has one. Stale events (an older resourceVersion than already seen, or an
-object already deleted) are ignored, so a full list can be applied on top of a watch at any time.
+The kopf handlers and the Workload informer call ``World.apply`` and ``World.remove`` with raw
+bodies; nothing here calls the API. Stale events (an older resourceVersion than already seen, or
+an object already deleted) are ignored, so a full list can be applied on top of a watch at any
+time. Each kind goes to its owner:
+- queue objects, namespaces and priority classes to ``queue_objects``;
+- Jobs and Pods to ``job_index``;
+- Workloads stay here. Each is read through ``api.workload_view`` and fed into ``berth.state``
+  through the transitions the simulator uses (``state.lifecycle``). A released admission is
+  forgotten and the inadmissible workloads of its quota tree are requeued. A pending workload is
+  added to its queue, after its backoff if it has one.
 
-Workloads whose admission the scheduler loop has assumed but not yet written are *in flight*:
-events that do not show the admission yet are held until the write settles.
-Used by the handlers, the scheduler loop, the job controller, the status writer and webhooks.
+The tasks learn what to look at again through ``mailbox.Mailbox``es. Workloads whose admission
+the scheduler loop has assumed but not yet written are *in flight*: events that do not show the
+admission yet are held until the write settles. Each task is typed against its own narrow view of
+this class (``ports``).
 """
 
 from __future__ import annotations
@@ -22,14 +27,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from berth.api import (
-    base,
-    clusterqueue,
     conditions,
     configuration,
     kinds,
     names,
-    priorityclass,
-    validation,
     workload_view,
 )
 from berth.api import workload as api_workload
@@ -44,6 +45,7 @@ from berth.core import (
     priority,
     workload,
 )
+from berth.operator import job_index, mailbox, queue_objects
 from berth.state import lifecycle, priorities
 
 if TYPE_CHECKING:
@@ -65,23 +67,6 @@ def _rv(body: Body) -> int:
         return int((body.get("metadata") or {}).get("resourceVersion") or 0)
     except ValueError:
         return 0
-
-
-def _key(body: Body) -> names.WorkloadKey:
-    meta = body.get("metadata") or {}
-    return names.WorkloadKey(meta.get("namespace") or "", meta.get("name") or "")
-
-
-def owner_job_uid(body: Body) -> str | None:
-    """The uid of the Job that controls an object (a Workload or a Pod), if any."""
-    for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
-            return str(ref.get("uid"))
-    return None
-
-
-FINALIZED_KINDS = frozenset({"ResourceFlavor", "ClusterQueue"})
-"""Kinds kept from deletion while in use (``operator/finalizers``)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -112,31 +97,38 @@ class World:
         self.workloads: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
         """The latest stored body of every Workload, read through its view."""
         self.infos: dict[names.WorkloadKey, workload.WorkloadInfo] = {}
-        self.jobs: dict[names.WorkloadKey, Body] = {}
-        self.workload_of_job: dict[str, names.WorkloadKey] = {}
-        self.job_of_uid: dict[str, names.WorkloadKey] = {}
-        self.pods_of_job: dict[str, set[str]] = {}
-        self.in_flight: set[names.WorkloadKey] = set()
-        self.ready: set[names.WorkloadKey] = set()
-        self.dirty_jobs: set[names.WorkloadKey] = set()
-        self.priority_rewrites: set[names.WorkloadKey] = set()
+        self.index = job_index.JobIndex()
+        self.jobs = self.index.jobs
+        self.job_of_uid = self.index.job_of_uid
+        self.queue_objects = queue_objects.QueueObjects(self.cache, self.priorities)
+        self.finalized = self.queue_objects.finalized
+        self.in_flight: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox("admissions in flight")
+        """Admissions the scheduler loop has assumed and not yet written: events that do not
+        show them yet are held until the write returns."""
+        self.ready: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox("pods ready")
+        """Admitted workloads whose pods are all ready (``PodsReady=True``)."""
+        self.dirty_jobs: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox(
+            "jobs to reconcile", self.wake.jobs
+        )
+        self.priority_rewrites: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox(
+            "priorities to rewrite", self.wake.lifecycle
+        )
         """Workloads naming a WorkloadPriorityClass whose value changed: their spec.priority is
         rewritten by the leader's lifecycle task."""
-        self.reactivated: set[names.WorkloadKey] = set()
+        self.reactivated: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox(
+            "reactivations to write", self.wake.lifecycle
+        )
         """Workloads whose spec.active turned true: their requeueState is cleared by the
         lifecycle task, as the simulator restarts their requeue count."""
-        self.requeue_holds: set[names.WorkloadKey] = set()
+        self.requeue_holds: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox(
+            "requeues to write when due", self.wake.lifecycle
+        )
         """Pending workloads whose Requeued condition is False for a reason the lifecycle task
         turns True (BackoffFinished after a pods-ready timeout, a stopped queue restarted)."""
-        self.finalized: dict[tuple[str, str], Body] = {}
-        """The latest body of every ResourceFlavor and ClusterQueue, by (kind, name): the leader's
-        finalizer task adds and removes ``berth.dev/resource-in-use`` on them."""
         self.observer: observe.Observer | None = None
         """Told of every Workload body that changes (metrics and history, on the leader)."""
         self._seen: dict[tuple[str, str, str], int] = {}
         self._gone: dict[tuple[str, str, str], int] = {}
-        self._consumed: dict[tuple[str, str, str], Body] = {}
-        """What the cache last took from each queue object (everything but metadata and status)."""
 
     # Intake -------------------------------------------------------------------------------------
 
@@ -167,137 +159,38 @@ class World:
 
     def _dispatch(self, kind: str, body: Body, *, deleted: bool) -> None:
         if kind == "Job":
-            self._job(body, deleted=deleted)
+            job = self.index.take_job(body, deleted=deleted)
+            if job is not None:
+                self.mark_job(job)
         elif kind == "Pod":
-            self._pod(body, deleted=deleted)
+            job = self.index.take_pod(body, deleted=deleted)
+            if job is not None:
+                self.mark_job(job)
         elif kind == "Workload":
             self._workload(body, deleted=deleted)
-        elif kind == "Namespace":
-            self._namespace(body, deleted=deleted)
-        elif kind == "PriorityClass":
-            self._pod_class(body, deleted=deleted)
         else:
-            self._queue_object(kind, body, deleted=deleted)
+            self._react(self.queue_objects.take(kind, body, deleted=deleted))
 
-    def _queues_changed(self) -> None:
-        # As the simulator does once per instant after queue objects change.
-        self.state.queues_changed(self.clock())
-        self.wake.schedule.set()
-        self.wake.statuses.set()
-
-    def _queue_object(self, kind: str, body: Body, *, deleted: bool) -> None:  # noqa: C901, PLR0912 - one branch per kind
-        key = _key(body)
-        ident = (kind, key.namespace, key.name)
-        if kind in FINALIZED_KINDS:
-            # The finalizer task reads these whole (metadata included).
-            if deleted:
-                self.finalized.pop((kind, key.name), None)
-            else:
-                self.finalized[(kind, key.name)] = body
+    def _react(self, changed: queue_objects.Changed) -> None:
+        """Act on what a queue object, namespace or priority class changed."""
+        if changed.finalized:
             self.wake.finalizers.set()
-        consumed = _consumed(body)
-        if deleted:
-            self._consumed.pop(ident, None)
-        elif self._consumed.get(ident) == consumed:
-            # The operator's own status writes come back as MODIFIED events; re-placing every
-            # pending workload for them would change nothing the cache reads (spec, value).
-            return
-        obj, problems = kinds.try_load(body)
-        if obj is None:
-            # Not even a model (an unknown field, a bad quantity, stored past the webhook):
-            # never left half-applied, nor an older valid version left standing in its place.
-            if deleted:
-                self._forget(kind, key)
-            else:
-                self._consumed[ident] = consumed
-                self._invalid(kind, key, None, "; ".join(str(p) for p in problems))
-            self._queues_changed()
-            return
-        if not deleted:
-            self._consumed[ident] = consumed
-            # Stored before the webhook ran (or past it): the same validators decide, and an
-            # invalid object is never half-applied.
-            refused = validation.validate(obj)
-            if refused:
-                cq = obj if isinstance(obj, clusterqueue.ClusterQueue) else None
-                self._invalid(kind, key, cq, "; ".join(str(p) for p in refused))
-                self._queues_changed()
-                return
-        if deleted:
-            self._forget(kind, key)
-            if kind != "WorkloadPriorityClass":
-                self._queues_changed()
-            return
-        if isinstance(obj, priorityclass.WorkloadPriorityClass):
-            if self.priorities.set_workload_class(obj.name, obj.value):
-                self._class_value_changed(obj.name)
-            self._jobs_without_workload()
-            return
-        if self.cache.upsert(obj):
-            self._queues_changed()
-
-    def _invalid(
-        self,
-        kind: str,
-        key: names.WorkloadKey,
-        obj: clusterqueue.ClusterQueue | None,
-        message: str,
-    ) -> None:
-        """Take an object the validators refuse: a ClusterQueue stays, inactive; others are gone.
-
-        ``obj`` is the ClusterQueue's model, or None when it did not even load (its name is
-        enough: nothing of its spec is applied).
-        """
-        log.warning("invalid %s %s, not applied: %s", kind, key, message)
-        if kind == "ClusterQueue":
-            if obj is None:
-                obj = clusterqueue.ClusterQueue(metadata=base.ObjectMeta(name=key.name))
-            self.cache.upsert_cluster_queue(obj, invalid=message)
-        else:
-            self._forget(kind, key)
-
-    def _forget(self, kind: str, key: names.WorkloadKey) -> None:
-        """Drop a queue object by kind and name (deleted, or refused)."""
-        if kind == "WorkloadPriorityClass":
-            self.priorities.drop_workload_class(key.name)
-        else:
-            self.cache.delete(kind, key.namespace, key.name)
-
-    def _namespace(self, body: Body, *, deleted: bool) -> None:
-        meta = body.get("metadata") or {}
-        name = str(meta.get("name") or "")
-        if deleted:
-            self.cache.delete_namespace(name)
-        else:
-            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-            if self.cache.namespace_labels(name) == {"kubernetes.io/metadata.name": name, **labels}:
-                return
-            self.cache.upsert_namespace(name, labels)
-        self._queues_changed()
-
-    def _pod_class(self, body: Body, *, deleted: bool) -> None:
-        name = str((body.get("metadata") or {}).get("name") or "")
-        if deleted:
-            self.priorities.drop_pod_class(name)
-            return
-        self.priorities.set_pod_class(
-            name, int(body.get("value") or 0), global_default=bool(body.get("globalDefault"))
-        )
-        self._jobs_without_workload()
-
-    def _class_value_changed(self, name: str) -> None:
-        # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload that
-        # names the class (``state.priorities`` tells of the change, as in the simulator).
-        for key, view in self.workloads.items():
-            if view.priority_class_ref == ("WorkloadPriorityClass", name):
-                self.priority_rewrites.add(key)
-        self.wake.lifecycle.set()
-
-    def _jobs_without_workload(self) -> None:
-        # A Job whose priority class was not known yet got no Workload; try those again.
-        for key, job in self.jobs.items():
-            if self.workload_for_job(job) is None:
+        if changed.class_value is not None:
+            # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload
+            # that names the class (``state.priorities`` tells of the change, as in the
+            # simulator).
+            for key, view in self.workloads.items():
+                if view.priority_class_ref == ("WorkloadPriorityClass", changed.class_value):
+                    self.priority_rewrites.add(key)
+        if changed.classes:
+            # A Job whose priority class was not known yet got no Workload; try those again.
+            for key in self.index.without_workload():
                 self.mark_job(key)
+        if changed.queues:
+            # As the simulator does once per instant after queue objects change.
+            self.state.queues_changed(self.clock())
+            self.wake.schedule.set()
+            self.wake.statuses.set()
 
     def classes(self) -> priority.PriorityClasses:
         """The priority classes known now."""
@@ -305,42 +198,13 @@ class World:
 
     # Jobs and pods ------------------------------------------------------------------------------
 
-    def _job(self, body: Body, *, deleted: bool) -> None:
-        key = _key(body)
-        uid = str((body.get("metadata") or {}).get("uid") or "")
-        if deleted:
-            self.jobs.pop(key, None)
-            self.job_of_uid.pop(uid, None)
-            return
-        self.jobs[key] = body
-        self.job_of_uid[uid] = key
-        self.mark_job(key)
-
-    def _pod(self, body: Body, *, deleted: bool) -> None:
-        job_uid = owner_job_uid(body)
-        if job_uid is None:
-            return
-        name = str((body.get("metadata") or {}).get("name") or "")
-        phase = (body.get("status") or {}).get("phase")
-        pods = self.pods_of_job.setdefault(job_uid, set())
-        if deleted or phase in {"Succeeded", "Failed"}:
-            pods.discard(name)
-        else:
-            pods.add(name)
-        if not pods:
-            self.pods_of_job.pop(job_uid, None)
-        job = self.job_of_uid.get(job_uid)
-        if job is not None:
-            self.mark_job(job)
-
     def pods_left(self, job_uid: str) -> int:
         """Pods of a Job that exist and have not finished."""
-        return len(self.pods_of_job.get(job_uid, ()))
+        return self.index.pods_left(job_uid)
 
     def mark_job(self, key: names.WorkloadKey) -> None:
         """Ask the job controller to look at a Job again."""
         self.dirty_jobs.add(key)
-        self.wake.jobs.set()
 
     def managed(self, job: Body) -> bool:
         """Tell whether Berth manages a Job (``core.managed``: the one predicate for every path)."""
@@ -390,11 +254,7 @@ class World:
         key = view.key
         job_uid = view.owner_job_uid
         if job_uid is not None:
-            if deleted:
-                self.workload_of_job.pop(job_uid, None)
-            else:
-                self.workload_of_job[job_uid] = key
-            job = self.job_of_uid.get(job_uid)
+            job = self.index.take_workload(job_uid, key, deleted=deleted)
             if job is not None:
                 self.mark_job(job)
         old_view = self.workloads.get(key)
@@ -537,8 +397,7 @@ class World:
 
     def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
         """The Workload of a Job, if it exists."""
-        uid = str((job.get("metadata") or {}).get("uid") or "")
-        return self.workload_of_job.get(uid)
+        return self.index.workload_for_job(job)
 
     def workload_of(self, job: Body) -> workload_view.WorkloadView | None:
         """The Workload of a Job as last seen, if it exists."""
@@ -568,19 +427,6 @@ class World:
             and not view.is_true(_COND.EVICTED)
             and view.admission is not None
         )
-
-
-def _consumed(body: Body) -> Body:
-    """The part of a queue object the cache reads: all but its metadata (name aside) and status.
-
-    Compared in full rather than by ``metadata.generation``: a kind without a status
-    subresource (ResourceFlavor, WorkloadPriorityClass) bumps it for any change, and one with
-    it never bumps it for labels; the cache reads neither labels nor status.
-    """
-    out = {k: v for k, v in body.items() if k not in {"metadata", "status"}}
-    # A ClusterQueue being deleted admits nothing new (Kueue's Terminating): the cache reads it.
-    out["deletionTimestamp"] = (body.get("metadata") or {}).get("deletionTimestamp")
-    return out
 
 
 def without_status(body: Body) -> Body:

@@ -57,8 +57,9 @@ class Lifecycle:
         progressed = False
         for p in result.preempted:
             key = p.victim.info.key
-            if p.victim.evicted or key not in self.cache.admitted:
-                continue
+            held = self.cache.admitted.get(key)
+            if held is None or held.evicted:
+                continue  # already on its way out (or listed twice)
             self.cache.mark_evicted(key)
             progressed = True
             effects.evicting(p)

@@ -1,0 +1,215 @@
+"""What each of the operator's tasks needs of ``World``: one narrow Protocol per task.
+
+``World`` satisfies all of them; a task is typed against its own Protocol, so what it may read
+and change is written down here and a test can hand it a smaller stand-in. Members are read-only
+properties (the task never rebinds them; it may still change the objects they hold, such as a
+mailbox or the state). Used by ``scheduler``, ``lifecycle``, ``jobcontroller``, ``statuses``,
+``finalizers``, ``webhooks`` and ``handlers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from berth.api import configuration, names, workload_view
+from berth.core import cycle, integrations, job_updates, priority, workload
+from berth.operator import mailbox
+from berth.state import cache as cache_mod
+from berth.state import lifecycle, priorities
+from berth.state import queues as queues_mod
+
+if TYPE_CHECKING:
+    from berth.operator import observe
+    from berth.operator.world import Wakeups
+
+Body = dict[str, Any]
+Mailbox = mailbox.Mailbox[names.WorkloadKey]
+
+
+class Intake(Protocol):
+    """Where watch events go (the kopf handlers and the Workload informer)."""
+
+    def apply(self, kind: str, body: Body) -> None:
+        """Take in an object that was added or changed."""
+
+    def remove(self, kind: str, body: Body) -> None:
+        """Take in an object that was deleted."""
+
+
+class _Known(Protocol):
+    """What every task reads: the clock, the cache, the Workloads and the wake-ups."""
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Seconds since the epoch, now."""
+
+    @property
+    def cache(self) -> cache_mod.Cache:
+        """Queue objects and admissions."""
+
+    @property
+    def workloads(self) -> dict[names.WorkloadKey, workload_view.WorkloadView]:
+        """The latest stored Workloads."""
+
+    @property
+    def wake(self) -> Wakeups:
+        """The tasks' wake-up signals."""
+
+    def apply(self, kind: str, body: Body) -> None:
+        """Take in an object the task just stored (its own write's answer)."""
+
+
+class SchedulerWorld(_Known, Protocol):
+    """What the scheduler loop needs."""
+
+    @property
+    def state(self) -> lifecycle.Lifecycle:
+        """The transitions between queues and cache."""
+
+    @property
+    def queues(self) -> queues_mod.QueueManager:
+        """The pending queues."""
+
+    @property
+    def policy(self) -> cycle.Policy:
+        """The Configuration's policy for the core."""
+
+    @property
+    def observer(self) -> observe.Observer | None:
+        """Metrics and history, on the leader."""
+
+    @property
+    def infos(self) -> dict[names.WorkloadKey, workload.WorkloadInfo]:
+        """The core's view of each Workload."""
+
+    @property
+    def in_flight(self) -> Mailbox:
+        """Admissions assumed and not yet written."""
+
+    @property
+    def ready(self) -> Mailbox:
+        """Admitted workloads whose pods are ready."""
+
+    def settle_workload(self, key: names.WorkloadKey) -> None:
+        """Bring state in line with the latest body of a Workload."""
+
+    def release(self, key: names.WorkloadKey) -> None:
+        """Stop counting an admission."""
+
+
+class LifecycleWorld(_Known, Protocol):
+    """What the lifecycle task needs."""
+
+    @property
+    def config(self) -> configuration.Configuration:
+        """The Configuration (``waitForPodsReady``)."""
+
+    @property
+    def infos(self) -> dict[names.WorkloadKey, workload.WorkloadInfo]:
+        """The core's view of each Workload."""
+
+    @property
+    def priorities(self) -> priorities.Registry:
+        """The priority classes known now."""
+
+    @property
+    def in_flight(self) -> Mailbox:
+        """Admissions assumed and not yet written (not evicted meanwhile)."""
+
+    @property
+    def priority_rewrites(self) -> Mailbox:
+        """Workloads whose priority class value changed."""
+
+    @property
+    def reactivated(self) -> Mailbox:
+        """Workloads whose reactivation is to be written."""
+
+    @property
+    def requeue_holds(self) -> Mailbox:
+        """Workloads whose Requeued condition is to turn True when due."""
+
+
+class JobWorld(_Known, Protocol):
+    """What the job controller needs."""
+
+    @property
+    def job(self) -> integrations.Integration:
+        """The job integration, bound to the Configuration."""
+
+    @property
+    def jobs(self) -> dict[names.WorkloadKey, Body]:
+        """The latest Jobs."""
+
+    @property
+    def dirty_jobs(self) -> Mailbox:
+        """Jobs to reconcile."""
+
+    def classes(self) -> priority.PriorityClasses:
+        """The priority classes known now."""
+
+    def managed(self, job: Body) -> bool:
+        """Tell whether Berth manages a Job."""
+
+    def mark_job(self, key: names.WorkloadKey) -> None:
+        """Ask for a Job to be reconciled again."""
+
+    def pods_left(self, job_uid: str) -> int:
+        """Pods of a Job that exist and have not finished."""
+
+    def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
+        """The Workload of a Job, if it exists."""
+
+
+class StatusWorld(Protocol):
+    """What the queue status writer needs."""
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Seconds since the epoch, now."""
+
+    @property
+    def cache(self) -> cache_mod.Cache:
+        """Queue objects and admissions."""
+
+    @property
+    def queues(self) -> queues_mod.QueueManager:
+        """The pending queues."""
+
+    @property
+    def workloads(self) -> dict[names.WorkloadKey, workload_view.WorkloadView]:
+        """The latest stored Workloads."""
+
+    @property
+    def wake(self) -> Wakeups:
+        """The tasks' wake-up signals."""
+
+
+class FinalizerWorld(_Known, Protocol):
+    """What the finalizer task needs."""
+
+    @property
+    def finalized(self) -> dict[tuple[str, str], Body]:
+        """The latest ResourceFlavors and ClusterQueues, by (kind, name)."""
+
+
+class WebhookWorld(Protocol):
+    """What the admission webhooks need."""
+
+    @property
+    def config(self) -> configuration.Configuration:
+        """The Configuration."""
+
+    @property
+    def job(self) -> integrations.Integration:
+        """The job integration, bound to the Configuration."""
+
+    @property
+    def priorities(self) -> priorities.Registry:
+        """The priority classes known now."""
+
+    def managed(self, job: Body) -> bool:
+        """Tell whether Berth manages a Job."""
+
+    def workload_state(self, job: Body) -> job_updates.WorkloadState:
+        """Where a Job's Workload stands."""

@@ -1,0 +1,197 @@
+"""``state.lifecycle.Lifecycle``: the transitions both drivers make, checked directly.
+
+A recording ``CycleEffects`` shows what a driver is told of each decision and in which order. The
+rows check when a cycle has progressed (Kueue's scheduler runs again after it admits, preempts,
+parks a head as inadmissible, or has flavors left to try). They also check that a release
+requeues the inadmissible workloads of the quota tree (Kueue's ``QueueInadmissibleWorkloads`` on
+a workload's deletion or finish, ``pkg/cache/queue/manager.go``), that backoffs end, and that a
+priority change re-sorts a pending workload without losing its backoff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import builders
+import worlds
+from berth.api import names
+from berth.core import cycle
+from berth.state import lifecycle
+from berth.state import queues as queues_mod
+
+GPU = "nvidia.com/gpu"
+
+
+@dataclasses.dataclass
+class Recorder:
+    """A driver's effects, recorded in the order ``apply_cycle`` calls them."""
+
+    calls: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+    def evicting(self, decision: cycle.Preempt) -> None:
+        self.calls.append(("evicting", decision.victim.info.key.name))
+
+    def admitted(self, decision: cycle.Admit) -> None:
+        self.calls.append(("admitted", decision.info.key.name))
+
+    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.PendingWorkload]) -> None:
+        self.calls.append(("parked", decision.info.key.name))
+        self.calls.extend(("parked-with", pw.info.key.name) for pw in same_shape)
+
+
+_RECORDER_IS_EFFECTS: lifecycle.CycleEffects = Recorder()
+"""Checked by mypy: the recorder is a driver's effects as ``apply_cycle`` takes them."""
+
+
+def _world(
+    gpus: int = 4, *, preempt: bool = False, strategy: str = "BestEffortFIFO"
+) -> worlds.World:
+    cq = builders.ClusterQueueBuilder("cq").flavor_quotas("a100", {GPU: gpus}).strategy(strategy)
+    if preempt:
+        cq.preemption(within_cluster_queue="LowerPriority")
+    return worlds.World(
+        builders.ResourceFlavorBuilder("a100"),
+        cq,
+        builders.LocalQueueBuilder("q", "default").cluster_queue("cq"),
+    )
+
+
+def _wl(name: str, gpus: int, priority: int = 0) -> builders.WorkloadBuilder:
+    return (
+        builders.WorkloadBuilder(name).queue("q").priority(priority).pod_set("main", 1, {GPU: gpus})
+    )
+
+
+def _apply(w: worlds.World) -> tuple[bool, list[tuple[str, str]]]:
+    result = w.state.schedule(w.now, cycle.Policy())
+    assert result is not None
+    rec = Recorder()
+    return w.state.apply_cycle(result, w.now, rec), rec.calls
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    id: str
+    gpus: int
+    submit: list[tuple[str, int, int]]
+    """(name, gpus, priority) pending, in order."""
+    admitted: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)
+    preempt: bool = False
+    strategy: str = "BestEffortFIFO"
+    want_progress: bool = True
+    want_calls: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+ROWS = [
+    Row("a fitting head is admitted", 4, [("a", 2, 0)], want_calls=[("admitted", "a")]),
+    Row(
+        "a head that does not fit is parked: the next one becomes the head (progress)",
+        4,
+        [("big", 8, 0)],
+        want_calls=[("parked", "big")],
+    ),
+    Row(
+        "StrictFIFO keeps a head that does not fit at the front: no progress",
+        4,
+        [("big", 8, 0)],
+        strategy="StrictFIFO",
+        want_progress=False,
+        want_calls=[("parked", "big")],
+    ),
+    Row(
+        "a preemption marks the victim, then the preemptor waits for its release",
+        4,
+        [("urgent", 4, 10)],
+        admitted=[("low", 4, 0)],
+        preempt=True,
+        want_calls=[("evicting", "low"), ("parked", "urgent")],
+    ),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
+def test_apply_cycle(row: Row) -> None:
+    w = _world(row.gpus, preempt=row.preempt, strategy=row.strategy)
+    for name, gpus, prio in row.admitted:
+        w.admit(w.info(_wl(name, gpus, prio)), "cq")
+    for name, gpus, prio in row.submit:
+        w.submit(w.info(_wl(name, gpus, prio)))
+    progressed, calls = _apply(w)
+    assert (progressed, calls) == (row.want_progress, row.want_calls)
+    for kind, name in calls:
+        key = names.WorkloadKey("default", name)
+        if kind == "admitted":
+            assert key in w.cache.admitted
+            assert key not in w.queues.pending
+        if kind == "evicting":
+            assert w.cache.admitted[key].evicted
+
+
+def test_a_victim_is_marked_once() -> None:
+    w = _world(4, preempt=True)
+    w.admit(w.info(_wl("low", 4, 0)), "cq")
+    w.submit(w.info(_wl("urgent", 4, 10)))
+    result = w.state.schedule(w.now, cycle.Policy())
+    assert result is not None
+    result.preempted.extend(result.preempted)  # the same victim twice
+    rec = Recorder()
+    w.state.apply_cycle(result, w.now, rec)
+    assert rec.calls.count(("evicting", "low")) == 1
+
+
+def test_release_requeues_the_inadmissible_workloads_of_the_tree() -> None:
+    w = _world(4)
+    running = w.info(_wl("running", 4))
+    w.admit(running, "cq")
+    w.submit(w.info(_wl("waiting", 2)))
+    _apply(w)  # parked: no room
+    q = w.queues.queues[names.ClusterQueueName("cq")]
+    assert names.WorkloadKey("default", "waiting") in q.inadmissible
+    released = w.state.release(running.key, w.now)
+    assert released is not None
+    assert released.cluster_queue == "cq"
+    assert names.WorkloadKey("default", "waiting") not in q.inadmissible
+    _progressed, calls = _apply(w)
+    assert calls == [("admitted", "waiting")]
+    assert w.state.release(running.key, w.now) is None  # nothing held any more
+
+
+def test_a_backoff_ends_when_due() -> None:
+    w = _world(4)
+    info = w.info(_wl("a", 2))
+    w.state.enqueue(info, 0.0, requeue_at=30.0)
+    assert w.state.schedule(0.0, cycle.Policy()) is None  # backing off: no head
+    assert w.state.due_backoffs(29.0) == []
+    assert w.state.due_backoffs(30.0) == [info.key]
+    assert w.state.end_backoff(info.key, 30.0)
+    result = w.state.schedule(30.0, cycle.Policy())
+    assert result is not None
+    assert [a.info.key for a in result.admitted] == [info.key]
+
+
+def test_a_priority_change_re_sorts_and_keeps_the_backoff() -> None:
+    w = _world(2)
+    first = w.info(_wl("first", 2, 0))
+    second = w.info(_wl("second", 2, 0), at=1.0)
+    w.submit(first)
+    w.submit(second)
+    w.state.change_info(dataclasses.replace(second, priority=5), 0.0)
+    result = w.state.schedule(0.0, cycle.Policy())
+    assert result is not None
+    assert [a.info.key.name for a in result.admitted] == ["second"]
+    held = w.info(_wl("held", 1, 0))
+    w.state.enqueue(held, 0.0, requeue_at=50.0)
+    w.state.change_info(dataclasses.replace(held, priority=9), 0.0)
+    assert w.queues.pending[held.key].requeue_at == 50.0
+
+
+def test_a_priority_change_of_an_admitted_workload_counts_in_preemption() -> None:
+    w = _world(2, preempt=True)
+    low = w.info(_wl("low", 2, 0))
+    w.admit(low, "cq")
+    w.state.change_info(dataclasses.replace(low, priority=20), 0.0)
+    w.submit(w.info(_wl("mid", 2, 10)))
+    _progressed, calls = _apply(w)
+    assert ("evicting", "low") not in calls  # it now outranks the preemptor
