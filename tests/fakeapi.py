@@ -584,3 +584,15 @@ def _label_selector(text: str) -> dict[str, str]:
             raise _error(400, f"the fake serves label selectors k=v only, not {raw!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+def path(kind: str, namespace: str = "", name: str = "", subresource: str = "") -> str:
+    """The REST path of a kind's collection, or of one object (and its subresource)."""
+    r = _BY_KIND[kind]
+    prefix = f"/api/{r.version}" if not r.group else f"/apis/{r.group}/{r.version}"
+    out = f"{prefix}/namespaces/{namespace}/{r.plural}" if r.namespaced else f"{prefix}/{r.plural}"
+    if name:
+        out += f"/{name}"
+    if subresource:
+        out += f"/{subresource}"
+    return out

@@ -161,3 +161,49 @@ def test_priority_class_value_change_rewrites_priority_and_preempts(
     wait_until(lambda: running_pods(gpu_cluster, ns, "second") == 4, timeout=60)
     assert condition(workload_of(gpu_cluster, ns, "first"), "Preempted")["status"] == "True"
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")
+
+
+def test_relabelling_a_pending_jobs_priority_class_reorders_the_queue(
+    gpu_cluster: launcher.ControlPlane,
+    berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+) -> None:
+    # As the scenario priority-class-job-label-change: the Workload takes the class the Job's
+    # label names now, through the Workload webhook, and is admitted first.
+    ns = new_namespace(gpu_cluster, "relabel")
+    gpu_cluster.kubectl().apply(
+        [
+            priority_class(f"{ns}-low", 10),
+            priority_class(f"{ns}-high", 100),
+            priority_class(f"{ns}-urgent", 1000),
+        ]
+    )
+    _queue(gpu_cluster, ns, 4)
+    gpu_cluster.kubectl().create([gpu_job("blocker", ns, "lq", 4, runs_for="20s")])
+    wait_until(lambda: running_pods(gpu_cluster, ns, "blocker") == 4, timeout=30)
+    gpu_cluster.kubectl().create(
+        [
+            gpu_job("sweep-low", ns, "lq", 4, runs_for="300s", priority=f"{ns}-low"),
+            gpu_job("sweep-high", ns, "lq", 4, runs_for="300s", priority=f"{ns}-high"),
+        ]
+    )
+    wait_until(lambda: workload_of(gpu_cluster, ns, "sweep-low") != {}, timeout=30)
+    gpu_cluster.kubectl().run(
+        "label",
+        "job",
+        "sweep-low",
+        "-n",
+        ns,
+        f"berth.dev/priority-class={ns}-urgent",
+        "--overwrite",
+    )
+    wait_until(
+        lambda: workload_of(gpu_cluster, ns, "sweep-low")["spec"].get("priority") == 1000,
+        timeout=15,
+    )
+    ref = workload_of(gpu_cluster, ns, "sweep-low")["spec"]["priorityClassRef"]
+    assert ref["name"] == f"{ns}-urgent"
+    wait_until(lambda: running_pods(gpu_cluster, ns, "sweep-low") == 4, timeout=60)
+    assert running_pods(gpu_cluster, ns, "sweep-high") == 0
+    gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")

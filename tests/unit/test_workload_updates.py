@@ -60,6 +60,8 @@ class Row:
     old: dict[str, Any]
     change: Callable[[dict[str, Any]], dict[str, Any]]
     refused: tuple[str, ...]
+    job_class: str | None = None
+    """The class the Workload's Job names now (None: no Job, or it names none)."""
 
 
 ADMITTED = workload(admitted=True)
@@ -80,6 +82,37 @@ ROWS = (
         PENDING,
         edit(_set("spec.priorityClassRef.name", "high")),
         ("spec.priorityClassRef",),
+    ),
+    Row(
+        "follow its Job's new class, at the class's value",
+        PENDING,
+        edit(
+            lambda w: (
+                _set("spec.priorityClassRef.name", "high")(w),
+                _set("spec.priority", 1000)(w),
+            )
+        ),
+        (),
+        job_class="high",
+    ),
+    Row(
+        "follow its Job's new class but keep the old value",
+        PENDING,
+        edit(_set("spec.priorityClassRef.name", "high")),
+        ("spec.priority",),
+        job_class="high",
+    ),
+    Row(
+        "take a class its Job does not name",
+        PENDING,
+        edit(
+            lambda w: (
+                _set("spec.priorityClassRef.name", "high")(w),
+                _set("spec.priority", 1000)(w),
+            )
+        ),
+        ("spec.priorityClassRef",),
+        job_class="low",
     ),
     Row(
         "grow an admitted one's pods",
@@ -105,7 +138,7 @@ ROWS = (
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
 def test_what_a_workload_update_may_change(row: Row) -> None:
     new = row.change(row.old)
-    refused = workload_updates.refusals(row.old, new, CLASSES)
+    refused = workload_updates.refusals(row.old, new, CLASSES, row.job_class)
     assert tuple(p.path for p in refused) == row.refused
     for problem in refused:
         assert "team-a/w" in problem.message

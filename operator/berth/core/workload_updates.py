@@ -9,10 +9,17 @@ while admitted. ``refusals(old, new, class_values)`` returns every rule broken:
    (``ValidateWorkloadUpdate``: pod sets, queue name and priority class source/name are immutable
    while the workload has a quota reservation).
 2. **Priority only through its class** — ``spec.priority`` and ``spec.priorityClassRef`` never
-   change by hand; the one change allowed is ``spec.priority`` becoming the current value of the
-   WorkloadPriorityClass it names (what Kueue's WorkloadPriorityClass controller, and Berth's
-   lifecycle task, write when the class's value changes). Stricter than Kueue, which lets a
-   priority-class-less Workload's priority change: docs/scheduling.md says why.
+   change by hand. Two changes are allowed:
+   - ``spec.priority`` becoming the current value of the WorkloadPriorityClass it names (what
+     Kueue's WorkloadPriorityClass controller, and Berth's lifecycle task, write when the class's
+     value changes);
+   - ``spec.priorityClassRef`` becoming the WorkloadPriorityClass the owning Job's
+     ``berth.dev/priority-class`` label names now, with that class's value (what the job
+     controller writes when the label changes, as Kueue's job reconciler updates the Workload's
+     priority).
+
+   Stricter than Kueue, which lets a priority-class-less Workload's priority change:
+   docs/scheduling.md says why.
 3. **A child Job's Workload stays held** — the ``berth.dev/unsupported-owner`` label, which keeps
    the Workload of a Job controlled by a kind Berth does not integrate out of every queue, may not
    be removed or changed.
@@ -33,8 +40,13 @@ def _class_ref(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     return spec.get("priorityClassRef") or {}
 
 
-def refusals(old: Body, new: Body, class_values: Mapping[str, int]) -> list[errors.FieldError]:
-    """Every rule the update ``old`` → ``new`` breaks (empty: allowed)."""
+def refusals(
+    old: Body, new: Body, class_values: Mapping[str, int], job_class: str | None = None
+) -> list[errors.FieldError]:
+    """Every rule the update ``old`` → ``new`` breaks (empty: allowed).
+
+    ``job_class`` is the WorkloadPriorityClass the Workload's Job names now, if it has a Job.
+    """
     out: list[errors.FieldError] = []
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
     meta = new.get("metadata") or {}
@@ -49,7 +61,13 @@ def refusals(old: Body, new: Body, class_values: Mapping[str, int]) -> list[erro
             for field in ("podSets", "queueName")
             if old_spec.get(field) != new_spec.get(field)
         )
-    if _class_ref(old_spec) != _class_ref(new_spec):
+    new_ref = _class_ref(new_spec)
+    follows_job = (
+        job_class is not None
+        and new_ref.get("kind") == "WorkloadPriorityClass"
+        and new_ref.get("name") == job_class
+    )
+    if _class_ref(old_spec) != new_ref and not follows_job:
         out.append(
             errors.FieldError(
                 "spec.priorityClassRef",
@@ -57,8 +75,10 @@ def refusals(old: Body, new: Body, class_values: Mapping[str, int]) -> list[erro
                 "resubmit the job with another class",
             )
         )
-    if old_spec.get("priority") != new_spec.get("priority"):
-        ref = _class_ref(new_spec)
+    if old_spec.get("priority") != new_spec.get("priority") or (
+        follows_job and _class_ref(old_spec) != new_ref
+    ):
+        ref = new_ref
         current = (
             class_values.get(str(ref.get("name")))
             if ref.get("kind") == "WorkloadPriorityClass"

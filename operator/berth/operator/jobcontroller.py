@@ -92,8 +92,30 @@ class JobController:
                 return
             await self._create_workload(job, foreign_owner=owner)
             return
-        if wl is not None and unfinished:
+        if wl is not None and unfinished and not await self._follow_priority(job, wl):
             await self._step(job, wl_key, wl, owner)
+
+    async def _follow_priority(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> bool:
+        """Give the Workload the WorkloadPriorityClass the Job's label names now, if it changed.
+
+        As Kueue's job reconciler updates the Workload's priority when the job's priority-class
+        label changes; the simulator does the same (``sim.intake.job_priority_change``). Returns
+        whether it wrote.
+        """
+        w = self.world
+        wanted = w.job.priority_class(job)
+        if wanted is None or wl.priority_class_ref == ("WorkloadPriorityClass", wanted):
+            return False
+        value = w.classes().workload_classes.get(wanted)
+        if value is None:
+            return False  # an unknown class: the Workload keeps its priority
+        ref = {"group": "berth.dev", "kind": "WorkloadPriorityClass", "name": wanted}
+        stored = await workloads.patch_spec(
+            self.kube, wl.key, wl.resource_version, {"priorityClassRef": ref, "priority": value}
+        )
+        w.apply("Workload", stored)
+        log.info("workload %s takes priority class %s (%d) from its job", wl.key, wanted, value)
+        return True
 
     async def _step(
         self,
@@ -480,36 +502,47 @@ class JobController:
             w.apply("Job", stored)
             return
         # The Job is stopped and restored: release the quota.
-        evicted = wl.condition(_COND.EVICTED)
-        reason = (evicted.reason if evicted is not None else "") or "Evicted"
-        evicted_message = (evicted.message if evicted is not None else "") or "Evicted"
-        now = w.clock()
-        current = wl.raw_conditions
-        changes = [
-            workloads.condition(_COND.QUOTA_RESERVED, False, "Pending", evicted_message, now),
-            workloads.condition(
-                _COND.ADMITTED, False, "NoReservation", "The workload has no reservation", now
-            ),
-            workloads.condition(
-                _COND.PODS_READY, False, "PodsReady", "The workload is not admitted", now
-            ),
-            # As Kueue's job reconciler: Evicted stays True until the next admission, and only
-            # a preemption requeues at once; a pods-ready timeout waits for BackoffFinished, a
-            # stopped queue for its restart, a deactivation for reactivation.
-            workloads.condition(
-                _COND.REQUEUED,
-                reason == conditions.EvictionReason.PREEMPTED,
-                reason,
-                evicted_message,
-                now,
-            ),
-        ]
-        status = {"admission": None, "conditions": workloads.merge_conditions(current, changes)}
-        stored = await workloads.patch_status(self.kube, key, wl.resource_version, status)
+        stored = await workloads.patch_status(
+            self.kube, key, wl.resource_version, release_status(wl, w.clock())
+        )
         w.apply("Workload", stored)
-        log.info("released %s after eviction (%s)", key, reason)
+        evicted = wl.condition(_COND.EVICTED)
+        log.info("released %s after eviction (%s)", key, evicted.reason if evicted else "?")
 
 
 def _job_key(job: dict[str, Any]) -> names.WorkloadKey:
     meta = job.get("metadata") or {}
     return names.WorkloadKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def release_status(wl: workload_view.WorkloadView, now: float) -> dict[str, Any]:
+    """The status that releases an evicted Workload's quota once its job has stopped.
+
+    As Kueue's job reconciler: the admission goes, QuotaReserved, Admitted and PodsReady turn
+    False, and Requeued says why it was evicted. Used by ``_stop`` and by whoever plays a job's
+    part for a Workload without one.
+    """
+    evicted = wl.condition(_COND.EVICTED)
+    reason = (evicted.reason if evicted is not None else "") or "Evicted"
+    evicted_message = (evicted.message if evicted is not None else "") or "Evicted"
+    current = wl.raw_conditions
+    changes = [
+        workloads.condition(_COND.QUOTA_RESERVED, False, "Pending", evicted_message, now),
+        workloads.condition(
+            _COND.ADMITTED, False, "NoReservation", "The workload has no reservation", now
+        ),
+        workloads.condition(
+            _COND.PODS_READY, False, "PodsReady", "The workload is not admitted", now
+        ),
+        # As Kueue's job reconciler: Evicted stays True until the next admission, and only
+        # a preemption requeues at once; a pods-ready timeout waits for BackoffFinished, a
+        # stopped queue for its restart, a deactivation for reactivation.
+        workloads.condition(
+            _COND.REQUEUED,
+            reason == conditions.EvictionReason.PREEMPTED,
+            reason,
+            evicted_message,
+            now,
+        ),
+    ]
+    return {"admission": None, "conditions": workloads.merge_conditions(current, changes)}

@@ -97,29 +97,35 @@ class Scheduler:
 
     async def _loop(self) -> None:
         w = self.world
-        loop = asyncio.get_running_loop()
         while True:
             # Cleared before the batch, not after its writes: whatever arrives while they are in
             # flight (a release, a newly placed workload) must start the next batch.
             w.wake.schedule.clear()
-            writes, progressed = self.decide_batch()
-            # The next batch waits for this one's admissions and evictions. Not waiting was
-            # measured: every release pushes its quota tree's parked workloads back and the
-            # next cycle parks them again, so cycles that run after each single release cost
-            # twice the CPU per admission; a batch per write round trip takes in every release
-            # of that round trip at once.
-            if writes:
-                for x in writes:
-                    if x.kind == WriteKind.ADMIT:
-                        self._admitting[x.key] = loop.create_future()
-                await asyncio.gather(*(self._write(x) for x in writes))
-            if progressed:
+            if await self.step():
                 await asyncio.sleep(0)
                 continue
             expiry = w.queues.next_backoff_expiry(w.clock())
             timeout = None if expiry is None else max(0.05, expiry - w.clock())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(w.wake.schedule.wait(), timeout)
+
+    async def step(self) -> bool:
+        """Decide one batch and write its admissions and evictions; tell whether it progressed.
+
+        The next batch waits for this one's admissions and evictions. Not waiting was measured:
+        every release pushes its quota tree's parked workloads back and the next cycle parks
+        them again, so cycles that run after each single release cost twice the CPU per
+        admission; a batch per write round trip takes in every release of that round trip at
+        once.
+        """
+        writes, progressed = self.decide_batch()
+        if writes:
+            loop = asyncio.get_running_loop()
+            for x in writes:
+                if x.kind == WriteKind.ADMIT:
+                    self._admitting[x.key] = loop.create_future()
+            await asyncio.gather(*(self._write(x) for x in writes))
+        return progressed
 
     def decide_batch(self) -> tuple[list[_Write], bool]:
         """Run cycles back to back until one makes no progress or the batch's time is up.

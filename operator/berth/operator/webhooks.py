@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -114,11 +114,14 @@ def mutate_berth(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate_berth(
-    request: dict[str, Any], class_values: Mapping[str, int] | None = None
+    request: dict[str, Any],
+    class_values: Mapping[str, int] | None = None,
+    job_class: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> dict[str, Any]:
     """Check a Berth object, and what a Workload update changes; deny with every field error.
 
-    ``class_values`` are the WorkloadPriorityClasses' current values (``core.workload_updates``).
+    ``class_values`` are the WorkloadPriorityClasses' current values, and ``job_class`` tells
+    which class a Workload's Job names now (``core.workload_updates``).
     """
     if request.get("operation") == "DELETE":
         return _allow()
@@ -135,7 +138,8 @@ def validate_berth(
     raw = request.get("object") or {}
     if request.get("operation") == "UPDATE" and raw.get("kind") == "Workload":
         old = request.get("oldObject") or {}
-        problems += [str(p) for p in workload_updates.refusals(old, raw, class_values or {})]
+        named = None if job_class is None else job_class(raw)
+        problems += [str(p) for p in workload_updates.refusals(old, raw, class_values or {}, named)]
     if problems:
         return _deny("; ".join(problems), 422)
     return _allow()
@@ -162,7 +166,10 @@ def app(world: world_mod.World) -> web.Application:
     application.router.add_post("/validate-job", route(lambda r: validate_job(world, r)))
     application.router.add_post("/mutate-berth", route(mutate_berth))
     application.router.add_post(
-        "/validate-berth", route(lambda r: validate_berth(r, world.priorities.workload_classes))
+        "/validate-berth",
+        route(
+            lambda r: validate_berth(r, world.priorities.workload_classes, world.job_priority_class)
+        ),
     )
     return application
 

@@ -187,10 +187,14 @@ class World:
             for key in self.index.without_workload():
                 self.mark_job(key)
         if changed.queues:
-            # As the simulator does once per instant after queue objects change.
+            # As the simulator does once per instant after queue objects change. The lifecycle
+            # task is woken too: a workload held by a stopped queue that runs again may queue
+            # once its Requeued condition is written.
             self.state.queues_changed(self.clock())
             self.wake.schedule.set()
             self.wake.statuses.set()
+            if len(self.requeue_holds):
+                self.wake.lifecycle.set()
 
     def classes(self) -> priority.PriorityClasses:
         """The priority classes known now."""
@@ -369,7 +373,6 @@ class World:
             # (BackoffFinished, *Restarted), which the lifecycle task writes.
             self.requeue_holds.add(key)
             requeue_at = math.inf
-            self.wake.lifecycle.set()
         elif key in self.reactivated:
             requeue_at = math.inf  # until the lifecycle task writes Requeued=True (Reactivated)
         order = self._timeout_eviction_time(view)
@@ -398,6 +401,13 @@ class World:
     def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
         """The Workload of a Job, if it exists."""
         return self.index.workload_for_job(job)
+
+    def job_priority_class(self, workload_body: Body) -> str | None:
+        """The WorkloadPriorityClass the Job owning a Workload names now (None: no Job)."""
+        uid = workload_view.WorkloadView(workload_body).owner_job_uid
+        key = None if uid is None else self.job_of_uid.get(uid)
+        job = None if key is None else self.jobs.get(key)
+        return None if job is None else self.job.priority_class(job)
 
     def workload_of(self, job: Body) -> workload_view.WorkloadView | None:
         """The Workload of a Job as last seen, if it exists."""

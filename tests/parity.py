@@ -1,0 +1,394 @@
+"""The operator's tasks driven through a scenario on a fake clock, against the API fake.
+
+``run_operator`` plays a scenario (the documents ``berth simulate`` reads) into ``FakeKube`` at each
+document's time. It hands every watch event to ``World``, and runs the leader's tasks at each
+instant until nothing changes: the scheduler loop (``Scheduler.step``), the job controller
+(``JobController.reconcile`` over its mailbox) and the lifecycle task (``Lifecycle.pass_once``,
+first at each round, as its writes let workloads queue again).
+Those are the tasks the operator runs, unchanged. Where the simulator's timers stand for the pods,
+the driver plays kube-controller-manager and the kubelet for Jobs:
+- an unsuspended Job has ``status.active`` pods at once, ready after the document's
+  ``ready-after``;
+- it completes after its ``duration``;
+- a suspended Job's pods are gone at once.
+
+For a Workload document (no job), the driver plays the job's part as Kueue's own tests do
+(``FinishEvictionForWorkloads``): its pods are ready after ``ready-after``, it finishes after its
+``duration``, and once evicted it gives its quota back at once, with the status the job
+controller writes (``jobcontroller.release_status``).
+
+Then the fake clock moves to the next due time: a document, a Job's end or readiness, a
+backoff's end, a pods-ready timeout, or a backoff the lifecycle task writes.
+
+Two settings differ from the real operator, both because the fake has no lag to cover: the job
+controller's settle time after suspending a Job (``_STOP_SETTLE``) is zero, and the advisory
+``QuotaReserved=False`` conditions (which the simulator does not have either) are not written.
+
+Both runs are read as ``Decision``s: each admission (with its ClusterQueue), preemption and
+eviction (with its reason), at its time, by job or Workload name (``simulator_decisions`` for the
+simulator's events; the driver reads the operator's Workload writes from the watch feed). Used by
+``tests/test_parity.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import heapq
+import itertools
+from typing import Any, cast
+
+import fakeapi
+from berth.adapters.kube import client, workloads
+from berth.api import conditions, configuration, names, workload_view
+from berth.core import batchjob
+from berth.operator import jobcontroller, lifecycle, scheduler, world
+from berth.sim import documents
+
+BASE = 1_800_000_000.0
+"""The fake clock's epoch second for the scenario's time 0 (a whole second, as timestamps are)."""
+_MAX_ROUNDS = 10_000
+_COND = conditions.WorkloadCondition
+_UNWATCHED = frozenset({"Event", "Lease"})
+"""Kinds the operator writes but does not watch."""
+
+
+@dataclasses.dataclass(frozen=True, order=True, slots=True)
+class Decision:
+    """One decision as both drivers report it."""
+
+    t: float
+    event: str
+    """Admitted, Preempted or Evicted."""
+    who: str
+    """The Job (``namespace/name``) or, for a Workload document, the Workload."""
+    detail: str
+    """The ClusterQueue of an admission, the reason of an eviction, empty for a preemption."""
+
+
+def simulator_decisions(lines: list[dict[str, Any]]) -> list[Decision]:
+    """The simulator's events as decisions."""
+    out = []
+    for line in lines:
+        event = line.get("event")
+        if event not in {"Admitted", "Preempted", "Evicted"}:
+            continue
+        detail = str(line.get("clusterQueue", "")) if event == "Admitted" else ""
+        if event == "Evicted":
+            detail = str(line.get("reason", ""))
+        out.append(
+            Decision(float(line["t"]), str(event), str(line.get("job") or line["workload"]), detail)
+        )
+    return out
+
+
+class _Recorder:
+    """Kubernetes Events are not decisions: the scheduler loop's recorder drops them here."""
+
+    def record(self, *_: object) -> None:
+        """Drop one Event."""
+
+
+@dataclasses.dataclass(order=True)
+class _Due:
+    at: float
+    seq: int
+    action: str = dataclasses.field(compare=False)
+    doc: documents.Document | None = dataclasses.field(default=None, compare=False)
+    job: names.WorkloadKey | None = dataclasses.field(default=None, compare=False)
+    token: int = dataclasses.field(default=0, compare=False)
+
+
+class Driver:
+    """One scenario through the operator's tasks."""
+
+    def __init__(self, docs: list[documents.Document]) -> None:
+        self.config = next(
+            (d.obj for d in docs if isinstance(d.obj, configuration.Configuration)),
+            configuration.Configuration(),
+        )
+        self.now = BASE
+        self.fake = fakeapi.FakeKube(lambda: self.now)
+        kube = cast("client.Kube", self.fake)
+        self.world = world.World(self.config, lambda: self.now)
+        self.scheduler = scheduler.Scheduler(self.world, kube, cast("Any", _Recorder()))
+        self.jobs = jobcontroller.JobController(self.world, kube)
+        self.lifecycle = lifecycle.Lifecycle(self.world, kube)
+        self.fake.listen(self._watch)
+        self.docs = [d for d in docs if not isinstance(d.obj, configuration.Configuration)]
+        self.by_job: dict[names.WorkloadKey, documents.Document] = {}
+        """Job and Workload documents by key: their duration and ready-after."""
+        self._due: list[_Due] = []
+        self._seq = itertools.count()
+        self._tokens: dict[names.WorkloadKey, int] = {}
+        self._running: set[names.WorkloadKey] = set()
+        self.decisions: list[Decision] = []
+        self._seen: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
+        for doc in self.docs:
+            self._at(doc.at, "apply", doc=doc)
+            if doc.delete_at is not None:
+                self._at(doc.delete_at, "delete", doc=doc)
+
+    # Time ---------------------------------------------------------------------------------------
+
+    def _at(self, t: float, action: str, **fields: Any) -> None:
+        heapq.heappush(self._due, _Due(t, next(self._seq), action, **fields))
+
+    def _t(self) -> float:
+        return round(self.now - BASE, 6)
+
+    def _next_wakeup(self) -> float | None:
+        """The earliest time after now at which a task has something to do by itself."""
+        w = self.world
+        times: list[float] = []
+        expiry = w.queues.next_backoff_expiry(self.now)
+        if expiry is not None:
+            times.append(expiry)
+        wfpr = self.config.wait_for_pods_ready
+        for key in w.cache.admitted:
+            view = w.workloads.get(key)
+            if view is None:
+                continue
+            if (
+                wfpr is not None
+                and view.is_true(_COND.ADMITTED)
+                and not view.is_true(_COND.PODS_READY)
+            ):
+                since = max(
+                    view.transition_time(_COND.ADMITTED), view.transition_time(_COND.PODS_READY)
+                )
+                times.append(since + wfpr.timeout)
+        for key in w.requeue_holds:
+            view = w.workloads.get(key)
+            if view is not None and view.requeue_at:
+                times.append(view.requeue_at)
+        later = [t for t in times if t > self.now]
+        return min(later) if later else None
+
+    async def run(self, until: float | None = None) -> list[Decision]:
+        """Play the scenario; return the operator's decisions."""
+        while True:
+            due_at = self._due[0].at + BASE if self._due else None
+            wake = self._next_wakeup()
+            candidates = [t for t in (due_at, wake) if t is not None]
+            if not candidates:
+                break
+            at = min(candidates)
+            if until is not None and at - BASE > until:
+                break
+            self.now = at
+            while self._due and self._due[0].at + BASE <= self.now:
+                await self._fire(heapq.heappop(self._due))
+            await self._settle()
+        return self.decisions
+
+    # The cluster's part -------------------------------------------------------------------------
+
+    async def _fire(self, due: _Due) -> None:
+        if due.action == "apply" and due.doc is not None:
+            await self._create(due.doc)
+        elif due.action == "delete" and due.doc is not None:
+            await self._delete(due.doc)
+        elif due.job is not None and self._tokens.get(due.job) == due.token:
+            if due.action.startswith("wl-"):
+                await self._workload_status(due.job, due.action)
+            else:
+                await self._job_status(due.job, due.action)
+
+    async def _create(self, doc: documents.Document) -> None:
+        body = dict(doc.raw)
+        meta = dict(body.get("metadata") or {})
+        if doc.kind != documents.NAMESPACE and (doc.obj is None or doc.obj.NAMESPACED):
+            meta.setdefault("namespace", doc.namespace)
+        body["metadata"] = meta
+        if doc.kind == documents.JOB or doc.kind[1] == "Workload":
+            self.by_job[names.WorkloadKey(doc.namespace, doc.name)] = doc
+        if doc.kind == documents.JOB:
+            ns = doc.namespace
+            if self.fake.store.get(("Namespace", "", ns)) is None:
+                self.fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            if self.world.managed(body):  # the mutating webhook (webhooks.mutate_job)
+                body["spec"] = {**(body.get("spec") or {}), "suspend": True}
+        key = (doc.kind[1], meta.get("namespace", "") or "", doc.name)
+        stored = self.fake.store.get(key)
+        if stored is not None:
+            # A document applied again replaces the object, as kubectl replace does.
+            body["metadata"] = {**meta, "resourceVersion": stored["metadata"]["resourceVersion"]}
+            await self.fake.request("PUT", fakeapi.path(doc.kind[1], key[1], doc.name), body=body)
+            return
+        self.fake.put(body)
+
+    async def _delete(self, doc: documents.Document) -> None:
+        meta = doc.raw.get("metadata") or {}
+        ns = doc.namespace if doc.kind != documents.NAMESPACE else ""
+        if self.fake.store.get((doc.kind[1], ns or "", doc.name)) is None:
+            return
+        await self.fake.request(
+            "DELETE", fakeapi.path(doc.kind[1], ns or str(meta.get("namespace") or ""), doc.name)
+        )
+
+    def _watch(self, event: fakeapi.WatchEvent) -> None:
+        if event.kind in _UNWATCHED:
+            return
+        if event.type == "DELETED":
+            self.world.remove(event.kind, event.body)
+        else:
+            self.world.apply(event.kind, event.body)
+        if event.kind == "Workload":
+            self._note(event.body, deleted=event.type == "DELETED")
+        elif event.kind == "Job" and event.type != "DELETED":
+            self._kubelet(event.body)
+
+    def _run_standalone(self, key: names.WorkloadKey) -> None:
+        """A Workload without a job, admitted: its pods are ready and it ends on its timers."""
+        token = self._tokens[key] = self._tokens.get(key, 0) + 1
+        doc = self.by_job.get(key)
+        if doc is not None and doc.ready_after is not None:
+            self._at(self._t() + doc.ready_after, "wl-ready", job=key, token=token)
+        if doc is not None and doc.duration is not None:
+            self._at(self._t() + doc.duration, "wl-finish", job=key, token=token)
+
+    async def _workload_status(self, key: names.WorkloadKey, action: str) -> None:
+        stored = self.fake.store.get(("Workload", key.namespace, key.name))
+        if stored is None:
+            return
+        view = workload_view.WorkloadView(stored)
+        now = self.now
+        if action == "wl-release":
+            status = jobcontroller.release_status(view, now)
+        else:
+            kind, reason = (
+                (_COND.PODS_READY, "PodsReady")
+                if action == "wl-ready"
+                else (_COND.FINISHED, "Succeeded")
+            )
+            change = workloads.condition(kind, True, reason, reason, now)
+            status = {"conditions": workloads.merge_conditions(view.raw_conditions, [change])}
+        await workloads.patch_status(
+            cast("client.Kube", self.fake), key, view.resource_version, status
+        )
+
+    def _kubelet(self, job: dict[str, Any]) -> None:
+        """Start or stop a Job's pods as kube-controller-manager would, at once."""
+        meta = job.get("metadata") or {}
+        key = names.WorkloadKey(str(meta.get("namespace")), str(meta.get("name")))
+        suspended = batchjob.is_suspended(job)
+        finished, _ = batchjob.finished(job)
+        if finished:
+            return
+        if not suspended and key not in self._running:
+            self._running.add(key)
+            token = self._tokens[key] = self._tokens.get(key, 0) + 1
+            doc = self.by_job.get(key)
+            self._at(self._t(), "start", job=key, token=token)
+            if doc is not None and doc.duration is not None:
+                self._at(self._t() + doc.duration, "finish", job=key, token=token)
+            if doc is not None and doc.ready_after is not None:
+                self._at(self._t() + doc.ready_after, "ready", job=key, token=token)
+        elif suspended and key in self._running:
+            self._running.discard(key)
+            self._tokens[key] = self._tokens.get(key, 0) + 1
+            self._at(self._t(), "stop", job=key, token=self._tokens[key])
+
+    async def _job_status(self, key: names.WorkloadKey, action: str) -> None:
+        job = self.fake.store.get(("Job", key.namespace, key.name))
+        if job is None:
+            return
+        count = batchjob.pod_count(job)
+        status: dict[str, Any]
+        if action == "start":
+            status = {"active": count, "ready": 0}
+        elif action == "ready":
+            status = {"ready": count}
+        elif action == "finish":
+            status = {
+                "active": 0,
+                "ready": 0,
+                "succeeded": count,
+                "conditions": [{"type": "Complete", "status": "True"}],
+            }
+            self._running.discard(key)
+        else:
+            status = {"active": 0, "ready": 0}
+        await self.fake.request(
+            "PATCH",
+            fakeapi.path("Job", key.namespace, key.name, "status"),
+            body={"status": status},
+            content_type=client.MERGE_PATCH,
+        )
+
+    # The operator's part ------------------------------------------------------------------------
+
+    async def _settle(self) -> None:
+        """Run the leader's tasks until none of them writes anything at this instant."""
+        w = self.world
+        for _ in range(_MAX_ROUNDS):
+            before = self.fake.resource_version
+            while self._due and self._due[0].at + BASE <= self.now:
+                await self._fire(heapq.heappop(self._due))
+            # The lifecycle task first: a workload whose eviction's cause ended at this instant
+            # queues once its Requeued condition is written, before the cycles that follow
+            # (as the simulator requeues it at the instant, before settling).
+            await self.lifecycle.pass_once()
+            await self.scheduler.step()
+            for key in w.dirty_jobs.take():
+                await self.jobs.reconcile(key)
+            if (
+                self.fake.resource_version == before
+                and not len(w.dirty_jobs)
+                and not (self._due and self._due[0].at + BASE <= self.now)
+            ):
+                return
+        msg = f"the operator did not settle at t={self._t()}"
+        raise RuntimeError(msg)
+
+    def _note(self, body: dict[str, Any], *, deleted: bool) -> None:
+        """Record the decisions a Workload change shows."""
+        view = workload_view.WorkloadView(body)
+        old = self._seen.get(view.key)
+        if deleted:
+            self._seen.pop(view.key, None)
+            return
+        self._seen[view.key] = view
+        who = self._who(view)
+        adm = view.admission
+        if (
+            adm is not None
+            and view.is_true(_COND.QUOTA_RESERVED)
+            and (old is None or old.admission is None or not old.is_true(_COND.QUOTA_RESERVED))
+        ):
+            self.decisions.append(Decision(self._t(), "Admitted", who, str(adm.cluster_queue)))
+            if view.owner_job_uid is None:
+                self._run_standalone(view.key)
+        if (
+            view.owner_job_uid is None
+            and adm is not None
+            and view.is_true(_COND.EVICTED)
+            and not (old is not None and old.is_true(_COND.EVICTED) and old.admission is not None)
+        ):
+            # Its job's part: stop at once and give the quota back (the job controller's
+            # release, as Kueue's tests do with FinishEvictionForWorkloads).
+            token = self._tokens[view.key] = self._tokens.get(view.key, 0) + 1
+            self._at(self._t(), "wl-release", job=view.key, token=token)
+        for kind in (_COND.PREEMPTED, _COND.EVICTED):
+            now_true = view.is_true(kind)
+            was = old is not None and old.is_true(kind)
+            if now_true and not was:
+                c = view.condition(kind)
+                detail = "" if kind == _COND.PREEMPTED or c is None else c.reason
+                self.decisions.append(Decision(self._t(), str(kind), who, detail))
+
+    def _who(self, view: workload_view.WorkloadView) -> str:
+        uid = view.owner_job_uid
+        job = None if uid is None else self.world.job_of_uid.get(uid)
+        return str(job) if job is not None else str(view.key)
+
+
+def run_operator(docs: list[documents.Document], until: float | None = None) -> list[Decision]:
+    """The operator's decisions on a scenario."""
+    saved = jobcontroller._STOP_SETTLE
+    jobcontroller._STOP_SETTLE = 0.0
+    try:
+        return asyncio.run(Driver(docs).run(until))
+    finally:
+        jobcontroller._STOP_SETTLE = saved
