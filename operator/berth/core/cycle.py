@@ -120,7 +120,8 @@ class Policy:
     """Operator-wide settings the core obeys (from the Configuration)."""
 
     fair_sharing: bool = False
-    fair_sharing_strategies: tuple[str, ...] = ()
+    fair_sharing_strategies: tuple[configuration.PreemptionStrategy, ...] = ()
+    """Fair-sharing preemption strategies in order (empty: Kueue's default pair)."""
     block_admission: bool = False
 
     @classmethod
@@ -130,7 +131,7 @@ class Policy:
         strategies = config.fair_sharing.preemption_strategies if config.fair_sharing else []
         return cls(
             fair_sharing=config.fair_sharing is not None,
-            fair_sharing_strategies=tuple(s.value for s in strategies),
+            fair_sharing_strategies=tuple(strategies),
             block_admission=wfpr is not None and wfpr.block_admission,
         )
 

@@ -29,15 +29,16 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
-from berth.api import clusterqueue, conditions, names
+from berth.api import clusterqueue, conditions, configuration, names
 from berth.core import ordering, preemption, quota, resources, snapshot, workload
 
 T = TypeVar("T")
 MAX_SHARE = 2**63 - 1
 """The weighted share reported for a zero-weight node that borrows (Kueue's MaxInt64)."""
 
-LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
-LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+Strategy = configuration.PreemptionStrategy
+DEFAULT_STRATEGIES = (Strategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, Strategy.LESS_THAN_INITIAL_SHARE)
+"""Kueue's default ``fairSharing.preemptionStrategies``, tried in this order."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -258,13 +259,13 @@ class FairPreemptor:
         snap: snapshot.Snapshot,
         cq: snapshot.ClusterQueueInfo,
         wl: workload.WorkloadInfo,
-        strategies: tuple[str, ...],
+        strategies: tuple[Strategy, ...],
     ) -> None:
         self.snap = snap
         self.cq = cq
         self.node = snap.node(cq.name)
         self.wl = wl
-        self.strategies = strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
+        self.strategies = strategies or DEFAULT_STRATEGIES
         self.ancestors = list(self.node.ancestors())
 
     def _candidates(self, frs: set[resources.FlavorResource]) -> list[snapshot.AdmittedWorkload]:
@@ -404,8 +405,8 @@ class FairPreemptor:
         return False, targets
 
 
-def _passes(strategy: str, preemptor_new: DRS, target_old: DRS, target_new: DRS) -> bool:
-    if strategy == LESS_THAN_INITIAL_SHARE:
+def _passes(strategy: Strategy, preemptor_new: DRS, target_old: DRS, target_new: DRS) -> bool:
+    if strategy == Strategy.LESS_THAN_INITIAL_SHARE:
         return compare(preemptor_new, target_old) < 0
     return compare(preemptor_new, target_new) <= 0
 

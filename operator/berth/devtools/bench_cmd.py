@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from berth.core import cycle
+from berth.core import cycle, fairsharing
 from berth.devtools import perfshape
 from berth.devtools.bench_harness import command as harness_command
 from berth.sim import engine
@@ -86,7 +86,7 @@ def core(shapes: tuple[str, ...], fair_sharing: bool) -> None:
         if fair_sharing:
             sim.policy = cycle.Policy(
                 fair_sharing=True,
-                fair_sharing_strategies=("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+                fair_sharing_strategies=fairsharing.DEFAULT_STRATEGIES,
             )
         cpu_start = time.process_time()
         wall_start = time.perf_counter()
