@@ -1,0 +1,231 @@
+"""``state.queues.QueueManager``: queue order, heads, requeueing by strategy, backoff, outsiders.
+
+Kueue's queue manager is the model (``pkg/cache/queue/cluster_queue.go``, ``manager.go``):
+- heads are taken by priority, then by creation (or eviction) time, then by uid;
+- a head that does not fit goes back according to the queue's strategy. StrictFIFO keeps it at
+  the front, except on a namespace mismatch. BestEffortFIFO parks it as inadmissible, so the next
+  workload becomes the head;
+- parked workloads return when something in their quota tree changes;
+- a backed-off workload is no head until its time;
+- a workload whose LocalQueue is missing waits outside every queue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import builders
+import worlds
+from berth.api import names
+from berth.core import cycle, workload
+
+GPU = "nvidia.com/gpu"
+CQ = names.ClusterQueueName("cq")
+
+
+def _world(strategy: str = "BestEffortFIFO", *, cqs: int = 1) -> worlds.World:
+    objects: list[object] = [builders.ResourceFlavorBuilder("a100")]
+    for i in range(cqs):
+        name = "cq" if i == 0 else f"cq{i}"
+        objects.append(
+            builders.ClusterQueueBuilder(name).flavor_quotas("a100", {GPU: 4}).strategy(strategy)
+        )
+        objects.append(builders.LocalQueueBuilder(f"q{i}", "default").cluster_queue(name))
+    return worlds.World(*objects)
+
+
+def _info(
+    w: worlds.World,
+    name: str,
+    *,
+    priority: int = 0,
+    at: float = 0.0,
+    queue: str = "q0",
+    gpus: int = 1,
+) -> workload.WorkloadInfo:
+    wl = (
+        builders.WorkloadBuilder(name)
+        .queue(queue)
+        .priority(priority)
+        .pod_set("main", 1, {GPU: gpus})
+    )
+    return w.info(wl, at=at)
+
+
+def _order(w: worlds.World) -> list[str]:
+    return [k.name for k in w.queues.queues[CQ].ordered()]
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderRow:
+    id: str
+    workloads: list[tuple[str, int, float]]
+    """(name, priority, created at), added in this order."""
+    want: list[str]
+
+
+ORDER_ROWS = [
+    OrderRow("by priority", [("low", 0, 0), ("high", 10, 5)], ["high", "low"]),
+    OrderRow("then by creation", [("late", 0, 5), ("early", 0, 1)], ["early", "late"]),
+    OrderRow(
+        "then by uid (the order they were made in)",
+        [("b", 0, 1), ("a", 0, 1)],
+        ["b", "a"],
+    ),
+]
+
+
+@pytest.mark.parametrize("row", ORDER_ROWS, ids=lambda r: r.id)
+def test_queue_order(row: OrderRow) -> None:
+    w = _world()
+    for name, prio, at in row.workloads:
+        w.submit(_info(w, name, priority=prio, at=at))
+    assert _order(w) == row.want
+    heads = w.queues.heads()
+    assert [h.info.key.name for h in heads] == row.want[:1]
+
+
+def _pending(info: workload.WorkloadInfo, reason: cycle.RequeueReason) -> cycle.Pending:
+    return cycle.Pending(info, CQ, "Pending", "does not fit", reason)
+
+
+@dataclasses.dataclass(frozen=True)
+class RequeueRow:
+    id: str
+    strategy: str
+    reason: cycle.RequeueReason
+    want_head_next: str
+    want_parked: bool
+
+
+REQUEUE_ROWS = [
+    RequeueRow(
+        "BestEffortFIFO parks a head that does not fit",
+        "BestEffortFIFO",
+        cycle.RequeueReason.NO_FIT,
+        "second",
+        want_parked=True,
+    ),
+    RequeueRow(
+        "StrictFIFO keeps it at the front",
+        "StrictFIFO",
+        cycle.RequeueReason.NO_FIT,
+        "first",
+        want_parked=False,
+    ),
+    RequeueRow(
+        "StrictFIFO does not block on a namespace mismatch",
+        "StrictFIFO",
+        cycle.RequeueReason.NAMESPACE_MISMATCH,
+        "second",
+        want_parked=True,
+    ),
+    RequeueRow(
+        "a head waiting for its preemptions stays the head",
+        "BestEffortFIFO",
+        cycle.RequeueReason.PENDING_PREEMPTION,
+        "first",
+        want_parked=False,
+    ),
+    RequeueRow(
+        "a head skipped after nomination goes straight back",
+        "BestEffortFIFO",
+        cycle.RequeueReason.FAILED_AFTER_NOMINATION,
+        "first",
+        want_parked=False,
+    ),
+]
+
+
+@pytest.mark.parametrize("row", REQUEUE_ROWS, ids=lambda r: r.id)
+def test_requeue_by_strategy(row: RequeueRow) -> None:
+    w = _world(row.strategy)
+    first = _info(w, "first", at=0)
+    w.submit(first)
+    # Another shape: a BestEffortFIFO queue parks same-shape workloads with the head.
+    w.submit(_info(w, "second", at=1, gpus=2))
+    [head] = w.queues.heads()
+    assert head.info.key.name == "first"
+    w.queues.requeue(_pending(first, row.reason))
+    assert (first.key in w.queues.queues[CQ].inadmissible) == row.want_parked
+    [next_head] = w.queues.heads()
+    assert next_head.info.key.name == row.want_head_next
+
+
+def test_best_effort_parks_the_same_shape_with_the_head() -> None:
+    # Kueue re-evaluates each; the same answer holds for the same shape until the tree changes,
+    # so they are parked together (docs/scheduling.md, "same shape").
+    w = _world()
+    first = _info(w, "first")
+    w.submit(first)
+    w.submit(_info(w, "twin", at=1))
+    w.queues.heads()
+    same = w.queues.requeue(_pending(first, cycle.RequeueReason.NO_FIT))
+    assert [pw.info.key.name for pw in same] == ["twin"]
+    assert w.queues.heads() == []
+
+
+def test_parked_workloads_return_when_their_tree_changes() -> None:
+    w = _world()
+    first = _info(w, "first")
+    w.submit(first)
+    w.queues.heads()
+    w.queues.requeue(_pending(first, cycle.RequeueReason.NO_FIT))
+    assert w.queues.counts(CQ) == (0, 1)
+    assert w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
+    assert w.queues.counts(CQ) == (1, 0)
+
+
+def test_one_head_per_cluster_queue_in_name_order() -> None:
+    w = _world(cqs=3)
+    for i, cq in enumerate(["q2", "q0", "q1"]):
+        w.submit(_info(w, f"w{i}", queue=cq))
+        w.submit(_info(w, f"x{i}", queue=cq, at=1))
+    heads = w.queues.heads()
+    assert [str(h.cluster_queue) for h in heads] == ["cq", "cq1", "cq2"]
+    assert [h.info.key.name for h in heads] == ["w1", "w2", "w0"]
+
+
+def test_a_backed_off_workload_is_no_head_until_its_time() -> None:
+    w = _world()
+    info = _info(w, "a")
+    w.queues.add(info, now=0.0, requeue_at=30.0)
+    assert w.queues.heads() == []
+    assert w.queues.next_backoff_expiry(0.0) == 30.0
+    w.queues.add(info, now=30.0)
+    assert [h.info.key.name for h in w.queues.heads()] == ["a"]
+
+
+def test_a_workload_without_its_local_queue_waits_outside() -> None:
+    w = _world()
+    info = _info(w, "lost", queue="missing")
+    w.submit(info)
+    assert info.key in w.queues.outside
+    assert w.queues.heads() == []
+    assert w.queues.position(info.key) is None
+
+
+def test_admitted_and_deleted_leave_the_queue() -> None:
+    w = _world()
+    a, b = _info(w, "a"), _info(w, "b", at=1)
+    w.submit(a)
+    w.submit(b)
+    w.queues.admitted(a.key)
+    w.queues.delete(b.key)
+    assert w.queues.pending == {}
+    assert w.queues.heads() == []
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), min_size=1, max_size=12))
+def test_heads_follow_priority_then_time(specs: list[tuple[int, int]]) -> None:
+    w = _world()
+    infos = [_info(w, f"w{i}", priority=prio, at=float(at)) for i, (prio, at) in enumerate(specs)]
+    for info in infos:
+        w.submit(info)
+    order = _order(w)
+    want = sorted(infos, key=lambda i: (-i.priority, i.creation_time, i.uid))
+    assert order == [i.key.name for i in want]
