@@ -39,7 +39,7 @@ import itertools
 from typing import Any, cast
 
 import fakeapi
-from berth.adapters.kube import client, workloads
+from berth.adapters.kube import client, errors, workloads
 from berth.api import conditions, configuration, names, workload_view
 from berth.core import batchjob
 from berth.operator import jobcontroller, lifecycle, scheduler, world
@@ -122,6 +122,8 @@ class Driver:
         self._seq = itertools.count()
         self._tokens: dict[names.WorkloadKey, int] = {}
         self._running: set[names.WorkloadKey] = set()
+        self._retry: set[names.WorkloadKey] = set()
+        """Jobs whose reconcile failed at this instant: marked again at the next."""
         self.decisions: list[Decision] = []
         self._seen: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
         for doc in self.docs:
@@ -162,6 +164,8 @@ class Driver:
             view = w.workloads.get(key)
             if view is not None and view.requeue_at:
                 times.append(view.requeue_at)
+        if self._retry:
+            times.append(self.now + jobcontroller._RETRY)
         later = [t for t in times if t > self.now]
         return min(later) if later else None
 
@@ -177,6 +181,9 @@ class Driver:
             if until is not None and at - BASE > until:
                 break
             self.now = at
+            for key in sorted(self._retry):
+                self.world.mark_job(key)
+            self._retry.clear()
             while self._due and self._due[0].at + BASE <= self.now:
                 await self._fire(heapq.heappop(self._due))
             await self._settle()
@@ -332,7 +339,10 @@ class Driver:
             await self.lifecycle.pass_once()
             await self.scheduler.step()
             for key in w.dirty_jobs.take():
-                await self.jobs.reconcile(key)
+                try:
+                    await self.jobs.reconcile(key)
+                except errors.KubeError:
+                    self._retry.add(key)  # as the controller's loop: again after _RETRY
             if (
                 self.fake.resource_version == before
                 and not len(w.dirty_jobs)

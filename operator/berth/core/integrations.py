@@ -16,12 +16,15 @@ simulator (``sim.intake``), the operator's job controller and webhooks, and the 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from berth.api import configuration, errors, workload
-from berth.core import batchjob
+from berth.api import configuration, errors, names, resourceflavor, workload
+from berth.core import batchjob, priority
 
 Body = dict[str, Any]
+UNSUPPORTED_OWNER_LABEL = "berth.dev/unsupported-owner"
+"""On the Workload of a child job whose controller is a kind Berth does not integrate."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -167,6 +170,102 @@ class BatchJob:
     def active_pods(self, job: Body) -> int:
         """Active + terminating."""
         return batchjob.active_pods(job)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NewWorkload:
+    """A job's Workload as it will be created, with its resolved priority."""
+
+    obj: workload.Workload
+    resolved: priority.Resolved
+
+    def body(self, job: Body, integration: Integration, foreign_owner: str | None = None) -> Body:
+        """The full body to create: owned by the job, with its priority and class.
+
+        ``foreign_owner`` (``Kind/name``) marks the Workload of a child job controlled by a kind
+        Berth does not integrate: it is never queued (``core.job_sync``), and the Workload
+        webhook keeps the label.
+        """
+        meta = job.get("metadata") or {}
+        body = self.obj.to_yaml_dict()
+        body["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": integration.api_version,
+                "kind": integration.kind,
+                "name": meta.get("name"),
+                "uid": meta.get("uid"),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        body["spec"]["priority"] = self.resolved.value
+        if self.resolved.class_name is not None:
+            workload_class = self.resolved.class_kind == "WorkloadPriorityClass"
+            body["spec"]["priorityClassRef"] = {
+                "group": "berth.dev" if workload_class else "scheduling.k8s.io",
+                "kind": self.resolved.class_kind,
+                "name": self.resolved.class_name,
+            }
+        if foreign_owner is not None:
+            labels = body["metadata"].setdefault("labels", {})
+            labels[UNSUPPORTED_OWNER_LABEL] = foreign_owner.split("/")[0]
+        return body
+
+
+def new_workload(
+    integration: Integration, job: Body, classes: priority.PriorityClasses, *, uid: str
+) -> tuple[NewWorkload | None, list[errors.FieldError]]:
+    """A job's Workload and priority, or the field errors that keep it from being made.
+
+    The priority comes from the WorkloadPriorityClass the job names, else the first pod set's
+    ``priorityClassName``, else the cluster's default PriorityClass (``core.priority``); a class
+    that does not exist is an error on the job's labels.
+    """
+    obj, problems = integration.to_workload(job, uid=uid)
+    if obj is None:
+        return None, problems
+    try:
+        resolved = priority.resolve(
+            classes,
+            workload_class=integration.priority_class(job),
+            pod_class=obj.spec.pod_sets[0].template.spec.priority_class_name,
+        )
+    except priority.UnknownPriorityClassError as err:
+        return None, [errors.FieldError("metadata.labels", str(err))]
+    return NewWorkload(obj, resolved), []
+
+
+def originals(pod_sets: list[Body]) -> list[PodSetOriginal]:
+    """The pod sets as a Workload recorded them (``spec.podSets``: templates before any start)."""
+    return [
+        PodSetOriginal(
+            str(ps.get("name", "main")), ps.get("template") or {}, int(ps.get("count", 1))
+        )
+        for ps in pod_sets
+    ]
+
+
+def runs(
+    admission: workload.Admission | None,
+    flavors: Mapping[names.FlavorName, resourceflavor.ResourceFlavor],
+    default_count: int,
+) -> list[PodSetRun]:
+    """How each admitted pod set runs: its count and its flavors' node labels and tolerations.
+
+    A pod set admitted without a count runs ``default_count`` pods; a flavor deleted since the
+    admission adds nothing.
+    """
+    out = []
+    for psa in [] if admission is None else admission.pod_set_assignments:
+        placements = tuple(
+            batchjob.FlavorPlacement(
+                dict(rf.spec.node_labels), tuple(t.to_yaml_dict() for t in rf.spec.tolerations)
+            )
+            for rf in (flavors.get(name) for name in sorted(set(psa.flavors.values())))
+            if rf is not None
+        )
+        out.append(PodSetRun(psa.name, psa.count or default_count, placements))
+    return out
 
 
 def for_configuration(config: configuration.Configuration) -> dict[str, Integration]:

@@ -33,7 +33,7 @@ Body = dict[str, Any]
 OWN_KINDS = frozenset({("batch", "CronJob")})
 """Controllers whose Jobs are ordinary Jobs."""
 
-UNSUPPORTED_OWNER_LABEL = "berth.dev/unsupported-owner"
+UNSUPPORTED_OWNER_LABEL = integrations.UNSUPPORTED_OWNER_LABEL
 """On the Workload of a Job whose controller is a kind Berth does not integrate: that kind.
 The World never queues such a Workload, and the Workload webhook keeps the label."""
 

@@ -24,13 +24,17 @@ from typing import Any
 from berth.adapters.kube import client, errors, events, jobs, workloads
 from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
-from berth.core import batchjob, integrations, job_sync, priority
-from berth.operator import ports
+from berth.core import integrations, job_sync
+from berth.operator import ports, webhooks
 from berth.operator import world as world_mod
 
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
 _RETRY = 1.0
+_OWN_REFUSALS = 30
+"""How many times in a row a start refused by Berth's own Job webhook is tried again (about
+``_RETRY`` apart) before it counts as refused for good: a replica serving the webhook may not
+have seen the admission yet."""
 _STOP_SETTLE = 1.0
 """Seconds a stopped Job's suspension must be old before its quota is released: far above
 kube-controller-manager's reaction time, so a pod it creates for a start it saw late is seen."""
@@ -46,6 +50,8 @@ class JobController:
     def __init__(self, world: ports.JobWorld, kube: client.Kube) -> None:
         self.world = world
         self.kube = kube
+        self._own_refusals: dict[str, int] = {}
+        """Starts of a Job refused by Berth's own Job webhook in a row, by Job uid."""
         self._suspended_at: dict[str, float] = {}
         """When this process suspended an evicted Job, by Job uid (see ``_pods_gone``)."""
 
@@ -146,8 +152,8 @@ class JobController:
     async def _create_workload(self, job: dict[str, Any], *, foreign_owner: str | None) -> None:
         w = self.world
         meta = job["metadata"]
-        obj, problems = w.job.to_workload(job, uid=meta["uid"])
-        if obj is None:
+        new, problems = integrations.new_workload(w.job, job, w.classes(), uid=meta["uid"])
+        if new is None:
             message = "; ".join(str(p) for p in problems)
             with contextlib.suppress(errors.KubeError):
                 await events.emit(
@@ -159,47 +165,8 @@ class JobController:
                     warning=True,
                 )
             return
-        template = obj.spec.pod_sets[0].template.spec
-        try:
-            resolved = priority.resolve(
-                w.classes(),
-                workload_class=w.job.priority_class(job),
-                pod_class=template.priority_class_name,
-            )
-        except priority.UnknownPriorityClassError as e:
-            with contextlib.suppress(errors.KubeError):
-                await events.emit(
-                    self.kube, job, "CreatedWorkload", str(e), w.clock(), warning=True
-                )
-            return
-        body = obj.to_yaml_dict()
-        body["metadata"]["ownerReferences"] = [
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "name": meta["name"],
-                "uid": meta["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
-        body["spec"]["priority"] = resolved.value
-        if resolved.class_name is not None:
-            group = (
-                "berth.dev"
-                if resolved.class_kind == "WorkloadPriorityClass"
-                else "scheduling.k8s.io"
-            )
-            body["spec"]["priorityClassRef"] = {
-                "group": group,
-                "kind": resolved.class_kind,
-                "name": resolved.class_name,
-            }
-        if foreign_owner is not None:
-            # Never admitted: the World does not queue it, and the Workload webhook keeps the label.
-            body["metadata"]["labels"][job_sync.UNSUPPORTED_OWNER_LABEL] = foreign_owner.split("/")[
-                0
-            ]
+        # A foreign owner's child is never admitted: the World does not queue it.
+        body = new.body(job, w.job, foreign_owner)
         try:
             stored = await workloads.create(self.kube, body)
         except errors.ConflictError:
@@ -347,24 +314,26 @@ class JobController:
         self._suspended_at.pop(meta["uid"], None)
         return True
 
-    def _originals(self, wl: workload_view.WorkloadView) -> list[integrations.PodSetOriginal]:
-        """The pod sets as the Workload recorded them (templates before any start)."""
-        return [
-            integrations.PodSetOriginal(
-                str(ps.get("name", "main")), ps.get("template") or {}, int(ps.get("count", 1))
-            )
-            for ps in wl.pod_sets
-        ]
-
     async def _start(
         self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
     ) -> None:
+        uid = str(job["metadata"].get("uid") or "")
         try:
             await self._start_job(job, wl)
         except (errors.ConflictError, errors.NotFoundError):
             raise  # a stale read or a deleted Job: the next event brings it back
         except errors.PermanentError as e:
+            refusals = self._own_refusals.get(uid, 0)
+            if webhooks.JOB_WEBHOOK in str(e) and refusals < _OWN_REFUSALS:
+                # Berth's own Job webhook, served by a replica whose watch has not seen the
+                # admission yet (after an API server restart, say): ask again shortly.
+                self._own_refusals[uid] = refusals + 1
+                msg = f"start of {key}: not admitted yet in the webhook's view ({e})"
+                raise errors.TransientError(msg) from e
+            self._own_refusals.pop(uid, None)
             await self._start_failed(job, key, wl, e)
+        else:
+            self._own_refusals.pop(uid, None)
 
     async def _start_failed(
         self,
@@ -411,22 +380,8 @@ class JobController:
     async def _start_job(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> None:
         w = self.world
         adm = wl.admission
-        runs = []
-        for psa in [] if adm is None else adm.pod_set_assignments:
-            placements = []
-            for flavor_name in sorted(set(psa.flavors.values())):
-                rf = w.cache.flavors.get(flavor_name)
-                if rf is None:
-                    continue
-                placements.append(
-                    batchjob.FlavorPlacement(
-                        dict(rf.spec.node_labels),
-                        tuple(t.to_yaml_dict() for t in rf.spec.tolerations),
-                    )
-                )
-            count = psa.count or w.job.pod_count(job)
-            runs.append(integrations.PodSetRun(psa.name, count, tuple(placements)))
-        patch = w.job.start_patch(job, self._originals(wl), runs)
+        runs = integrations.runs(adm, w.cache.flavors, w.job.pod_count(job))
+        patch = w.job.start_patch(job, integrations.originals(wl.pod_sets), runs)
         meta = job["metadata"]
         stored = await jobs.patch(self.kube, meta["namespace"], meta["name"], patch)
         w.apply("Job", stored)
@@ -494,7 +449,7 @@ class JobController:
             return
         if not await self._pods_gone(job, key):
             return
-        restore = w.job.restore_patch(job, self._originals(wl))
+        restore = w.job.restore_patch(job, integrations.originals(wl.pod_sets))
         if restore is not None:
             if (job.get("status") or {}).get("startTime"):
                 await jobs.clear_start_time(self.kube, ns, name)

@@ -63,6 +63,11 @@ def _deny(message: str, code: int = 403) -> dict[str, Any]:
     return {"allowed": False, "status": {"code": code, "message": message}}
 
 
+_JOB_HOOK = "vjob"
+JOB_WEBHOOK = f"{_JOB_HOOK}.berth.dev"
+"""The name of the validating Job webhook, as the API server quotes it in a refusal."""
+
+
 def mutate_job(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
     """Suspend a managed Job at creation."""
     job = request.get("object") or {}
@@ -269,7 +274,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             "metadata": {"name": NAME},
             "webhooks": [
                 hook(
-                    "vjob",
+                    _JOB_HOOK,
                     "/validate-job",
                     [rule("batch", ["jobs"], ["CREATE", "UPDATE"])],
                     objectSelector=queued,

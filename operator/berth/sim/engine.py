@@ -283,7 +283,7 @@ class Simulator:
     def _create_workload(
         self,
         doc: documents.Document,
-        new: intake.NewWorkload,
+        new: integrations.NewWorkload,
         uid: str,
         job: names.WorkloadKey | None,
     ) -> None:

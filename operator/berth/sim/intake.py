@@ -9,20 +9,10 @@ document and field that is wrong. Called by ``engine.Simulator``.
 
 from __future__ import annotations
 
-import dataclasses
-
 from berth.api import errors
 from berth.api import workload as api_workload
 from berth.core import integrations, priority
 from berth.sim import documents
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class NewWorkload:
-    """A Workload to create, with its resolved priority."""
-
-    obj: api_workload.Workload
-    resolved: priority.Resolved
 
 
 def _unknown_class(
@@ -36,26 +26,17 @@ def from_job(
     job: integrations.Integration,
     classes: priority.PriorityClasses,
     uid: str,
-) -> NewWorkload:
+) -> integrations.NewWorkload:
     """The Workload of a Job document (raises ``ScenarioError`` if it cannot be built)."""
-    obj, problems = job.to_workload(doc.raw, uid=uid)
-    if obj is None:
+    new, problems = integrations.new_workload(job, doc.raw, classes, uid=uid)
+    if new is None:
         raise documents.ScenarioError([(doc.location, p) for p in problems])
-    template = obj.spec.pod_sets[0].template.spec
-    try:
-        resolved = priority.resolve(
-            classes,
-            workload_class=job.priority_class(doc.raw),
-            pod_class=template.priority_class_name,
-        )
-    except priority.UnknownPriorityClassError as err:
-        raise _unknown_class(doc, "metadata.labels", err) from err
-    return NewWorkload(obj, resolved)
+    return new
 
 
 def from_workload(
     doc: documents.Document, obj: api_workload.Workload, classes: priority.PriorityClasses
-) -> NewWorkload:
+) -> integrations.NewWorkload:
     """A Workload document with its priority.
 
     A Workload's priority is its spec.priority (Kueue resolves classes only for jobs); a
@@ -74,7 +55,7 @@ def from_workload(
         )
     except priority.UnknownPriorityClassError as err:
         raise _unknown_class(doc, "spec.priorityClassRef", err) from err
-    return NewWorkload(obj, resolved)
+    return integrations.NewWorkload(obj, resolved)
 
 
 def job_priority_change(
