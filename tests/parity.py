@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import heapq
 import itertools
 from typing import Any, cast
@@ -89,11 +90,28 @@ class _Recorder:
         """Drop one Event."""
 
 
+class _Do(enum.Enum):
+    """What the cluster does at a due time."""
+
+    APPLY = "apply a document"
+    DELETE = "delete a document's object"
+    JOB_START = "a Job's pods start"
+    JOB_READY = "a Job's pods are ready"
+    JOB_FINISH = "a Job completes"
+    JOB_STOP = "a suspended Job's pods are gone"
+    WORKLOAD_READY = "a job-less Workload's pods are ready"
+    WORKLOAD_FINISH = "a job-less Workload finishes"
+    WORKLOAD_RELEASE = "an evicted job-less Workload gives its quota back"
+
+
+_WORKLOAD_ACTIONS = frozenset({_Do.WORKLOAD_READY, _Do.WORKLOAD_FINISH, _Do.WORKLOAD_RELEASE})
+
+
 @dataclasses.dataclass(order=True)
 class _Due:
     at: float
     seq: int
-    action: str = dataclasses.field(compare=False)
+    action: _Do = dataclasses.field(compare=False)
     doc: documents.Document | None = dataclasses.field(default=None, compare=False)
     job: names.WorkloadKey | None = dataclasses.field(default=None, compare=False)
     token: int = dataclasses.field(default=0, compare=False)
@@ -127,13 +145,13 @@ class Driver:
         self.decisions: list[Decision] = []
         self._seen: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
         for doc in self.docs:
-            self._at(doc.at, "apply", doc=doc)
+            self._at(doc.at, _Do.APPLY, doc=doc)
             if doc.delete_at is not None:
-                self._at(doc.delete_at, "delete", doc=doc)
+                self._at(doc.delete_at, _Do.DELETE, doc=doc)
 
     # Time ---------------------------------------------------------------------------------------
 
-    def _at(self, t: float, action: str, **fields: Any) -> None:
+    def _at(self, t: float, action: _Do, **fields: Any) -> None:
         heapq.heappush(self._due, _Due(t, next(self._seq), action, **fields))
 
     def _t(self) -> float:
@@ -192,12 +210,12 @@ class Driver:
     # The cluster's part -------------------------------------------------------------------------
 
     async def _fire(self, due: _Due) -> None:
-        if due.action == "apply" and due.doc is not None:
+        if due.action == _Do.APPLY and due.doc is not None:
             await self._create(due.doc)
-        elif due.action == "delete" and due.doc is not None:
+        elif due.action == _Do.DELETE and due.doc is not None:
             await self._delete(due.doc)
         elif due.job is not None and self._tokens.get(due.job) == due.token:
-            if due.action.startswith("wl-"):
+            if due.action in _WORKLOAD_ACTIONS:
                 await self._workload_status(due.job, due.action)
             else:
                 await self._job_status(due.job, due.action)
@@ -251,22 +269,22 @@ class Driver:
         token = self._tokens[key] = self._tokens.get(key, 0) + 1
         doc = self.by_job.get(key)
         if doc is not None and doc.ready_after is not None:
-            self._at(self._t() + doc.ready_after, "wl-ready", job=key, token=token)
+            self._at(self._t() + doc.ready_after, _Do.WORKLOAD_READY, job=key, token=token)
         if doc is not None and doc.duration is not None:
-            self._at(self._t() + doc.duration, "wl-finish", job=key, token=token)
+            self._at(self._t() + doc.duration, _Do.WORKLOAD_FINISH, job=key, token=token)
 
-    async def _workload_status(self, key: names.WorkloadKey, action: str) -> None:
+    async def _workload_status(self, key: names.WorkloadKey, action: _Do) -> None:
         stored = self.fake.store.get(("Workload", key.namespace, key.name))
         if stored is None:
             return
         view = workload_view.WorkloadView(stored)
         now = self.now
-        if action == "wl-release":
+        if action == _Do.WORKLOAD_RELEASE:
             status = jobcontroller.release_status(view, now)
         else:
             kind, reason = (
                 (_COND.PODS_READY, "PodsReady")
-                if action == "wl-ready"
+                if action == _Do.WORKLOAD_READY
                 else (_COND.FINISHED, "Succeeded")
             )
             change = workloads.condition(kind, True, reason, reason, now)
@@ -287,27 +305,27 @@ class Driver:
             self._running.add(key)
             token = self._tokens[key] = self._tokens.get(key, 0) + 1
             doc = self.by_job.get(key)
-            self._at(self._t(), "start", job=key, token=token)
+            self._at(self._t(), _Do.JOB_START, job=key, token=token)
             if doc is not None and doc.duration is not None:
-                self._at(self._t() + doc.duration, "finish", job=key, token=token)
+                self._at(self._t() + doc.duration, _Do.JOB_FINISH, job=key, token=token)
             if doc is not None and doc.ready_after is not None:
-                self._at(self._t() + doc.ready_after, "ready", job=key, token=token)
+                self._at(self._t() + doc.ready_after, _Do.JOB_READY, job=key, token=token)
         elif suspended and key in self._running:
             self._running.discard(key)
             self._tokens[key] = self._tokens.get(key, 0) + 1
-            self._at(self._t(), "stop", job=key, token=self._tokens[key])
+            self._at(self._t(), _Do.JOB_STOP, job=key, token=self._tokens[key])
 
-    async def _job_status(self, key: names.WorkloadKey, action: str) -> None:
+    async def _job_status(self, key: names.WorkloadKey, action: _Do) -> None:
         job = self.fake.store.get(("Job", key.namespace, key.name))
         if job is None:
             return
         count = batchjob.pod_count(job)
         status: dict[str, Any]
-        if action == "start":
+        if action == _Do.JOB_START:
             status = {"active": count, "ready": 0}
-        elif action == "ready":
+        elif action == _Do.JOB_READY:
             status = {"ready": count}
-        elif action == "finish":
+        elif action == _Do.JOB_FINISH:
             status = {
                 "active": 0,
                 "ready": 0,
@@ -379,7 +397,7 @@ class Driver:
             # Its job's part: stop at once and give the quota back (the job controller's
             # release, as Kueue's tests do with FinishEvictionForWorkloads).
             token = self._tokens[view.key] = self._tokens.get(view.key, 0) + 1
-            self._at(self._t(), "wl-release", job=view.key, token=token)
+            self._at(self._t(), _Do.WORKLOAD_RELEASE, job=view.key, token=token)
         for kind in (_COND.PREEMPTED, _COND.EVICTED):
             now_true = view.is_true(kind)
             was = old is not None and old.is_true(kind)

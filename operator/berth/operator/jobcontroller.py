@@ -149,21 +149,24 @@ class JobController:
         elif not has_admission and owner is None:
             await self._follow(job, wl_key, wl)
 
+    async def _event(
+        self, involved: dict[str, Any], reason: str, message: str, *, warning: bool = False
+    ) -> None:
+        """Post an Event on the Job or Workload; best effort (a failure loses only the Event)."""
+        with contextlib.suppress(errors.KubeError):
+            await events.emit(
+                self.kube, involved, reason, message, self.world.clock(), warning=warning
+            )
+
     async def _create_workload(self, job: dict[str, Any], *, foreign_owner: str | None) -> None:
         w = self.world
         meta = job["metadata"]
         new, problems = integrations.new_workload(w.job, job, w.classes(), uid=meta["uid"])
         if new is None:
             message = "; ".join(str(p) for p in problems)
-            with contextlib.suppress(errors.KubeError):
-                await events.emit(
-                    self.kube,
-                    job,
-                    "CreatedWorkload",
-                    f"Cannot create Workload: {message}",
-                    w.clock(),
-                    warning=True,
-                )
+            await self._event(
+                job, "CreatedWorkload", f"Cannot create Workload: {message}", warning=True
+            )
             return
         # A foreign owner's child is never admitted: the World does not queue it.
         body = new.body(job, w.job, foreign_owner)
@@ -175,14 +178,11 @@ class JobController:
         if foreign_owner is not None:
             await self._unsupported(job, workload_view.WorkloadView(stored), foreign_owner)
             return
-        with contextlib.suppress(errors.KubeError):
-            await events.emit(
-                self.kube,
-                job,
-                "CreatedWorkload",
-                f"Created Workload: {meta['namespace']}/{stored['metadata']['name']}",
-                w.clock(),
-            )
+        await self._event(
+            job,
+            "CreatedWorkload",
+            f"Created Workload: {meta['namespace']}/{stored['metadata']['name']}",
+        )
 
     async def _unsupported(
         self, job: dict[str, Any], wl: workload_view.WorkloadView, owner: str
@@ -200,10 +200,7 @@ class JobController:
         )
         stored = await self._set_condition(key, wl, change)
         for involved in (job, stored):
-            with contextlib.suppress(errors.KubeError):
-                await events.emit(
-                    self.kube, involved, UNSUPPORTED_OWNER, message, w.clock(), warning=True
-                )
+            await self._event(involved, UNSUPPORTED_OWNER, message, warning=True)
 
     async def _hold_at_admission(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> bool:
         """Lower a running Job asking for more pods than admitted back to its admitted count.
@@ -227,8 +224,7 @@ class JobController:
             f"held at {sum(counts)}; resubmit the Job at its new size"
         )
         log.warning("job %s/%s: %s", meta["namespace"], meta["name"], message)
-        with contextlib.suppress(errors.KubeError):
-            await events.emit(self.kube, job, "ExceedsAdmission", message, w.clock(), warning=True)
+        await self._event(job, "ExceedsAdmission", message, warning=True)
         return True
 
     async def _follow(
@@ -260,14 +256,11 @@ class JobController:
             log.info(
                 "workload %s replaced: job %s/%s changed", key, meta["namespace"], meta["name"]
             )
-            with contextlib.suppress(errors.KubeError):
-                await events.emit(
-                    self.kube,
-                    job,
-                    "UpdatedWorkload",
-                    f"The Job changed while queued: its Workload {key.name} is made again",
-                    w.clock(),
-                )
+            await self._event(
+                job,
+                "UpdatedWorkload",
+                f"The Job changed while queued: its Workload {key.name} is made again",
+            )
 
     async def _finish(
         self, key: names.WorkloadKey, wl: workload_view.WorkloadView, *, succeeded: bool
@@ -278,8 +271,7 @@ class JobController:
         change = workloads.condition(_COND.FINISHED, True, reason.value, message, w.clock())
         stored = await self._set_condition(key, wl, change)
         log.info("finished %s (%s)", key, reason.value)
-        with contextlib.suppress(errors.KubeError):
-            await events.emit(self.kube, stored, "Finished", message, w.clock())
+        await self._event(stored, "Finished", message)
 
     async def _pods_gone(self, job: dict[str, Any], key: names.WorkloadKey) -> bool:
         """Tell whether a suspended Job's pods are gone for good, so its quota may be released.
@@ -374,8 +366,7 @@ class JobController:
         w.apply("Workload", stored)
         log.warning("released %s: %s", key, message)
         for involved in (job, stored):
-            with contextlib.suppress(errors.KubeError):
-                await events.emit(self.kube, involved, START_FAILED, message, now, warning=True)
+            await self._event(involved, START_FAILED, message, warning=True)
 
     async def _start_job(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> None:
         w = self.world
@@ -387,14 +378,7 @@ class JobController:
         w.apply("Job", stored)
         log.info("started job %s/%s", meta["namespace"], meta["name"])
         psa_cq = None if adm is None else adm.cluster_queue
-        with contextlib.suppress(errors.KubeError):
-            await events.emit(
-                self.kube,
-                job,
-                "Started",
-                f"Admitted by ClusterQueue {psa_cq}",
-                w.clock(),
-            )
+        await self._event(job, "Started", f"Admitted by ClusterQueue {psa_cq}")
 
     async def _track_ready(
         self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
@@ -438,14 +422,7 @@ class JobController:
             stored = await jobs.suspend(self.kube, ns, name)
             w.apply("Job", stored)
             self._suspended_at[meta["uid"]] = w.clock()
-            with contextlib.suppress(errors.KubeError):
-                await events.emit(
-                    self.kube,
-                    job,
-                    "Stopped",
-                    "The workload is evicted; the Job is suspended",
-                    w.clock(),
-                )
+            await self._event(job, "Stopped", "The workload is evicted; the Job is suspended")
             return
         if not await self._pods_gone(job, key):
             return
