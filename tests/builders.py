@@ -543,6 +543,60 @@ class JobBuilder(_Builder):
         return self
 
 
+class JobSetBuilder(_Builder):
+    """A ``jobset.x-k8s.io/v1alpha2`` JobSet; add roles with ``replicated_job``."""
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        super().__init__(
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"replicatedJobs": []},
+            }
+        )
+
+    def obj(self) -> dict[str, Any]:
+        """Return the JobSet document; JobSets are not Berth kinds, so there is no model."""
+        return self.raw()
+
+    def queue(self, name: str) -> Self:
+        """Set the ``berth.dev/queue-name`` label."""
+        return self.label(QUEUE_LABEL, name)
+
+    def priority_class(self, name: str) -> Self:
+        """Set the ``berth.dev/priority-class`` label (a WorkloadPriorityClass)."""
+        return self.label(PRIORITY_CLASS_LABEL, name)
+
+    def suspend(self, suspended: bool = True) -> Self:
+        """Set ``spec.suspend``."""
+        self._doc["spec"]["suspend"] = suspended
+        return self
+
+    def replicated_job(
+        self,
+        name: str,
+        *,
+        replicas: int = 1,
+        parallelism: int = 1,
+        completions: int | None = None,
+        requests: Mapping[str, Quantity] | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: list[dict[str, Any]] | None = None,
+    ) -> Self:
+        """Add a replicated job: ``replicas`` child Jobs of ``parallelism`` pods each."""
+        job_spec: dict[str, Any] = {
+            "parallelism": parallelism,
+            "template": _template(requests, node_selector, tolerations),
+        }
+        if completions is not None:
+            job_spec["completions"] = completions
+        self._doc["spec"]["replicatedJobs"].append(
+            {"name": name, "replicas": replicas, "template": {"spec": job_spec}}
+        )
+        return self
+
+
 class NamespaceBuilder(_Builder):
     """A ``v1`` Namespace, whose labels matter to ``namespaceSelector``."""
 

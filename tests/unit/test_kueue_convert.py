@@ -342,17 +342,20 @@ CASES = [
         builders.ConfigurationBuilder()
         .set("apiVersion", CONFIG_V1BETA2)
         .set("namespace", "kueue-system")
-        .frameworks("batch/job", "kubeflow.org/mpijob")
+        .frameworks("batch/job", "kubeflow.org/mpijob", "jobset.x-k8s.io/jobset")
         .raw(),
         builders.ConfigurationBuilder()
         .set("namespace", "kueue-system")
-        .frameworks("batch/job", "kubeflow.org/mpijob")
+        .frameworks("batch/job", "jobset.x-k8s.io/jobset")
         .raw(),
         [
             "namespace: kueue-system kept",
-            "Berth manages batch/job only so far; ['kubeflow.org/mpijob'] are ignored",
+            (
+                "Berth integrates ['batch/job', 'jobset.x-k8s.io/jobset'] so far; "
+                "['kubeflow.org/mpijob'] are ignored"
+            ),
         ],
-        id="v1beta2 configuration warns about Kueue's namespace and other frameworks",
+        id="v1beta2 configuration keeps the frameworks Berth integrates and drops the others",
     ),
 ]
 

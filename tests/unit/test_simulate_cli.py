@@ -123,6 +123,21 @@ def test_human_formats(tmp_path: Path, fmt: str, want: str) -> None:
             "document 0: kind:",
             id="unknown kind",
         ),
+        pytest.param(
+            builders.JobSetBuilder("js").queue("lq").replicated_job("r").raw(),
+            "document 0: kind: JobSet is not integrated: add jobset.x-k8s.io/jobset to the "
+            "Configuration's integrations.frameworks",
+            id="JobSet without its integration enabled",
+        ),
+        pytest.param(
+            builders.JobSetBuilder("js")
+            .queue("lq")
+            .replicated_job("r")
+            .set("spec.replicatedJobs[0].replicas", "two")
+            .raw(),
+            "document 0: spec.replicatedJobs[0].replicas:",
+            id="JobSet with a bad replica count, found before the run",
+        ),
     ],
 )
 def test_bad_input_exits_2_naming_file_document_and_path(

@@ -119,11 +119,18 @@ class ResourcesConfig(base.Model):
     """Resources converted into others before quota is checked."""
 
 
+class Framework(enum.StrEnum):
+    """A job framework Berth integrates, by Kueue's name for it (``integrations.frameworks``)."""
+
+    BATCH_JOB = "batch/job"
+    JOBSET = "jobset.x-k8s.io/jobset"
+
+
 class Integrations(base.Model):
     """Which job frameworks the operator manages."""
 
-    frameworks: list[str] = pydantic.Field(default_factory=lambda: ["batch/job"])
-    """Job kinds the operator manages."""
+    frameworks: list[Framework] = pydantic.Field(default_factory=lambda: [Framework.BATCH_JOB])
+    """Job kinds the operator manages; ``batch/job`` is always managed."""
 
 
 class Configuration(base.Object):

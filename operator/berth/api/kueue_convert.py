@@ -198,10 +198,13 @@ def _convert_configuration(doc: dict[str, Any], version: str) -> tuple[dict[str,
     if out.get("namespace") == "kueue-system":
         warnings.append("namespace: kueue-system kept; Berth's own default is berth-system")
     frameworks = (out.get("integrations") or {}).get("frameworks") or []
-    others = [f for f in frameworks if f != "batch/job"]
+    known = {f.value for f in configuration.Framework}
+    others = [f for f in frameworks if f not in known]
     if others:
+        out["integrations"]["frameworks"] = [f for f in frameworks if f in known]
         warnings.append(
-            f"integrations.frameworks: Berth manages batch/job only so far; {others} are ignored"
+            f"integrations.frameworks: Berth integrates {sorted(known)} so far; {others} are "
+            "ignored"
         )
     _drop_unmodelled(out, configuration.Configuration, warnings)
     return out, [f"Configuration: {w}" for w in warnings]

@@ -1,7 +1,8 @@
 """Typed identifiers for the objects Berth schedules, and the workload key.
 
 Used across every layer so that a ClusterQueue name cannot be passed where a flavor name is
-expected. ``WorkloadKey`` identifies a namespaced object as ``namespace/name``.
+expected. ``WorkloadKey`` identifies a namespaced object as ``namespace/name``, ``JobKey`` a job
+of any integrated kind.
 """
 
 from __future__ import annotations
@@ -35,3 +36,20 @@ class WorkloadKey:
         if not sep:
             return cls("default", namespace)
         return cls(namespace, name)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, order=True)
+class JobKey:
+    """A job of any integrated kind: its kind, namespace and name; prints as ``Kind ns/name``."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+    @property
+    def object_key(self) -> WorkloadKey:
+        """Its namespace and name."""
+        return WorkloadKey(self.namespace, self.name)

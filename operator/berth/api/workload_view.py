@@ -95,9 +95,15 @@ class WorkloadView:
 
     @property
     def owner_job_uid(self) -> str | None:
-        """The uid of the ``batch`` Job that owns the Workload, if any."""
-        for ref in _list(self.metadata.get("ownerReferences")):
-            ref_map = _map(ref)
+        """The uid of the job that owns the Workload, if any.
+
+        Its controller (any job kind), else a ``batch`` Job it names.
+        """
+        refs = [_map(ref) for ref in _list(self.metadata.get("ownerReferences"))]
+        for ref_map in refs:
+            if ref_map.get("controller") is True and ref_map.get("uid"):
+                return str(ref_map.get("uid"))
+        for ref_map in refs:
             if ref_map.get("kind") == "Job" and str(ref_map.get("apiVersion", "")).startswith(
                 "batch/"
             ):

@@ -31,12 +31,16 @@ _MAX_NAME = 253
 _HASH = 5
 
 
-def workload_name(job_name: str, job_uid: str) -> str:
-    """The Workload name for a Job: ``job-<name>-<hash>``, at most 253 characters."""
+def workload_name(job_name: str, job_uid: str, *, kind: str = "Job", group: str = "batch") -> str:
+    """The Workload name for a job: ``<kind>-<name>-<hash>``, at most 253 characters.
+
+    Kueue's ``jobframework.GetWorkloadNameForOwnerWithGVK``: the lower-cased kind and the job's
+    name, then 5 hex characters of the SHA-1 of kind, group, name and uid.
+    """
     digest = hashlib.sha1(  # noqa: S324 - a name suffix, not a security hash
-        f"Job\nbatch\n{job_name}\n{job_uid}".encode()
+        f"{kind}\n{group}\n{job_name}\n{job_uid}".encode()
     ).hexdigest()
-    prefix = f"job-{job_name}"[: _MAX_NAME - 1 - _HASH]
+    prefix = f"{kind.lower()}-{job_name}"[: _MAX_NAME - 1 - _HASH]
     return f"{prefix}-{digest[:_HASH]}"
 
 
@@ -77,7 +81,7 @@ def to_workload(
     spec = job.get("spec") or {}
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or "default")
-    problems = _spec_problems(spec)
+    problems = spec_problems(spec)
     if problems:
         return None, problems
     count = pod_count(job)
@@ -104,7 +108,8 @@ def to_workload(
     return obj, []
 
 
-def _spec_problems(spec: dict[str, Any]) -> list[errors.FieldError]:
+def spec_problems(spec: dict[str, Any]) -> list[errors.FieldError]:
+    """What keeps a Job spec from making a pod set: bad sizes, no template (paths from spec)."""
     problems: list[errors.FieldError] = []
     for field in ("parallelism", "completions"):
         value = spec.get(field)
@@ -195,6 +200,26 @@ def _template_patch(
     return out
 
 
+def placed(
+    original: dict[str, Any], *, pod_set: str, flavors: list[FlavorPlacement]
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """A pod template's labels, node selector and tolerations once started on ``flavors``.
+
+    The recorded template's own, plus the ``berth.dev/podset`` label, every flavor's node labels
+    and every flavor's tolerations (as Kueue's ``podset.Merge``). Shared by every job kind.
+    """
+    meta = original.get("metadata") or {}
+    spec = original.get("spec") or {}
+    labels = dict(meta.get("labels") or {})
+    labels[POD_SET_LABEL] = pod_set
+    selector = dict(spec.get("nodeSelector") or {})
+    tolerations = list(spec.get("tolerations") or [])
+    for flavor in flavors:
+        selector.update(flavor.node_labels)
+        tolerations.extend(t for t in flavor.tolerations if t not in tolerations)
+    return labels, selector, tolerations
+
+
 def start_patch(
     job: dict[str, Any],
     original: dict[str, Any],
@@ -210,15 +235,7 @@ def start_patch(
     ``tolerations`` += those flavors' tolerations, the ``berth.dev/podset`` label, and
     ``parallelism`` set to the admitted count when it was reduced (partial admission).
     """
-    meta = original.get("metadata") or {}
-    spec = original.get("spec") or {}
-    labels = dict(meta.get("labels") or {})
-    labels[POD_SET_LABEL] = pod_set
-    selector = dict(spec.get("nodeSelector") or {})
-    tolerations = list(spec.get("tolerations") or [])
-    for flavor in flavors:
-        selector.update(flavor.node_labels)
-        tolerations.extend(t for t in flavor.tolerations if t not in tolerations)
+    labels, selector, tolerations = placed(original, pod_set=pod_set, flavors=flavors)
     patch: dict[str, Any] = {"spec": {"suspend": False}}
     template = _template_patch(job, labels, selector, tolerations)
     if template:

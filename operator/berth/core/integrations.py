@@ -8,9 +8,11 @@ flavors and counts, the patch that suspends it, the patch that restores its temp
 stopped, and finished, pods-ready and active pods from its status. The configuration is bound
 when the integration is made (``for_configuration``), so no flag is threaded through calls.
 
-``BatchJob`` (``batch/v1`` Job, built on ``core.batchjob``) is the first implementation. The
-simulator (``sim.intake``), the operator's job controller and webhooks, and the pure rules of
-``core.job_sync``, ``core.job_updates`` and ``core.managed`` all reach a job through it.
+``BatchJob`` (``batch/v1`` Job, built on ``core.batchjob``) and ``JobSetJob`` (JobSet, built on
+``core.jobset``) implement it; ``for_configuration`` enables them by Kueue's framework names
+(``integrations.frameworks``). The simulator (``sim.intake``), the operator's job controller and
+webhooks, and the pure rules of ``core.job_sync``, ``core.job_updates`` and ``core.managed`` all
+reach a job through it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from berth.api import configuration, errors, names, resourceflavor, workload
-from berth.core import batchjob, priority
+from berth.core import batchjob, jobset, priority
 
 Body = dict[str, Any]
 UNSUPPORTED_OWNER_LABEL = "berth.dev/unsupported-owner"
@@ -56,6 +58,20 @@ class Integration(Protocol):
     def api_version(self) -> str:
         """The job's apiVersion (``batch/v1``)."""
 
+    @property
+    def plural(self) -> str:
+        """The job's resource name in the API (``jobs``)."""
+
+    @property
+    def size_field(self) -> str:
+        """The field that sets how many pods the job runs at once, for error messages."""
+
+    def pod_selector(self, job: Body) -> str:
+        """A label selector for every pod the job runs, through its children if it has any."""
+
+    def before_restore(self, job: Body) -> Body | None:
+        """A status merge patch the job needs before its templates may change, if any."""
+
     def queue_name(self, job: Body) -> str | None:
         """The LocalQueue the job names, if any."""
 
@@ -80,6 +96,9 @@ class Integration(Protocol):
 
     def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
         """The merge patch that gives a stopped job its recorded templates back (None if none)."""
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:
+        """The merge patch that holds a running job at ``count`` pods (None: it cannot grow)."""
 
     def is_suspended(self, job: Body) -> bool:
         """Tell whether the job is suspended."""
@@ -110,6 +129,26 @@ class BatchJob:
     def api_version(self) -> str:
         """The job's apiVersion."""
         return "batch/v1"
+
+    @property
+    def plural(self) -> str:
+        """``jobs``."""
+        return "jobs"
+
+    @property
+    def size_field(self) -> str:
+        """``spec.parallelism``."""
+        return "spec.parallelism"
+
+    def pod_selector(self, job: Body) -> str:
+        """The Job controller's label on its pods: the Job's uid."""
+        return f"batch.kubernetes.io/controller-uid={(job.get('metadata') or {}).get('uid')}"
+
+    def before_restore(self, job: Body) -> Body | None:
+        """A Job that started keeps an immutable template until its ``startTime`` is cleared."""
+        if (job.get("status") or {}).get("startTime"):
+            return {"status": {"startTime": None}}
+        return None
 
     def queue_name(self, job: Body) -> str | None:
         """The LocalQueue the Job names, if any."""
@@ -155,6 +194,10 @@ class BatchJob:
             return None
         return batchjob.restore_patch(job, originals[0].template, count=originals[0].count)
 
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - any Job is held alike
+        """``spec.parallelism`` back to the admitted count."""
+        return {"spec": {"parallelism": count}}
+
     def is_suspended(self, job: Body) -> bool:
         """``spec.suspend``."""
         return batchjob.is_suspended(job)
@@ -170,6 +213,100 @@ class BatchJob:
     def active_pods(self, job: Body) -> int:
         """Active + terminating."""
         return batchjob.active_pods(job)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobSetJob:
+    """The JobSet integration: one pod set per replicated job (``core.jobset``)."""
+
+    honor_kueue_labels: bool = False
+    """Also read Kueue's ``kueue.x-k8s.io/*`` labels (migration)."""
+
+    @property
+    def kind(self) -> str:
+        """The job's kind."""
+        return jobset.KIND
+
+    @property
+    def api_version(self) -> str:
+        """The job's apiVersion."""
+        return jobset.API_VERSION
+
+    @property
+    def plural(self) -> str:
+        """``jobsets``."""
+        return jobset.PLURAL
+
+    @property
+    def size_field(self) -> str:
+        """The replicated jobs (their replicas and each child Job's parallelism)."""
+        return "spec.replicatedJobs"
+
+    def pod_selector(self, job: Body) -> str:
+        """The JobSet controller's label on every child Job and pod: the JobSet's name."""
+        return f"{jobset.NAME_LABEL}={(job.get('metadata') or {}).get('name')}"
+
+    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - JobSet's webhook allows it while suspended
+        """Nothing: a suspended JobSet's templates may change."""
+        return None
+
+    def queue_name(self, job: Body) -> str | None:
+        """The LocalQueue the JobSet names, if any."""
+        return batchjob.queue_name(job, honor_kueue=self.honor_kueue_labels)
+
+    def priority_class(self, job: Body) -> str | None:
+        """The WorkloadPriorityClass the JobSet names, if any."""
+        return batchjob.priority_class(job, honor_kueue=self.honor_kueue_labels)
+
+    def pod_count(self, job: Body) -> int:
+        """Pods over all replicated jobs."""
+        return jobset.pod_count(job)
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The JobSet's Workload, or the field errors that prevent it."""
+        return jobset.to_workload(job, uid=uid, honor_kueue=self.honor_kueue_labels)
+
+    def start_patch(
+        self, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
+    ) -> Body:
+        """Unsuspend, each replicated job's template on its pod set's flavors (whole only)."""
+        return jobset.start_patch(
+            job,
+            {o.name: o.template for o in originals},
+            {r.name: list(r.placements) for r in runs},
+        )
+
+    def stop_patch(self, job: Body) -> Body:  # noqa: ARG002 - the same patch stops every JobSet
+        """Suspend the JobSet (its controller suspends the child Jobs)."""
+        return {"spec": {"suspend": True}}
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
+        """The recorded templates back."""
+        if not originals:
+            return None
+        return jobset.restore_patch(job, {o.name: o.template for o in originals})
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - a JobSet cannot grow
+        """None: JobSet's webhook keeps replicated jobs (and so the pod count) immutable."""
+        return None
+
+    def is_suspended(self, job: Body) -> bool:
+        """``spec.suspend``."""
+        return bool((job.get("spec") or {}).get("suspend"))
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """A ``Completed`` or ``Failed`` condition."""
+        return jobset.finished(job)
+
+    def pods_ready(self, job: Body, count: int) -> bool:  # noqa: ARG002 - child Jobs report readiness
+        """Every child Job ready or succeeded."""
+        return jobset.pods_ready(job)
+
+    def active_pods(self, job: Body) -> int:
+        """Child Jobs with active pods (the JobSet's status counts Jobs, not pods)."""
+        return jobset.active_jobs(job)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -268,7 +405,38 @@ def runs(
     return out
 
 
+CHILD_LABELS = (jobset.NAME_LABEL,)
+"""Labels the controllers of integrated parents put on the child Jobs they make (JobSet's): the
+webhooks watch Jobs that carry one, so a child cannot be started before its parent is admitted."""
+
+FRAMEWORKS: dict[configuration.Framework, type[BatchJob | JobSetJob]] = {
+    configuration.Framework.BATCH_JOB: BatchJob,
+    configuration.Framework.JOBSET: JobSetJob,
+}
+"""Each integration by its framework name in ``integrations.frameworks`` (Kueue's names)."""
+
+
 def for_configuration(config: configuration.Configuration) -> dict[str, Integration]:
-    """The integrations the Configuration enables, by job kind, bound to its settings."""
-    batch = BatchJob(honor_kueue_labels=config.honor_kueue_labels)
-    return {batch.kind: batch}
+    """The integrations the Configuration enables, by job kind, bound to its settings.
+
+    ``batch/job`` is always on: Berth's own guards (the Job webhooks, the child-Job rules) rest
+    on it. Unknown names are refused when the Configuration is loaded (``api.configuration``).
+    """
+    out: dict[str, Integration] = {}
+    for name in [configuration.Framework.BATCH_JOB, *config.integrations.frameworks]:
+        made = FRAMEWORKS[name](honor_kueue_labels=config.honor_kueue_labels)
+        out[made.kind] = made
+    return out
+
+
+def by_api_version(
+    enabled: Mapping[str, Integration], api_version: str, kind: str
+) -> Integration | None:
+    """The enabled integration of an object of this apiVersion and kind, if any.
+
+    Any version of the integration's group matches.
+    """
+    found = enabled.get(kind)
+    if found is None:
+        return None
+    return found if api_version.rpartition("/")[0] == found.api_version.rpartition("/")[0] else None

@@ -1,13 +1,16 @@
-"""How a ``batch/v1`` Job and its Workload have drifted apart, and what the job controller does.
+"""How a job and its Workload have drifted apart, and what the job controller does.
 
 Pure decisions for the operator's job controller (``operator/jobcontroller``):
 
-- ``foreign_owner``: a Job controlled by another workload kind (a JobSet's child Jobs, say) is
-  never a gang of its own. Until Berth integrates that kind it stays suspended and its Workload
-  is never admitted — admitting each child Job alone is the partial gang start Berth exists to
-  prevent. A Job controlled by a CronJob is an ordinary Job, as in Kueue (``jobs/job``'s
-  integration treats CronJob-made Jobs as jobs; other parents are integrations of their own,
-  ``jobframework``'s parent-workload handling).
+- ``parent``: a Job controlled by a kind Berth integrates (a JobSet's child Jobs) is part of
+  that job: its parent is admitted and started whole, and the Job is never a job of its own
+  (Kueue's ``jobframework.IsOwnerManagedByKueue``).
+- ``foreign_owner``: a Job controlled by another workload kind, one Berth does not integrate, is
+  never a gang of its own either. It stays suspended and its Workload is never admitted —
+  admitting each child Job alone is the partial gang start Berth exists to prevent. A Job
+  controlled by a CronJob is an ordinary Job, as in Kueue (``jobs/job``'s integration treats
+  CronJob-made Jobs as jobs; other parents are integrations of their own, ``jobframework``'s
+  parent-workload handling).
 - ``drift``: a suspended Job whose Workload holds no quota is followed by its Workload, as
   Kueue's reconciler does (``jobframework/reconciler.go``: ``UpdateQueueNameIfChanged`` moves
   the Workload to the Job's queue; a Workload no longer ``EquivalentToWorkload`` is deleted and
@@ -19,11 +22,13 @@ Pure decisions for the operator's job controller (``operator/jobcontroller``):
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+from collections.abc import Mapping
 from typing import Any
 
 from berth.api import workload as api_workload
-from berth.core import batchjob, integrations
+from berth.core import integrations
 
 _BATCH_JOB = integrations.BatchJob()
 """The integration the rules read a Job through when the caller binds none (unit tables)."""
@@ -38,8 +43,42 @@ UNSUPPORTED_OWNER_LABEL = integrations.UNSUPPORTED_OWNER_LABEL
 The World never queues such a Workload, and the Workload webhook keeps the label."""
 
 
-def foreign_owner(job: Body) -> str | None:
-    """``Kind/name`` of the Job's controller when it is another workload kind, else None."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Parent:
+    """The integrated job a child Job belongs to."""
+
+    kind: str
+    name: str
+    uid: str
+
+
+def _controller(job: Body) -> dict[str, Any] | None:
+    for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return ref
+    return None
+
+
+def parent(job: Body, enabled: Mapping[str, integrations.Integration]) -> Parent | None:
+    """The Job's controller when it is another job kind Berth integrates, else None."""
+    ref = _controller(job)
+    if ref is None:
+        return None
+    found = integrations.by_api_version(
+        enabled, str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")
+    )
+    if found is None or found.kind == "Job":
+        return None
+    return Parent(found.kind, str(ref.get("name") or ""), str(ref.get("uid") or ""))
+
+
+def foreign_owner(job: Body, enabled: Mapping[str, integrations.Integration] = {}) -> str | None:
+    """``Kind/name`` of the Job's controller when it is a kind Berth does not integrate.
+
+    None for any other Job: one whose controller is one of ``enabled`` is a parent's child.
+    """
+    if parent(job, enabled) is not None:
+        return None
     for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
         if not ref.get("controller"):
             continue
@@ -79,6 +118,8 @@ def drift(
     return Drift.NONE, queue
 
 
-def over_admission(job: Body, admitted_count: int) -> bool:
-    """Whether a running Job asks for more pods at once than its admission counts."""
-    return not batchjob.is_suspended(job) and batchjob.pod_count(job) > admitted_count
+def over_admission(
+    job: Body, admitted_count: int, integration: integrations.Integration = _BATCH_JOB
+) -> bool:
+    """Whether a running job asks for more pods at once than its admission counts."""
+    return not integration.is_suspended(job) and integration.pod_count(job) > admitted_count

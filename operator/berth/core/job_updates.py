@@ -1,4 +1,4 @@
-"""What an update of a managed ``batch/v1`` Job may change, given where its Workload stands.
+"""What an update of a managed job (any integrated kind) may change, given its Workload's state.
 
 ``refusals(old, new, state)`` returns every rule the update breaks, each a field error naming the
 field and what to do instead; the validating webhook denies an update with any. Rules:
@@ -20,7 +20,9 @@ field and what to do instead; the validating webhook denies an update with any. 
    ``validatePartialAdmissionUpdate``) and otherwise stops and requeues it; Berth refuses every
    raise, and the job controller holds a running Job at its admitted count if one gets past.
 
-The pod template needs no rule here: Kubernetes keeps it immutable once a Job started, and
+The rules read the job through its integration (suspension, size, queue); a JobSet's size can
+only change through its replicated jobs, which JobSet's own webhook keeps immutable. The pod
+template needs no rule here: Kubernetes keeps it immutable once a Job started, and
 Berth's start writes the admitted template over any scheduling change made while suspended.
 """
 
@@ -65,26 +67,27 @@ def refusals(
 ) -> list[errors.FieldError]:
     """Every rule the update ``old`` → ``new`` breaks (empty: allowed)."""
     out: list[errors.FieldError] = []
-    name = _name(new)
+    name = f"{integration.kind} {_name(new)}"
     old_queue = integration.queue_name(old)
     new_queue = integration.queue_name(new)
     label = f"metadata.labels[{batchjob.QUEUE_LABEL}]"
-    suspended = batchjob.is_suspended(new)
-    if batchjob.is_suspended(old) and not suspended and not state.admitted and old_queue:
+    suspended = integration.is_suspended(new)
+    was_suspended = integration.is_suspended(old)
+    if was_suspended and not suspended and not state.admitted and old_queue:
         out.append(
             errors.FieldError(
                 "spec.suspend",
-                f"Job {name} is queued in LocalQueue {old_queue}: Berth starts it when its "
+                f"{name} is queued in LocalQueue {old_queue}: Berth starts it when its "
                 "Workload is admitted; setting spec.suspend to false by hand is not allowed",
             )
         )
     if old_queue != new_queue:
-        if not suspended or not batchjob.is_suspended(old):
+        if not suspended or not was_suspended:
             out.append(
                 errors.FieldError(
                     label,
-                    f"Job {name} is not suspended: its LocalQueue cannot be "
-                    f"{_change(old_queue, new_queue)} while it runs; create a new Job that names "
+                    f"{name} is not suspended: its LocalQueue cannot be "
+                    f"{_change(old_queue, new_queue)} while it runs; create a new one that names "
                     "the queue (or suspend this one first)",
                 )
             )
@@ -92,8 +95,8 @@ def refusals(
             out.append(
                 errors.FieldError(
                     label,
-                    f"Job {name} is queued in LocalQueue {old_queue}: the label may not be "
-                    "removed while its Workload is unfinished; delete the Job instead, or move "
+                    f"{name} is queued in LocalQueue {old_queue}: the label may not be "
+                    "removed while its Workload is unfinished; delete it instead, or move "
                     "it to another LocalQueue",
                 )
             )
@@ -101,25 +104,25 @@ def refusals(
             out.append(
                 errors.FieldError(
                     label,
-                    f"Job {name} is admitted in LocalQueue {old_queue}: its queue may not change "
+                    f"{name} is admitted in LocalQueue {old_queue}: its queue may not change "
                     "while it holds quota",
                 )
             )
-    running = not suspended or not batchjob.is_suspended(old)
+    running = not suspended or not was_suspended
     # While the Workload is being evicted the Job is suspended and nothing can start; Berth
     # then gives it its original size back before releasing the quota.
     if (running or state.admitted) and old_queue is not None:
         limit = (
-            state.admitted_count if state.admitted_count is not None else batchjob.pod_count(old)
+            state.admitted_count if state.admitted_count is not None else integration.pod_count(old)
         )
-        wanted = batchjob.pod_count(new)
-        if wanted > limit and wanted > batchjob.pod_count(old):
+        wanted = integration.pod_count(new)
+        if wanted > limit and wanted > integration.pod_count(old):
             out.append(
                 errors.FieldError(
-                    "spec.parallelism",
-                    f"Job {name} is admitted for {limit} pod(s) at a time; raising it to {wanted} "
-                    "would run pods outside its quota. Create a new Job of the new size (or "
-                    "delete this one and resubmit it); a suspended Job that holds no quota may "
+                    integration.size_field,
+                    f"{name} is admitted for {limit} pod(s) at a time; raising it to {wanted} "
+                    "would run pods outside its quota. Create a new one of the new size (or "
+                    "delete this one and resubmit it); a suspended one that holds no quota may "
                     "be resized and is queued again at its new size",
                 )
             )

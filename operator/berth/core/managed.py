@@ -1,15 +1,19 @@
-"""Whether Berth manages a Job: the one predicate every path asks (webhooks, World, controller).
+"""Whether Berth manages a job: the one predicate every path asks (webhooks, World, controller).
 
 Numbered rules, the first that applies decides:
 
 1. A Job in ``kube-system`` or in the operator's own namespace is never managed, whatever its
    labels: Berth must never hold back the cluster's own work or itself.
-2. A Job that names a LocalQueue (``berth.dev/queue-name``, and ``kueue.x-k8s.io/queue-name``
+2. A ``batch/v1`` Job controlled by another kind Berth integrates (a JobSet's child Job) is not
+   managed on its own: its parent is (``core.job_sync.parent``; Kueue's
+   ``IsOwnerManagedByKueue``). The webhooks still keep it from running while its parent is not
+   admitted (``operator.webhooks``).
+3. A Job that names a LocalQueue (``berth.dev/queue-name``, and ``kueue.x-k8s.io/queue-name``
    when ``honorKueueLabels``) is managed.
-3. A Job that names none is managed only with ``manageJobsWithoutQueueName`` and only in a
+4. A Job that names none is managed only with ``manageJobsWithoutQueueName`` and only in a
    namespace ``managedJobsNamespaceSelector`` selects (every namespace when it is unset).
 
-Rule 3 is Kueue's (KEP-3589, "Uniformly filter manageJobsWithoutQueueName by namespace";
+Rule 4 is Kueue's (KEP-3589, "Uniformly filter manageJobsWithoutQueueName by namespace";
 ``pkg/controller/jobframework`` applies the selector to jobs without a queue name, and Kueue's
 default selector leaves out ``kube-system`` and ``kueue-system``). Rule 1 is stricter than
 Kueue, whose selector is the only guard: see docs/scheduling.md.
@@ -21,7 +25,7 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
-from berth.core import batchjob
+from berth.core import batchjob, integrations, job_sync
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -36,6 +40,7 @@ class Why(enum.Enum):
     """Which rule decided."""
 
     PROTECTED_NAMESPACE = "ProtectedNamespace"
+    PART_OF_PARENT = "PartOfParent"
     NAMES_A_QUEUE = "NamesLocalQueue"
     NO_QUEUE_NOT_MANAGED = "NoQueueName"
     NO_QUEUE_NAMESPACE_NOT_SELECTED = "NamespaceNotSelected"
@@ -63,6 +68,10 @@ def decide(
     namespace = str(meta.get("namespace") or "default")
     if namespace in NEVER_MANAGED_NAMESPACES or namespace == config.namespace:
         return Decision(managed=False, why=Why.PROTECTED_NAMESPACE)
+    if str(job.get("kind") or "Job") == "Job" and job_sync.parent(
+        dict(job), integrations.for_configuration(config)
+    ):
+        return Decision(managed=False, why=Why.PART_OF_PARENT)
     if batchjob.queue_name(dict(job), honor_kueue=config.honor_kueue_labels) is not None:
         return Decision(managed=True, why=Why.NAMES_A_QUEUE)
     if not config.manage_jobs_without_queue_name:

@@ -39,8 +39,10 @@ def run_scenario(files: tuple[str, ...], at: float | None, prog: str) -> engine.
 
 def _parse_target(target: str) -> tuple[str, str]:
     kind, sep, name = target.partition("/")
-    if not sep or kind not in ("job", "workload") or not name:
-        raise click.BadParameter("write job/NAME or workload/NAME", param_hint="TARGET")
+    if not sep or kind not in {*live_state.JOB_TARGETS, "workload"} or not name:
+        raise click.BadParameter(
+            "write job/NAME, jobset/NAME or workload/NAME", param_hint="TARGET"
+        )
     return kind, name
 
 
@@ -48,8 +50,8 @@ def _scenario_target(
     sim: engine.Simulator, kind: str, name: str, namespace: str
 ) -> live_state.Found:
     key = names.WorkloadKey(namespace, name)
-    if kind == "job":
-        found = sim.job_to_workload.get(key)
+    if kind in live_state.JOB_TARGETS:
+        found = sim.job_to_workload.get(names.JobKey(live_state.JOB_TARGETS[kind], namespace, name))
         if found is None:
             raise click.ClickException(f"no Berth job {key} in the scenario")
         key = found

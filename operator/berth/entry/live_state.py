@@ -108,15 +108,20 @@ class Found:
     """Reason and message of its ``QuotaReserved=False`` condition, as the operator wrote them."""
 
 
+JOB_TARGETS = {"job": "Job", "jobset": "JobSet"}
+"""``berth explain`` targets that name a job, and the job kind each means."""
+
+
 def find(world: world_mod.World, kind: str, name: str, namespace: str) -> Found:
     """Find the Workload that ``job`` or ``workload`` NAME in NAMESPACE means; exit 1 if none."""
     key = names.WorkloadKey(namespace, name)
     job: names.WorkloadKey | None = None
-    if kind == "job":
+    if kind in JOB_TARGETS:
         job = key
-        job_body = world.jobs.get(key)
+        job_kind = JOB_TARGETS[kind]
+        job_body = world.jobs.get(names.JobKey(job_kind, namespace, name))
         if job_body is None:
-            msg = f"no Job {name} in namespace {namespace}"
+            msg = f"no {job_kind} {name} in namespace {namespace}"
             raise click.ClickException(msg)
         found = world.workload_for_job(job_body)
         if found is None:
@@ -125,7 +130,7 @@ def find(world: world_mod.World, kind: str, name: str, namespace: str) -> Found:
                 if world.managed(job_body)
                 else "Berth does not manage it (no berth.dev/queue-name label)"
             )
-            msg = f"Job {name} in namespace {namespace} has no Workload: {why}"
+            msg = f"{job_kind} {name} in namespace {namespace} has no Workload: {why}"
             raise click.ClickException(msg)
         key = found
     view = world.workloads.get(key)
@@ -134,7 +139,8 @@ def find(world: world_mod.World, kind: str, name: str, namespace: str) -> Found:
         raise click.ClickException(msg)
     if job is None:
         uid = view.owner_job_uid
-        job = None if uid is None else world.job_of_uid.get(uid)
+        owner = None if uid is None else world.job_of_uid.get(uid)
+        job = None if owner is None else owner.object_key
     info = world.infos.get(key)
     if info is None:
         msg = (

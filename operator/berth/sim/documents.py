@@ -25,6 +25,12 @@ READY_AFTER = "sim.berth.dev/ready-after"
 
 NAMESPACE = ("v1", "Namespace")
 JOB = ("batch/v1", "Job")
+JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+JOBS: dict[tuple[str, str], integrations.Integration] = {
+    JOB: integrations.BatchJob(),
+    JOBSET: integrations.JobSetJob(),
+}
+"""The job kinds a scenario may hold, each with the integration that checks it at load time."""
 PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
 
 
@@ -179,19 +185,17 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
     problems += [err] if err else []
     kind = (str(raw.get("apiVersion")), str(raw.get("kind")))
     obj: base.Object | None = None
-    if kind in (NAMESPACE, JOB):
+    if kind == NAMESPACE or kind in JOBS:
         if not (metadata or {}).get("name"):
             problems.append(errors.FieldError("metadata.name", "required; give the object a name"))
-        if kind == JOB:
+        if kind in JOBS:
             spec = raw.get("spec")
             if not isinstance(spec, dict):
-                problems.append(
-                    errors.FieldError("spec", "required; a Job needs a spec with a template")
-                )
+                problems.append(errors.FieldError("spec", f"required; a {kind[1]} needs a spec"))
             else:
-                # Build its Workload once now, so a bad Job is reported with every other
+                # Build its Workload once now, so a bad job is reported with every other
                 # problem before the run starts rather than when its time comes.
-                problems += integrations.BatchJob().to_workload(raw, uid="load-check")[1]
+                problems += JOBS[kind].to_workload(raw, uid="load-check")[1]
     else:
         obj, load_problems = kinds.try_load(raw)
         problems += load_problems

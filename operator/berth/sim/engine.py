@@ -21,10 +21,10 @@ import hashlib
 import heapq
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from berth.api import conditions, configuration, names, priorityclass
+from berth.api import conditions, configuration, errors, names, priorityclass
 from berth.api import workload as api_workload
 from berth.core import cycle, integrations, podsready, workload
 from berth.sim import documents, events, intake, summary
@@ -76,6 +76,38 @@ class _Timer:
     """The workload's token when set: a newer token makes the timer stale."""
 
 
+def _job_key(doc: documents.Document) -> names.JobKey:
+    return names.JobKey(doc.kind[1], doc.namespace, doc.name)
+
+
+def _check_frameworks(
+    docs: Sequence[documents.Document], enabled: Mapping[str, integrations.Integration]
+) -> None:
+    """Refuse job documents of a kind the Configuration does not integrate.
+
+    The operator would never see them; every such document is named.
+    """
+    problems: list[tuple[documents.Location | None, errors.FieldError]] = [
+        (
+            doc.location,
+            errors.FieldError(
+                "kind",
+                f"{doc.kind[1]} is not integrated: add {_FRAMEWORK_OF[doc.kind[1]]} to the "
+                "Configuration's integrations.frameworks",
+            ),
+        )
+        for doc in docs
+        if doc.kind in documents.JOBS and doc.kind[1] not in enabled
+    ]
+    if problems:
+        raise documents.ScenarioError(problems)
+
+
+_FRAMEWORK_OF = {
+    cls(honor_kueue_labels=False).kind: name for name, cls in integrations.FRAMEWORKS.items()
+}
+
+
 def _uid(seq: int, *parts: str) -> str:
     """A deterministic uid that sorts in creation order.
 
@@ -103,14 +135,15 @@ class Simulator:
             if isinstance(doc.obj, configuration.Configuration):
                 self.config = doc.obj
         self.policy = cycle.Policy.from_configuration(self.config)
-        self.job = integrations.BatchJob(honor_kueue_labels=self.config.honor_kueue_labels)
+        self.integrations = integrations.for_configuration(self.config)
+        _check_frameworks(docs, self.integrations)
         self.state = lifecycle.Lifecycle()
         self.priorities = priorities.Registry()
         self.now = 0.0
         self.out = events.EventLog()
         self.out.listeners.extend(functools.partial(o.on_event, self) for o in self.observers)
         self.workloads: dict[names.WorkloadKey, SimWorkload] = {}
-        self.job_to_workload: dict[names.WorkloadKey, names.WorkloadKey] = {}
+        self.job_to_workload: dict[names.JobKey, names.WorkloadKey] = {}
         self.usage_tracker = events.UsageTracker()
         self._timers: list[_Timer] = []
         self._queues_due = False
@@ -200,7 +233,7 @@ class Simulator:
             labels = (doc.raw.get("metadata") or {}).get("labels") or {}
             self.cache.upsert_namespace(doc.name, {str(k): str(v) for k, v in labels.items()})
             self._queues_due = True
-        elif doc.kind == documents.JOB:
+        elif doc.kind in documents.JOBS:
             self._apply_job(doc)
         elif isinstance(obj, priorityclass.PriorityClass):
             self.priorities.set_pod_class(obj.name, obj.value, global_default=obj.global_default)
@@ -222,8 +255,8 @@ class Simulator:
         obj = doc.obj
         if doc.kind == documents.NAMESPACE:
             self.cache.delete_namespace(doc.name)
-        elif doc.kind == documents.JOB:
-            key = self.job_to_workload.pop(names.WorkloadKey(doc.namespace, doc.name), None)
+        elif doc.kind in documents.JOBS:
+            key = self.job_to_workload.pop(_job_key(doc), None)
             if key is not None:
                 self._delete_workload(key)
         elif isinstance(obj, priorityclass.PriorityClass):
@@ -242,23 +275,24 @@ class Simulator:
             self.cache.upsert_namespace(namespace, {})
 
     def _apply_job(self, doc: documents.Document) -> None:
-        job_key = names.WorkloadKey(doc.namespace, doc.name)
+        job_key = _job_key(doc)
+        integ = self.integrations[job_key.kind]
         self._ensure_namespace(doc.namespace)
         if job_key in self.job_to_workload:
             sim = self.workloads[self.job_to_workload[job_key]]
             current = (sim.class_kind, sim.info.priority_class)
-            resolved = intake.job_priority_change(doc, self.job, self.priorities.classes(), current)
+            resolved = intake.job_priority_change(doc, integ, self.priorities.classes(), current)
             if resolved is not None:
                 sim.class_kind = resolved.class_kind
                 sim.info = dataclasses.replace(sim.info, priority_class=resolved.class_name)
                 self._set_priority(sim, resolved.value)
             return
-        if self.job.queue_name(doc.raw) is None and not self.config.manage_jobs_without_queue_name:
+        if integ.queue_name(doc.raw) is None and not self.config.manage_jobs_without_queue_name:
             return  # not Berth's job
-        uid = _uid(next(self._created), "Job", doc.namespace, doc.name)
-        new = intake.from_job(doc, self.job, self.priorities.classes(), uid)
+        uid = _uid(next(self._created), job_key.kind, doc.namespace, doc.name)
+        new = intake.from_job(doc, integ, self.priorities.classes(), uid)
         self.job_to_workload[job_key] = new.obj.key
-        self._create_workload(doc, new, uid, job_key)
+        self._create_workload(doc, new, uid, job_key.object_key)
 
     def _set_priority(self, sim: SimWorkload, value: int) -> None:
         """Change a workload's priority: it re-sorts if pending, and counts so in preemption."""

@@ -1,0 +1,232 @@
+"""The pure half of the JobSet integration (``jobset.x-k8s.io/v1alpha2`` JobSet).
+
+After Kueue's ``pkg/controller/jobs/jobset/jobset_controller.go``:
+
+- **Pod sets**: one per replicated job, in the JobSet's order, named after it; its template is
+  the replicated job's pod template and its count ``replicas`` x the pods each child Job runs
+  at once (``parallelism``, bounded by ``completions``). No ``minCount``: Kueue admits a JobSet
+  whole only, and so does Berth.
+- **Start**: ``spec.suspend`` false, and each replicated job's pod template gets its pod set's
+  flavor node labels and tolerations (``batchjob.placed``). JobSet's own webhook lets exactly
+  these fields (labels, annotations, node selector, tolerations, scheduling gates) change while
+  the JobSet is suspended; the JobSet controller carries them onto child Jobs it already made.
+- **Stop**: ``spec.suspend`` true (the JobSet controller suspends its child Jobs); **restore**:
+  each template's labels, node selector and tolerations as the Workload recorded them.
+- **Status**: finished on a ``Completed`` or ``Failed`` condition; pods ready when every child
+  Job is ready or succeeded (``status.replicatedJobsStatus``), as Kueue's ``PodsReady``.
+
+``replicatedJobs`` is a list, so a JSON merge patch replaces it whole: the start and restore
+patches carry every replicated job as last read, changed only in those fields. Used through
+``core.integrations.JobSetJob`` by the simulator and the operator.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from berth.api import base, errors, kinds, workload
+from berth.core import batchjob
+
+Body = dict[str, Any]
+KIND = "JobSet"
+GROUP = "jobset.x-k8s.io"
+API_VERSION = f"{GROUP}/v1alpha2"
+PLURAL = "jobsets"
+NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+"""Put by the JobSet controller on every child Job and pod: the JobSet's name."""
+
+
+def _replicated(js: Body) -> list[Body]:
+    rjobs = (js.get("spec") or {}).get("replicatedJobs")
+    return [r if isinstance(r, dict) else {} for r in rjobs] if isinstance(rjobs, list) else []
+
+
+def _job_spec(rjob: Body) -> Body:
+    return (rjob.get("template") or {}).get("spec") or {}
+
+
+def replicas(rjob: Body) -> int:
+    """A replicated job's ``replicas`` (default 1)."""
+    value = rjob.get("replicas")
+    return 1 if value is None else int(value)
+
+
+def pod_set_count(rjob: Body) -> int:
+    """Pods a replicated job runs at once: replicas x each child Job's pods at once."""
+    return replicas(rjob) * batchjob.pod_count({"spec": _job_spec(rjob)})
+
+
+def pod_count(js: Body) -> int:
+    """Pods the JobSet runs at once, over all its replicated jobs."""
+    return sum(pod_set_count(r) for r in _replicated(js))
+
+
+def _problems(js: Body) -> list[errors.FieldError]:
+    rjobs = (js.get("spec") or {}).get("replicatedJobs")
+    if not isinstance(rjobs, list) or not rjobs:
+        return [errors.FieldError("spec.replicatedJobs", "required; list at least one")]
+    problems: list[errors.FieldError] = []
+    for i, rjob in enumerate(_replicated(js)):
+        path = f"spec.replicatedJobs[{i}]"
+        if not rjob.get("name"):
+            problems.append(errors.FieldError(f"{path}.name", "required"))
+        value = rjob.get("replicas")
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            problems.append(errors.FieldError(f"{path}.replicas", "must be a non-negative integer"))
+        problems += [
+            errors.FieldError(f"{path}.template.{p.path}", p.message)
+            for p in batchjob.spec_problems(_job_spec(rjob))
+        ]
+    return problems
+
+
+def to_workload(
+    js: Body, *, uid: str, honor_kueue: bool = False
+) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+    """Build the Workload of a JobSet, or return the field errors that prevent it."""
+    meta = js.get("metadata") or {}
+    problems = _problems(js)
+    if problems:
+        return None, problems
+    pod_sets = [
+        {
+            "name": str(rjob["name"]),
+            "count": pod_set_count(rjob),
+            "template": _job_spec(rjob)["template"],
+        }
+        for rjob in _replicated(js)
+    ]
+    doc: Body = {
+        "apiVersion": base.API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": batchjob.workload_name(
+                str(meta.get("name") or ""), uid, kind=KIND, group=GROUP
+            ),
+            "namespace": str(meta.get("namespace") or "default"),
+            "labels": {"berth.dev/job-uid": uid},
+        },
+        "spec": {
+            "podSets": pod_sets,
+            "queueName": batchjob.queue_name(js, honor_kueue=honor_kueue),
+        },
+    }
+    obj, load_problems = kinds.try_load(doc)
+    if obj is None or load_problems:
+        return None, [errors.FieldError(_js_path(p.path), p.message) for p in load_problems]
+    assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
+    return obj, []
+
+
+def _js_path(path: str) -> str:
+    # Report errors in the JobSet's own terms: pod set i is replicated job i's pod template.
+    prefix = "spec.podSets["
+    if not path.startswith(prefix):
+        return path
+    index, _, rest = path[len(prefix) :].partition("]")
+    if rest.startswith(".template"):
+        return f"spec.replicatedJobs[{index}].template.spec.template{rest[len('.template') :]}"
+    return f"spec.replicatedJobs[{index}]{rest}"
+
+
+def _with_fields(template: Body, labels: Body, selector: Body, tolerations: list[Body]) -> Body:
+    """A copy of a pod template with these labels, node selector and tolerations."""
+    out = copy.deepcopy(template)
+    meta = out.setdefault("metadata", {})
+    spec = out.setdefault("spec", {})
+    for holder, key, value in (
+        (meta, "labels", labels),
+        (spec, "nodeSelector", selector),
+        (spec, "tolerations", tolerations),
+    ):
+        if value:
+            holder[key] = value
+        else:
+            holder.pop(key, None)
+    if not meta:
+        del out["metadata"]  # empty metadata means none; a restored template compares equal
+    return out
+
+
+def _rewritten(js: Body, templates: dict[str, Body]) -> list[Body] | None:
+    """The replicated jobs with these pod templates by name (None when nothing changes)."""
+    out = []
+    changed = False
+    for rjob in _replicated(js):
+        current = _job_spec(rjob).get("template") or {}
+        wanted = templates.get(str(rjob.get("name")), current)
+        changed = changed or wanted != current
+        new = copy.deepcopy(rjob)
+        new.setdefault("template", {}).setdefault("spec", {})["template"] = wanted
+        out.append(new)
+    return out if changed else None
+
+
+def start_patch(
+    js: Body, originals: dict[str, Body], placements: dict[str, list[batchjob.FlavorPlacement]]
+) -> Body:
+    """The merge patch that starts a JobSet: each pod set on its flavors, unsuspended.
+
+    ``originals`` are the pod templates the Workload recorded, by pod set (replicated job) name;
+    ``placements`` each pod set's flavors.
+    """
+    templates = {}
+    for rjob in _replicated(js):
+        name = str(rjob.get("name"))
+        current: Body = _job_spec(rjob).get("template") or {}
+        original = originals.get(name) or current
+        labels, selector, tolerations = batchjob.placed(
+            original, pod_set=name, flavors=placements.get(name, [])
+        )
+        templates[name] = _with_fields(current, labels, selector, tolerations)
+    patch: Body = {"spec": {"suspend": False}}
+    rjobs = _rewritten(js, templates)
+    if rjobs is not None:
+        patch["spec"]["replicatedJobs"] = rjobs
+    return patch
+
+
+def restore_patch(js: Body, originals: dict[str, Body]) -> Body | None:
+    """The merge patch giving a stopped JobSet its recorded templates back (None if equal)."""
+    templates = {}
+    for rjob in _replicated(js):
+        name = str(rjob.get("name"))
+        current: Body = _job_spec(rjob).get("template") or {}
+        original = originals.get(name) or current
+        spec = original.get("spec") or {}
+        templates[name] = _with_fields(
+            current,
+            dict((original.get("metadata") or {}).get("labels") or {}),
+            dict(spec.get("nodeSelector") or {}),
+            list(spec.get("tolerations") or []),
+        )
+    rjobs = _rewritten(js, templates)
+    return None if rjobs is None else {"spec": {"replicatedJobs": rjobs}}
+
+
+def _statuses(js: Body) -> list[Body]:
+    found = (js.get("status") or {}).get("replicatedJobsStatus")
+    return [s for s in found if isinstance(s, dict)] if isinstance(found, list) else []
+
+
+def finished(js: Body) -> tuple[bool, bool]:
+    """Tell whether the JobSet finished and, if so, whether it succeeded."""
+    for c in (js.get("status") or {}).get("conditions") or []:
+        if c.get("status") == "True" and c.get("type") in {"Completed", "Failed"}:
+            return True, c.get("type") == "Completed"
+    return False, False
+
+
+def pods_ready(js: Body) -> bool:
+    """Every child Job is ready or succeeded (their sum equals the replicas of all)."""
+    wanted = sum(replicas(r) for r in _replicated(js))
+    ready = sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in _statuses(js))
+    return ready >= wanted
+
+
+def active_jobs(js: Body) -> int:
+    """Child Jobs that still have active pods, by the JobSet's status."""
+    return sum(int(s.get("active") or 0) for s in _statuses(js))
