@@ -106,6 +106,16 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("Event", "", "v1", "events", True, False),
     Resource("Namespace", "", "v1", "namespaces", False, True, initial_status={"phase": "Active"}),
     Resource("Job", "batch", "v1", "jobs", True, True, generation=True, initial_status={}),
+    Resource(
+        "JobSet",
+        "jobset.x-k8s.io",
+        "v1alpha2",
+        "jobsets",
+        True,
+        True,
+        generation=True,
+        initial_status={},
+    ),
     Resource("Lease", "coordination.k8s.io", "v1", "leases", True, False),
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False, False),
     *(

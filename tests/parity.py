@@ -6,11 +6,12 @@ instant until nothing changes: the scheduler loop (``Scheduler.step``), the job 
 (``JobController.reconcile`` over its mailbox) and the lifecycle task (``Lifecycle.pass_once``,
 first at each round, as its writes let workloads queue again).
 Those are the tasks the operator runs, unchanged. Where the simulator's timers stand for the pods,
-the driver plays kube-controller-manager and the kubelet for Jobs:
+the driver plays kube-controller-manager, the JobSet controller and the kubelet for jobs:
 - an unsuspended Job has ``status.active`` pods at once, ready after the document's
-  ``ready-after``;
-- it completes after its ``duration``;
-- a suspended Job's pods are gone at once.
+  ``ready-after``; an unsuspended JobSet has every child Job active, then ready, in
+  ``status.replicatedJobsStatus``;
+- it completes after its ``duration`` (a JobSet with its ``Completed`` condition);
+- a suspended job's pods are gone at once.
 
 For a Workload document (no job), the driver plays the job's part as Kueue's own tests do
 (``FinishEvictionForWorkloads``): its pods are ready after ``ready-after``, it finishes after its
@@ -42,7 +43,7 @@ from typing import Any, cast
 import fakeapi
 from berth.adapters.kube import client, errors, workloads
 from berth.api import conditions, configuration, names, workload_view
-from berth.core import batchjob
+from berth.core import jobset
 from berth.operator import jobcontroller, lifecycle, scheduler, world
 from berth.sim import documents
 
@@ -140,7 +141,7 @@ class Driver:
         self._seq = itertools.count()
         self._tokens: dict[names.WorkloadKey, int] = {}
         self._running: set[names.WorkloadKey] = set()
-        self._retry: set[names.WorkloadKey] = set()
+        self._retry: set[names.JobKey] = set()
         """Jobs whose reconcile failed at this instant: marked again at the next."""
         self.decisions: list[Decision] = []
         self._seen: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
@@ -226,9 +227,9 @@ class Driver:
         if doc.kind != documents.NAMESPACE and (doc.obj is None or doc.obj.NAMESPACED):
             meta.setdefault("namespace", doc.namespace)
         body["metadata"] = meta
-        if doc.kind == documents.JOB or doc.kind[1] == "Workload":
+        if doc.kind in documents.JOBS or doc.kind[1] == "Workload":
             self.by_job[names.WorkloadKey(doc.namespace, doc.name)] = doc
-        if doc.kind == documents.JOB:
+        if doc.kind in documents.JOBS:
             ns = doc.namespace
             if self.fake.store.get(("Namespace", "", ns)) is None:
                 self.fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -261,7 +262,7 @@ class Driver:
             self.world.apply(event.kind, event.body)
         if event.kind == "Workload":
             self._note(event.body, deleted=event.type == "DELETED")
-        elif event.kind == "Job" and event.type != "DELETED":
+        elif event.kind in self.world.integrations and event.type != "DELETED":
             self._kubelet(event.body)
 
     def _run_standalone(self, key: names.WorkloadKey) -> None:
@@ -294,11 +295,12 @@ class Driver:
         )
 
     def _kubelet(self, job: dict[str, Any]) -> None:
-        """Start or stop a Job's pods as kube-controller-manager would, at once."""
+        """Start or stop a job's pods as its controllers would, at once."""
         meta = job.get("metadata") or {}
         key = names.WorkloadKey(str(meta.get("namespace")), str(meta.get("name")))
-        suspended = batchjob.is_suspended(job)
-        finished, _ = batchjob.finished(job)
+        integ = self.world.integration(job)
+        suspended = integ.is_suspended(job)
+        finished, _ = integ.finished(job)
         if finished:
             return
         if not suspended and key not in self._running:
@@ -316,10 +318,26 @@ class Driver:
             self._at(self._t(), _Do.JOB_STOP, job=key, token=self._tokens[key])
 
     async def _job_status(self, key: names.WorkloadKey, action: _Do) -> None:
-        job = self.fake.store.get(("Job", key.namespace, key.name))
+        kind = self.by_job[key].kind[1]
+        job = self.fake.store.get((kind, key.namespace, key.name))
         if job is None:
             return
-        count = batchjob.pod_count(job)
+        status = (
+            _jobset_status(job, action, self._running, key)
+            if kind == jobset.KIND
+            else self._batch_status(job, action, key)
+        )
+        await self.fake.request(
+            "PATCH",
+            fakeapi.path(kind, key.namespace, key.name, "status"),
+            body={"status": status},
+            content_type=client.MERGE_PATCH,
+        )
+
+    def _batch_status(
+        self, job: dict[str, Any], action: _Do, key: names.WorkloadKey
+    ) -> dict[str, Any]:
+        count = self.world.integration(job).pod_count(job)
         status: dict[str, Any]
         if action == _Do.JOB_START:
             status = {"active": count, "ready": 0}
@@ -335,12 +353,7 @@ class Driver:
             self._running.discard(key)
         else:
             status = {"active": 0, "ready": 0}
-        await self.fake.request(
-            "PATCH",
-            fakeapi.path("Job", key.namespace, key.name, "status"),
-            body={"status": status},
-            content_type=client.MERGE_PATCH,
-        )
+        return status
 
     # The operator's part ------------------------------------------------------------------------
 
@@ -409,7 +422,29 @@ class Driver:
     def _who(self, view: workload_view.WorkloadView) -> str:
         uid = view.owner_job_uid
         job = None if uid is None else self.world.job_of_uid.get(uid)
-        return str(job) if job is not None else str(view.key)
+        return str(job.object_key) if job is not None else str(view.key)
+
+
+def _jobset_status(
+    js: dict[str, Any], action: _Do, running: set[names.WorkloadKey], key: names.WorkloadKey
+) -> dict[str, Any]:
+    """A JobSet's status as its controller reports it: child Jobs per replicated job."""
+    counts = {
+        _Do.JOB_START: {"active": 1},
+        _Do.JOB_READY: {"active": 1, "ready": 1},
+        _Do.JOB_FINISH: {"succeeded": 1},
+    }.get(action, {})
+    roles = (js.get("spec") or {}).get("replicatedJobs") or []
+    status: dict[str, Any] = {
+        "replicatedJobsStatus": [
+            {"name": r["name"], **{k: v * jobset.replicas(r) for k, v in counts.items()}}
+            for r in roles
+        ]
+    }
+    if action == _Do.JOB_FINISH:
+        status["conditions"] = [{"type": "Completed", "status": "True"}]
+        running.discard(key)
+    return status
 
 
 def run_operator(docs: list[documents.Document], until: float | None = None) -> list[Decision]:

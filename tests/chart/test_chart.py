@@ -132,8 +132,13 @@ NEEDS = (
         "Jobs are watched, suspended, started with their flavors and restored",
     ),
     Need(
+        _rules("ClusterRole", "jobset.x-k8s.io", "jobsets", "get list watch patch"),
+        "berth.adapters.kube.jobs:patch",
+        "JobSets (integrations.frameworks) are watched, suspended, started and restored",
+    ),
+    Need(
         _rules("ClusterRole", "batch", "jobs/status", "patch"),
-        "berth.adapters.kube.jobs:clear_start_time",
+        "berth.adapters.kube.jobs:patch_status",
         "a restored Job's startTime is cleared before it starts again",
     ),
     Need(
@@ -335,7 +340,12 @@ def test_chart_webhooks_are_the_ones_the_operator_registers(
     setting = f"managerConfig.manageJobsWithoutQueueName={str(without_queue_name).lower()}"
     objects = render(helm, setting)
     config = configuration.Configuration(
-        manage_jobs_without_queue_name=without_queue_name, namespace=RELEASE_NAMESPACE
+        manage_jobs_without_queue_name=without_queue_name,
+        namespace=RELEASE_NAMESPACE,
+        # The chart's default frameworks.
+        integrations=configuration.Integrations(
+            frameworks=[configuration.Framework.BATCH_JOB, configuration.Framework.JOBSET]
+        ),
     )
     world = world_mod.World(config, lambda: 0.0)
     local = webhooks.configurations("https://127.0.0.1:9443", "", world)

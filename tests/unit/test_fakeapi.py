@@ -25,6 +25,7 @@ import builders
 import fakeapi
 from berth.adapters.kube import client, errors, jobs, queues_status, workloads
 from berth.api import names
+from berth.core import integrations
 
 T = TypeVar("T")
 NOW = 1_700_000_000.75
@@ -778,8 +779,9 @@ def test_the_operators_deletes_and_job_and_queue_writes_reach_the_right_objects(
         port = cast("client.Kube", kube)
         kube.put(builders.JobBuilder("j", "team").set("status.startTime", NOW_TEXT).obj())
         kube.put(builders.ClusterQueueBuilder("cq").raw())
-        await jobs.suspend(port, "team", "j")
-        await jobs.clear_start_time(port, "team", "j")
+        batch = integrations.BatchJob()
+        await jobs.patch(port, batch, "team", "j", {"spec": {"suspend": True}})
+        await jobs.patch_status(port, batch, "team", "j", {"status": {"startTime": None}})
         await queues_status.patch_cluster_queue(port, "cq", {"pendingWorkloads": 2})
         created = await workloads.create(port, workload())
         with pytest.raises(errors.ConflictError):

@@ -17,7 +17,7 @@ def test_a_job_without_workload_is_looked_at_again_when_a_priority_class_arrives
     world.apply("Job", job)
     world.dirty_jobs.take()  # the job controller looked, and the class was unknown
     world.apply("WorkloadPriorityClass", priority_class("urgent", 1000))
-    assert set(world.dirty_jobs) == {names.WorkloadKey("team", "train")}
+    assert set(world.dirty_jobs) == {names.JobKey("Job", "team", "train")}
 
 
 def _workload_of(job: dict[str, Any], rv: str, **spec: Any) -> dict[str, Any]:

@@ -31,12 +31,14 @@ from berth.adapters.kube import client
 from berth.adapters.kube import errors as kube_errors
 from berth.adapters.kube import jobs as kube_jobs
 from berth.api import base, crd, duration
+from berth.core import integrations
 from berth.devtools.devcluster import binaries, errors, kwok, launcher, processes
 from berth.entry import options
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "config" / "samples"
 SIM_PREFIX = "sim.berth.dev/"
+_BATCH = integrations.BatchJob()
 _POLL = 0.5
 _DEFAULT_RUN = 600.0
 """Seconds a demo Job without ``sim.berth.dev/duration`` runs, before the speed-up."""
@@ -203,7 +205,7 @@ async def _drive(
             while queue and queue[0].at <= elapsed:
                 job = queue.pop(0)
                 ns = job.body["metadata"]["namespace"]
-                await kube.request("POST", kube_jobs.path(ns), body=job.body)
+                await kube.request("POST", kube_jobs.path(_BATCH, ns), body=job.body)
                 pods = job.body["spec"].get("parallelism", 1)
                 narrator.say("submitted", job.key, f"{pods} pods, run {job.runs_for:.1f}s each")
             with contextlib.suppress(kube_errors.TransientError):

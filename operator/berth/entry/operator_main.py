@@ -78,9 +78,18 @@ class Options:
 
 async def prime(world: world_mod.World, kube: client.Kube) -> None:
     """Apply a full list of every watched kind, so the first cycle sees the whole cluster."""
-    for kind, group, version, plural in handlers.WATCHED:
+    for kind, group, version, plural in handlers.watched(world):
         prefix = f"/api/{version}" if not group else f"/apis/{group}/{version}"
-        items, _rv = await kube.list_items(f"{prefix}/{plural}")
+        try:
+            items, _rv = await kube.list_items(f"{prefix}/{plural}")
+        except errors.NotFoundError:
+            if (kind, group, version, plural) in handlers.WATCHED:
+                raise
+            # An integrated framework whose CRD is not installed (yet): kopf picks it up later.
+            log.warning(
+                "%s (%s/%s) is not served by the API server; none to prime", kind, group, version
+            )
+            continue
         api_version = version if not group else f"{group}/{version}"
         for item in items:
             item.setdefault("apiVersion", api_version)

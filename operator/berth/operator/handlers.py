@@ -31,7 +31,24 @@ WATCHED = (
     ("Namespace", "", "v1", "namespaces"),
     ("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses"),
 )
-"""(kind, group, version, plural) of everything the operator watches, in priming order."""
+"""(kind, group, version, plural) of everything the operator always watches, in priming order;
+``watched`` adds the job kinds the Configuration integrates beside ``batch/v1`` Job."""
+
+
+def watched(world: world_mod.World) -> list[tuple[str, str, str, str]]:
+    """Everything the operator watches: ``WATCHED`` and every other integrated job kind.
+
+    A kind whose CRD is not installed is resolved by kopf once it is (kopf rescans the API's
+    resources), so enabling an integration before installing its framework is harmless.
+    """
+    out = list(WATCHED)
+    for integ in world.integrations.values():
+        group, _, version = integ.api_version.rpartition("/")
+        entry = (integ.kind, group, version, integ.plural)
+        if entry not in out:
+            out.insert(out.index(("Pod", "", "v1", "pods")), entry)
+    return out
+
 
 INFORMED = frozenset({"Workload"})
 """Kinds watched by an ``informer.Informer`` of their own instead of kopf: those whose events
@@ -101,7 +118,7 @@ def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry
             private_key_path=c.private_key_path,
         )
 
-    for kind, group, version, plural in WATCHED:
+    for kind, group, version, plural in watched(world):
         if kind not in INFORMED:
             _register(reg, world, kind, group, version, plural)
     return reg
@@ -110,7 +127,7 @@ def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry
 def informers(world: world_mod.World, kube: client.Kube) -> list[informer.Informer]:
     """One list-then-watch per informed kind, feeding the world as kopf's handlers do."""
     out = []
-    for kind, group, version, plural in WATCHED:
+    for kind, group, version, plural in watched(world):
         if kind not in INFORMED:
             continue
         api_version = f"{group}/{version}" if group else version

@@ -1,8 +1,10 @@
-"""The operator's indexes of Jobs and their Pods: by key, by uid, and a Job's Workload and pods.
+"""The operator's indexes of jobs (every integrated kind) and their Pods.
 
-``World`` feeds Job, Pod and Workload-owner events in; each intake returns the Job the job
-controller must look at again (or None). Read by the job controller (``jobs``, ``pods_left``,
-``workload_for_job``), the webhooks and ``berth explain``'s live source (``job_of_uid``).
+``World`` feeds job, Pod and Workload-owner events in; each intake returns the job the job
+controller must look at again (or None). A child Job of an integrated parent (a JobSet's Jobs) is
+indexed with its parent, and its pods count as the parent's. Read by the job controller
+(``jobs``, ``pods_left``, ``workload_for_job``), the webhooks and ``berth explain``'s live source
+(``job_of_uid``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ Body = dict[str, Any]
 
 
 def owner_job_uid(body: Body) -> str | None:
-    """The uid of the ``batch`` Job that controls an object (a Workload or a Pod), if any."""
+    """The uid of the ``batch`` Job that controls an object (a Pod), if any."""
     for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
             return str(ref.get("uid"))
@@ -28,34 +30,48 @@ def _meta(body: Body) -> dict[str, Any]:
 
 
 class JobIndex:
-    """Jobs by key and uid, the Workload of each Job, and each Job's unfinished pods."""
+    """Jobs by key and uid, the Workload of each job, and each job's unfinished pods."""
 
     def __init__(self) -> None:
-        self.jobs: dict[names.WorkloadKey, Body] = {}
-        self.job_of_uid: dict[str, names.WorkloadKey] = {}
+        self.jobs: dict[names.JobKey, Body] = {}
+        self.job_of_uid: dict[str, names.JobKey] = {}
         self.workload_of_job: dict[str, names.WorkloadKey] = {}
-        """Workload key by the uid of the Job that owns it."""
+        """Workload key by the uid of the job that owns it."""
         self.pods_of_job: dict[str, set[str]] = {}
-        """Names of the pods that exist and have not finished, by Job uid."""
+        """Names of the pods that exist and have not finished, by the uid of the job they count
+        for (a child Job's pods count for its parent)."""
+        self.parent_of: dict[str, str] = {}
+        """The parent's uid by the uid of a child Job of an integrated parent."""
 
-    def take_job(self, body: Body, *, deleted: bool) -> names.WorkloadKey | None:
-        """Index a Job (or forget it); return it when it must be reconciled."""
+    def take_job(
+        self, kind: str, body: Body, *, deleted: bool, parent_uid: str | None = None
+    ) -> names.JobKey | None:
+        """Index a job (or forget it); return it when it must be reconciled.
+
+        ``parent_uid`` names the integrated job a child Job belongs to: the parent is returned
+        instead, since a child's change (its pods stopping, say) is its parent's news.
+        """
         meta = _meta(body)
-        key = names.WorkloadKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        key = names.JobKey(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         uid = str(meta.get("uid") or "")
         if deleted:
             self.jobs.pop(key, None)
             self.job_of_uid.pop(uid, None)
-            return None
+            self.parent_of.pop(uid, None)
+            return None if parent_uid is None else self.job_of_uid.get(parent_uid)
         self.jobs[key] = body
         self.job_of_uid[uid] = key
+        if parent_uid is not None:
+            self.parent_of[uid] = parent_uid
+            return self.job_of_uid.get(parent_uid)
         return key
 
-    def take_pod(self, body: Body, *, deleted: bool) -> names.WorkloadKey | None:
-        """Count a Job's pod in or out; return its Job (to reconcile), if the Job is known."""
+    def take_pod(self, body: Body, *, deleted: bool) -> names.JobKey | None:
+        """Count a job's pod in or out; return its job (to reconcile), if the job is known."""
         job_uid = owner_job_uid(body)
         if job_uid is None:
             return None
+        job_uid = self.parent_of.get(job_uid, job_uid)
         name = str(_meta(body).get("name") or "")
         status = body.get("status")
         phase = status.get("phase") if isinstance(status, dict) else None
@@ -70,8 +86,8 @@ class JobIndex:
 
     def take_workload(
         self, job_uid: str, key: names.WorkloadKey, *, deleted: bool
-    ) -> names.WorkloadKey | None:
-        """Link (or unlink) a Job's Workload; return the Job (to reconcile), if known."""
+    ) -> names.JobKey | None:
+        """Link (or unlink) a job's Workload; return the job (to reconcile), if known."""
         if deleted:
             self.workload_of_job.pop(job_uid, None)
         else:
@@ -79,13 +95,18 @@ class JobIndex:
         return self.job_of_uid.get(job_uid)
 
     def pods_left(self, job_uid: str) -> int:
-        """Pods of a Job that exist and have not finished."""
+        """Pods of a job that exist and have not finished."""
         return len(self.pods_of_job.get(job_uid, ()))
 
     def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
-        """The Workload of a Job, if it exists."""
+        """The Workload of a job, if it exists."""
         return self.workload_of_job.get(str(_meta(job).get("uid") or ""))
 
-    def without_workload(self) -> list[names.WorkloadKey]:
+    def job_of(self, uid: str) -> Body | None:
+        """The job of this uid, as last seen."""
+        key = self.job_of_uid.get(uid)
+        return None if key is None else self.jobs.get(key)
+
+    def without_workload(self) -> list[names.JobKey]:
         """Jobs that have no Workload (yet), in key order."""
         return sorted(k for k, job in self.jobs.items() if self.workload_for_job(job) is None)

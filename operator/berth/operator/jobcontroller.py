@@ -1,14 +1,16 @@
-"""The Job controller: keeps each managed ``batch/v1`` Job and its Workload in step (leader only).
+"""The job controller: keeps each managed job and its Workload in step (leader only).
 
-For every Job a handler marked dirty, in Kueue's reconciler order (``jobframework/reconciler.go``):
+Every integrated kind (``batch/v1`` Job, JobSet; ``core.integrations``) goes through the same
+steps, reading and patching the job through its integration. For every job a handler marked
+dirty, in Kueue's reconciler order (``jobframework/reconciler.go``):
 
-1. no Workload yet: create one (owner reference, pod set ``main``, priority resolved);
+1. no Workload yet: create one (owner reference, one pod set per role, priority resolved);
 2. the Job finished: mark the Workload ``Finished`` (its quota is released when that is seen);
 3. the Workload is being evicted: suspend the Job, wait until none of its pods is active,
    restore the original template, and only then clear the admission (which releases quota),
    setting ``Requeued`` as Kueue does (True only after a preemption);
 4. the Workload is admitted and the Job suspended: start it with the flavors' node labels and
-   tolerations (``core.batchjob.start_patch``); once running, keep ``PodsReady`` current;
+   tolerations (the integration's start patch); once running, keep ``PodsReady`` current;
 5. the Job runs but its Workload is not admitted: suspend it.
 
 Handlers only mark Jobs; all writes happen here, through ``berth.adapters.kube``.
@@ -25,6 +27,7 @@ from berth.adapters.kube import client, errors, events, jobs, workloads
 from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
 from berth.core import integrations, job_sync
+from berth.core.integrations import Integration
 from berth.operator import ports, webhooks
 from berth.operator import world as world_mod
 
@@ -73,11 +76,12 @@ class JobController:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(w.wake.jobs.wait(), _RETRY if retry else None)
 
-    async def reconcile(self, key: names.WorkloadKey) -> None:
-        """Bring one Job and its Workload in step."""
+    async def reconcile(self, key: names.JobKey) -> None:
+        """Bring one job and its Workload in step."""
         w = self.world
         job = w.jobs.get(key)
-        if job is None:
+        integ = w.integrations.get(key.kind)
+        if job is None or integ is None:
             return
         wl_key = w.workload_for_job(job)
         wl = None if wl_key is None else w.workloads.get(wl_key)
@@ -86,22 +90,29 @@ class JobController:
         # otherwise dropping its queue label would let it be started outside any quota.
         if not (w.managed(job) or unfinished):
             return
-        owner = job_sync.foreign_owner(job)
+        owner = job_sync.foreign_owner(job, w.integrations) if key.kind == "Job" else None
         if wl_key is None:
-            if w.job.finished(job)[0]:
+            if integ.finished(job)[0]:
                 return
-            if not w.job.is_suspended(job):
+            if not integ.is_suspended(job):
                 # Running before Berth managed it (a queue label added past the webhook): stop it
                 # first, so it can only run again through an admission Berth starts.
-                meta = job["metadata"]
-                w.apply("Job", await jobs.suspend(self.kube, meta["namespace"], meta["name"]))
+                await self._patch(integ, job, integ.stop_patch(job))
                 return
-            await self._create_workload(job, foreign_owner=owner)
+            await self._create_workload(integ, job, foreign_owner=owner)
             return
-        if wl is not None and unfinished and not await self._follow_priority(job, wl):
-            await self._step(job, wl_key, wl, owner)
+        if wl is not None and unfinished and not await self._follow_priority(integ, job, wl):
+            await self._step(integ, job, wl_key, wl, owner)
 
-    async def _follow_priority(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> bool:
+    async def _patch(self, integ: Integration, job: dict[str, Any], patch: dict[str, Any]) -> None:
+        """Merge-patch a job and take in what the API server stored."""
+        meta = job["metadata"]
+        stored = await jobs.patch(self.kube, integ, meta["namespace"], meta["name"], patch)
+        self.world.apply(integ.kind, stored)
+
+    async def _follow_priority(
+        self, integ: Integration, job: dict[str, Any], wl: workload_view.WorkloadView
+    ) -> bool:
         """Give the Workload the WorkloadPriorityClass the Job's label names now, if it changed.
 
         As Kueue's job reconciler updates the Workload's priority when the job's priority-class
@@ -109,7 +120,7 @@ class JobController:
         whether it wrote.
         """
         w = self.world
-        wanted = w.job.priority_class(job)
+        wanted = integ.priority_class(job)
         if wanted is None or wl.priority_class_ref == ("WorkloadPriorityClass", wanted):
             return False
         value = w.classes().workload_classes.get(wanted)
@@ -125,29 +136,32 @@ class JobController:
 
     async def _step(
         self,
+        integ: Integration,
         job: dict[str, Any],
         wl_key: names.WorkloadKey,
         wl: workload_view.WorkloadView,
         owner: str | None,
     ) -> None:
-        """The one write that brings a Job and its unfinished Workload closer (reconciler order)."""
-        done, succeeded = self.world.job.finished(job)
+        """The one write that brings a job and its unfinished Workload closer (reconciler order)."""
+        done, succeeded = integ.finished(job)
         if done:
             await self._finish(wl_key, wl, succeeded=succeeded)
             return
         has_admission = wl.admission is not None
         if has_admission and wl.is_true(_COND.EVICTED):
-            await self._stop(job, wl_key, wl)
+            await self._stop(integ, job, wl_key, wl)
         elif owner is None and has_admission and wl.is_true(_COND.ADMITTED):
-            if self.world.job.is_suspended(job):
-                await self._start(job, wl_key, wl)
-            elif not await self._hold_at_admission(job, wl):
-                await self._track_ready(job, wl_key, wl)
-        elif not self.world.job.is_suspended(job):
+            if integ.is_suspended(job):
+                await self._start(integ, job, wl_key, wl)
+            elif not await self._hold_at_admission(integ, job, wl):
+                await self._track_ready(integ, job, wl_key, wl)
+        elif not integ.is_suspended(job):
             meta = job["metadata"]
-            await jobs.suspend(self.kube, meta["namespace"], meta["name"])
+            await jobs.patch(
+                self.kube, integ, meta["namespace"], meta["name"], integ.stop_patch(job)
+            )
         elif not has_admission and owner is None:
-            await self._follow(job, wl_key, wl)
+            await self._follow(integ, job, wl_key, wl)
 
     async def _event(
         self, involved: dict[str, Any], reason: str, message: str, *, warning: bool = False
@@ -158,10 +172,12 @@ class JobController:
                 self.kube, involved, reason, message, self.world.clock(), warning=warning
             )
 
-    async def _create_workload(self, job: dict[str, Any], *, foreign_owner: str | None) -> None:
+    async def _create_workload(
+        self, integ: Integration, job: dict[str, Any], *, foreign_owner: str | None
+    ) -> None:
         w = self.world
         meta = job["metadata"]
-        new, problems = integrations.new_workload(w.job, job, w.classes(), uid=meta["uid"])
+        new, problems = integrations.new_workload(integ, job, w.classes(), uid=meta["uid"])
         if new is None:
             message = "; ".join(str(p) for p in problems)
             await self._event(
@@ -169,7 +185,7 @@ class JobController:
             )
             return
         # A foreign owner's child is never admitted: the World does not queue it.
-        body = new.body(job, w.job, foreign_owner)
+        body = new.body(job, integ, foreign_owner)
         try:
             stored = await workloads.create(self.kube, body)
         except errors.ConflictError:
@@ -202,25 +218,26 @@ class JobController:
         for involved in (job, stored):
             await self._event(involved, UNSUPPORTED_OWNER, message, warning=True)
 
-    async def _hold_at_admission(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> bool:
-        """Lower a running Job asking for more pods than admitted back to its admitted count.
+    async def _hold_at_admission(
+        self, integ: Integration, job: dict[str, Any], wl: workload_view.WorkloadView
+    ) -> bool:
+        """Lower a running job asking for more pods than admitted back to its admitted count.
 
         The webhook refuses that change; this holds when it got past (webhook down or bypassed).
-        Returns whether the Job had to be lowered.
+        Returns whether the job had to be lowered.
         """
         adm = wl.admission
         counts = [] if adm is None else [a.count or 0 for a in adm.pod_set_assignments]
-        if not counts or not job_sync.over_admission(job, sum(counts)):
+        if not counts or not job_sync.over_admission(job, sum(counts), integ):
             return False
-        w = self.world
+        hold = integ.hold_patch(job, sum(counts))
+        if hold is None:
+            return False
         meta = job["metadata"]
-        wanted = w.job.pod_count(job)
-        stored = await jobs.patch(
-            self.kube, meta["namespace"], meta["name"], {"spec": {"parallelism": sum(counts)}}
-        )
-        w.apply("Job", stored)
+        wanted = integ.pod_count(job)
+        await self._patch(integ, job, hold)
         message = (
-            f"spec.parallelism was raised to {wanted}, above the {sum(counts)} pod(s) admitted: "
+            f"{integ.size_field} was raised to {wanted}, above the {sum(counts)} pod(s) admitted: "
             f"held at {sum(counts)}; resubmit the Job at its new size"
         )
         log.warning("job %s/%s: %s", meta["namespace"], meta["name"], message)
@@ -228,14 +245,18 @@ class JobController:
         return True
 
     async def _follow(
-        self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
+        self,
+        integ: Integration,
+        job: dict[str, Any],
+        key: names.WorkloadKey,
+        wl: workload_view.WorkloadView,
     ) -> None:
-        """A suspended Job whose Workload holds no quota: make the Workload follow the Job."""
+        """A suspended job whose Workload holds no quota: make the Workload follow the job."""
         w = self.world
         obj, _problems = kinds.try_load(world_mod.without_status(wl.body))
         if not isinstance(obj, api_workload.Workload):
             return
-        change, queue = job_sync.drift(job, obj, w.job)
+        change, queue = job_sync.drift(job, obj, integ)
         meta = job["metadata"]
         if change is job_sync.Drift.QUEUE:
             stored = await workloads.patch_spec(
@@ -273,7 +294,9 @@ class JobController:
         log.info("finished %s (%s)", key, reason.value)
         await self._event(stored, "Finished", message)
 
-    async def _pods_gone(self, job: dict[str, Any], key: names.WorkloadKey) -> bool:
+    async def _pods_gone(
+        self, integ: Integration, job: dict[str, Any], key: names.WorkloadKey
+    ) -> bool:
         """Tell whether a suspended Job's pods are gone for good, so its quota may be released.
 
         The Job's status and the pods this process has seen both lag kube-controller-manager: a
@@ -283,16 +306,17 @@ class JobController:
         """
         w = self.world
         meta = job["metadata"]
-        if w.job.active_pods(job) > 0 or w.pods_left(meta["uid"]) > 0:
+        job_key = _job_key(integ, job)
+        if integ.active_pods(job) > 0 or w.pods_left(meta["uid"]) > 0:
             return False  # the pod and job events bring us back
         waited = w.clock() - self._suspended_at.get(meta["uid"], 0.0)
         if waited < _STOP_SETTLE:
-            asyncio.get_running_loop().call_later(_STOP_SETTLE - waited, w.mark_job, _job_key(job))
+            asyncio.get_running_loop().call_later(_STOP_SETTLE - waited, w.mark_job, job_key)
             return False
         listed = await self.kube.request(
             "GET",
             f"/api/v1/namespaces/{meta['namespace']}/pods",
-            query={"labelSelector": f"batch.kubernetes.io/controller-uid={meta['uid']}"},
+            query={"labelSelector": integ.pod_selector(job)},
         )
         alive = [
             p
@@ -301,17 +325,21 @@ class JobController:
         ]
         if alive:
             log.info("%s: %d pod(s) of its Job still exist; the quota stays", key, len(alive))
-            asyncio.get_running_loop().call_later(_STOP_SETTLE, w.mark_job, _job_key(job))
+            asyncio.get_running_loop().call_later(_STOP_SETTLE, w.mark_job, job_key)
             return False
         self._suspended_at.pop(meta["uid"], None)
         return True
 
     async def _start(
-        self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
+        self,
+        integ: Integration,
+        job: dict[str, Any],
+        key: names.WorkloadKey,
+        wl: workload_view.WorkloadView,
     ) -> None:
         uid = str(job["metadata"].get("uid") or "")
         try:
-            await self._start_job(job, wl)
+            await self._start_job(integ, job, wl)
         except (errors.ConflictError, errors.NotFoundError):
             raise  # a stale read or a deleted Job: the next event brings it back
         except errors.PermanentError as e:
@@ -368,26 +396,32 @@ class JobController:
         for involved in (job, stored):
             await self._event(involved, START_FAILED, message, warning=True)
 
-    async def _start_job(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> None:
+    async def _start_job(
+        self, integ: Integration, job: dict[str, Any], wl: workload_view.WorkloadView
+    ) -> None:
         w = self.world
         adm = wl.admission
-        runs = integrations.runs(adm, w.cache.flavors, w.job.pod_count(job))
-        patch = w.job.start_patch(job, integrations.originals(wl.pod_sets), runs)
+        runs = integrations.runs(adm, w.cache.flavors, integ.pod_count(job))
+        await self._patch(
+            integ, job, integ.start_patch(job, integrations.originals(wl.pod_sets), runs)
+        )
         meta = job["metadata"]
-        stored = await jobs.patch(self.kube, meta["namespace"], meta["name"], patch)
-        w.apply("Job", stored)
-        log.info("started job %s/%s", meta["namespace"], meta["name"])
+        log.info("started %s %s/%s", integ.kind, meta["namespace"], meta["name"])
         psa_cq = None if adm is None else adm.cluster_queue
         await self._event(job, "Started", f"Admitted by ClusterQueue {psa_cq}")
 
     async def _track_ready(
-        self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
+        self,
+        integ: Integration,
+        job: dict[str, Any],
+        key: names.WorkloadKey,
+        wl: workload_view.WorkloadView,
     ) -> None:
         w = self.world
         adm = wl.admission
         counts = [] if adm is None else [a.count or 0 for a in adm.pod_set_assignments]
-        count = sum(counts) or w.job.pod_count(job)
-        ready = w.job.pods_ready(job, count)
+        count = sum(counts) or integ.pod_count(job)
+        ready = integ.pods_ready(job, count)
         if ready == wl.is_true(_COND.PODS_READY):
             return
         reason, message = (
@@ -413,25 +447,29 @@ class JobController:
         return stored
 
     async def _stop(
-        self, job: dict[str, Any], key: names.WorkloadKey, wl: workload_view.WorkloadView
+        self,
+        integ: Integration,
+        job: dict[str, Any],
+        key: names.WorkloadKey,
+        wl: workload_view.WorkloadView,
     ) -> None:
         w = self.world
         meta = job["metadata"]
         ns, name = meta["namespace"], meta["name"]
-        if not w.job.is_suspended(job):
-            stored = await jobs.suspend(self.kube, ns, name)
-            w.apply("Job", stored)
+        if not integ.is_suspended(job):
+            await self._patch(integ, job, integ.stop_patch(job))
             self._suspended_at[meta["uid"]] = w.clock()
-            await self._event(job, "Stopped", "The workload is evicted; the Job is suspended")
+            message = f"The workload is evicted; the {integ.kind} is suspended"
+            await self._event(job, "Stopped", message)
             return
-        if not await self._pods_gone(job, key):
+        if not await self._pods_gone(integ, job, key):
             return
-        restore = w.job.restore_patch(job, integrations.originals(wl.pod_sets))
+        restore = integ.restore_patch(job, integrations.originals(wl.pod_sets))
         if restore is not None:
-            if (job.get("status") or {}).get("startTime"):
-                await jobs.clear_start_time(self.kube, ns, name)
-            stored = await jobs.patch(self.kube, ns, name, restore)
-            w.apply("Job", stored)
+            before = integ.before_restore(job)
+            if before is not None:
+                await jobs.patch_status(self.kube, integ, ns, name, before)
+            await self._patch(integ, job, restore)
             return
         # The Job is stopped and restored: release the quota.
         stored = await workloads.patch_status(
@@ -442,9 +480,9 @@ class JobController:
         log.info("released %s after eviction (%s)", key, evicted.reason if evicted else "?")
 
 
-def _job_key(job: dict[str, Any]) -> names.WorkloadKey:
+def _job_key(integ: Integration, job: dict[str, Any]) -> names.JobKey:
     meta = job.get("metadata") or {}
-    return names.WorkloadKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return names.JobKey(integ.kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 def release_status(wl: workload_view.WorkloadView, now: float) -> dict[str, Any]:

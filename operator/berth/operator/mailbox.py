@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 
 from berth.api import names
 
-K = TypeVar("K", names.WorkloadKey, str)
+K = TypeVar("K", names.WorkloadKey, names.JobKey, str)
 
 
 class Mailbox(Generic[K]):

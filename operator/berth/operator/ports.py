@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from berth.api import configuration, names, workload_view
-from berth.core import cycle, integrations, job_updates, priority, workload
+from berth.core import cycle, job_updates, priority, workload
+from berth.core.integrations import Integration
 from berth.operator import mailbox
 from berth.state import cache as cache_mod
 from berth.state import lifecycle, priorities
@@ -134,15 +135,15 @@ class JobWorld(_Known, Protocol):
     """What the job controller needs."""
 
     @property
-    def job(self) -> integrations.Integration:
-        """The job integration, bound to the Configuration."""
+    def integrations(self) -> dict[str, Integration]:
+        """The enabled job integrations by kind, bound to the Configuration."""
 
     @property
-    def jobs(self) -> dict[names.WorkloadKey, Body]:
-        """The latest Jobs."""
+    def jobs(self) -> dict[names.JobKey, Body]:
+        """The latest jobs of every integrated kind."""
 
     @property
-    def dirty_jobs(self) -> Mailbox:
+    def dirty_jobs(self) -> mailbox.Mailbox[names.JobKey]:
         """Jobs to reconcile."""
 
     def classes(self) -> priority.PriorityClasses:
@@ -151,11 +152,11 @@ class JobWorld(_Known, Protocol):
     def managed(self, job: Body) -> bool:
         """Tell whether Berth manages a Job."""
 
-    def mark_job(self, key: names.WorkloadKey) -> None:
-        """Ask for a Job to be reconciled again."""
+    def mark_job(self, key: names.JobKey) -> None:
+        """Ask for a job to be reconciled again."""
 
     def pods_left(self, job_uid: str) -> int:
-        """Pods of a Job that exist and have not finished."""
+        """Pods of a job that exist and have not finished."""
 
     def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
         """The Workload of a Job, if it exists."""
@@ -201,15 +202,17 @@ class WebhookWorld(Protocol):
         """The Configuration."""
 
     @property
-    def job(self) -> integrations.Integration:
-        """The job integration, bound to the Configuration."""
-
-    @property
     def priorities(self) -> priorities.Registry:
         """The priority classes known now."""
 
+    def integration(self, job: Body) -> Integration:
+        """The integration of a job body."""
+
     def managed(self, job: Body) -> bool:
         """Tell whether Berth manages a Job."""
+
+    def parent_admitted(self, job: Body) -> bool | None:
+        """For a child Job of an integrated parent: whether the parent is admitted."""
 
     def workload_state(self, job: Body) -> job_updates.WorkloadState:
         """Where a Job's Workload stands."""

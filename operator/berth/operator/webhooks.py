@@ -2,11 +2,14 @@
 
 Routes (AdmissionReview v1, served by aiohttp with a certificate this module issues):
 
-- ``/mutate-job``: a Job that Berth manages and that is not suspended is created suspended.
-- ``/validate-job``: a Job's ``berth.dev/job-min-parallelism`` must make sense on create; an
-  update must keep ``core.job_updates``' rules (no start by hand, no queue change while it runs
-  or holds quota, no queue removal while its Workload is unfinished, no size above its
-  admission).
+- ``/mutate-job``: a job (any integrated kind) that Berth manages and that is not suspended is
+  created suspended; so is a child Job of an integrated parent (a JobSet's) that is not
+  admitted, or whose owner reference names no job Berth knows.
+- ``/validate-job``: a new job must make a valid Workload (``berth.dev/job-min-parallelism``
+  included); an update must keep ``core.job_updates``' rules (no start by hand, no queue change
+  while it runs or holds quota, no queue removal while its Workload is unfinished, no size
+  above its admission). A child Job of an integrated parent may not be started while its
+  parent is not admitted, nor lose the label that marks it as the parent's.
 - ``/mutate-berth``: Berth's kinds get their defaults filled in (the models' full dump of spec).
 - ``/validate-berth``: Berth's kinds are checked with ``berth.api.validation``, and a Workload
   update with ``core.workload_updates`` (pod sets and queue fixed while quota is reserved,
@@ -28,7 +31,7 @@ from aiohttp import web
 
 from berth.adapters import tls
 from berth.api import base, kinds, validation
-from berth.core import batchjob, job_updates, managed, workload_updates
+from berth.core import batchjob, integrations, job_updates, managed, workload_updates
 from berth.operator import ports
 from berth.operator import world as world_mod
 
@@ -68,36 +71,80 @@ JOB_WEBHOOK = f"{_JOB_HOOK}.berth.dev"
 """The name of the validating Job webhook, as the API server quotes it in a refusal."""
 
 
+def _job(request: dict[str, Any], key: str = "object") -> dict[str, Any]:
+    """The job in a review, its ``kind`` filled in from the request's (older bodies omit it)."""
+    body = dict(request.get(key) or {})
+    body.setdefault("kind", (request.get("kind") or {}).get("kind") or "Job")
+    return body
+
+
 def mutate_job(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
-    """Suspend a managed Job at creation."""
-    job = request.get("object") or {}
-    if request.get("operation") != "CREATE" or not world.managed(job):
+    """Suspend a managed job at creation, and a child Job whose parent is not admitted."""
+    job = _job(request)
+    if request.get("operation") != "CREATE":
         return _allow()
-    if world.job.is_suspended(job):
+    integ = world.integration(job)
+    if integ.is_suspended(job):
+        return _allow()
+    child_may_run = world.parent_admitted(job)
+    if child_may_run is True or (child_may_run is None and not world.managed(job)):
         return _allow()
     spec = job.get("spec") or {}
     op = "replace" if "suspend" in spec else "add"
     return _allow([{"op": op, "path": "/spec/suspend", "value": True}])
 
 
+def _child_refusals(
+    world: ports.WebhookWorld, old: dict[str, Any], job: dict[str, Any]
+) -> list[str] | None:
+    """What a child Job of an integrated parent may not do (None: the Job is no such child)."""
+    parent_admitted = world.parent_admitted(job)
+    if parent_admitted is None:
+        parent_admitted = world.parent_admitted(old)
+        if parent_admitted is None:
+            return None
+    integ = world.integration(job)
+    problems = []
+    if integ.is_suspended(old) and not integ.is_suspended(job) and not parent_admitted:
+        problems.append(
+            "spec.suspend: this Job is part of a job Berth queues (its ownerReferences name "
+            "the controller) and that job is not admitted: its controller starts the Job once "
+            "Berth admits it; setting spec.suspend to false by hand is not allowed"
+        )
+    for label in integrations.CHILD_LABELS:
+        had = label in ((old.get("metadata") or {}).get("labels") or {})
+        if had and label not in ((job.get("metadata") or {}).get("labels") or {}):
+            problems.append(
+                f"metadata.labels[{label}]: this Job is part of a job Berth queues; the label "
+                "may not be removed while its ownerReferences name that controller"
+            )
+    return problems
+
+
 def validate_job(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
-    """Check a new Job makes a valid Workload, and an update keeps ``core.job_updates``' rules."""
-    job = request.get("object") or {}
-    old = request.get("oldObject") or {}
+    """Check a new job makes a valid Workload, and an update keeps ``core.job_updates``' rules."""
+    job = _job(request)
+    old = _job(request, "oldObject")
     meta = job.get("metadata") or {}
+    integ = world.integration(job)
     if request.get("operation") == "CREATE":
         if not world.managed(job):
             return _allow()
-        _obj, problems = world.job.to_workload(job, uid=str(meta.get("uid") or "new"))
+        _obj, problems = integ.to_workload(job, uid=str(meta.get("uid") or "new"))
         if problems:
             return _deny("; ".join(str(p) for p in problems), 422)
         return _allow()
-    # A Job gaining a queue label is managed as the new object: it is checked too.
-    if request.get("operation") != "UPDATE" or not (world.managed(job) or world.managed(old)):
+    if request.get("operation") != "UPDATE":
         return _allow()
-    problems = job_updates.refusals(old, job, world.workload_state(old), world.job)
-    if problems:
-        return _deny("; ".join(f"{p.path}: {p.message}" for p in problems))
+    child = _child_refusals(world, old, job)
+    if child is not None:
+        return _deny("; ".join(child)) if child else _allow()
+    # A job gaining a queue label is managed as the new object: it is checked too.
+    if not (world.managed(job) or world.managed(old)):
+        return _allow()
+    refused = job_updates.refusals(old, job, world.workload_state(old), integ)
+    if refused:
+        return _deny("; ".join(f"{p.path}: {p.message}" for p in refused))
     return _allow()
 
 
@@ -217,13 +264,22 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             **extra,
         }
 
-    def rule(group: str, plurals: list[str], operations: list[str]) -> dict[str, Any]:
+    def rule(
+        group: str, plurals: list[str], operations: list[str], version: str = base.VERSION
+    ) -> dict[str, Any]:
         return {
             "apiGroups": [group],
-            "apiVersions": ["v1" if group == "batch" else base.VERSION],
+            "apiVersions": [version],
             "resources": plurals,
             "operations": operations,
         }
+
+    def job_rules(operations: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for integ in world.integrations.values():
+            group, _, version = integ.api_version.rpartition("/")
+            out.append(rule(group, [integ.plural], operations, version))
+        return out
 
     queued = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "Exists"}]}
     # core.managed's rule 1, stated to the API server too: these namespaces never reach the hooks.
@@ -233,14 +289,30 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
         "values": sorted({*managed.NEVER_MANAGED_NAMESPACES, world.config.namespace}),
     }
     job_namespaces = {"matchExpressions": [protected]}
+    children = [
+        hook(
+            f"{prefix}job-children",
+            path,
+            [rule("batch", ["jobs"], operations, "v1")],
+            objectSelector={"matchExpressions": [{"key": label, "operator": "Exists"}]},
+            namespaceSelector=job_namespaces,
+        )
+        for label in integrations.CHILD_LABELS
+        if any(i.kind != "Job" for i in world.integrations.values())
+        for prefix, path, operations in (
+            ("m", "/mutate-job", ["CREATE"]),
+            ("v", "/validate-job", ["UPDATE"]),
+        )
+    ]
     job_hooks = [
         hook(
             "mjob",
             "/mutate-job",
-            [rule("batch", ["jobs"], ["CREATE"])],
+            job_rules(["CREATE"]),
             objectSelector=queued,
             namespaceSelector=job_namespaces,
         ),
+        *(h for h in children if h["name"].startswith("m")),
     ]
     selector = world.config.managed_jobs_namespace_selector
     if world.config.manage_jobs_without_queue_name:
@@ -253,7 +325,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             hook(
                 "mjob-managed-namespaces",
                 "/mutate-job",
-                [rule("batch", ["jobs"], ["CREATE"])],
+                job_rules(["CREATE"]),
                 namespaceSelector=managed_namespaces,
                 objectSelector={
                     "matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]
@@ -276,10 +348,11 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
                 hook(
                     _JOB_HOOK,
                     "/validate-job",
-                    [rule("batch", ["jobs"], ["CREATE", "UPDATE"])],
+                    job_rules(["CREATE", "UPDATE"]),
                     objectSelector=queued,
                     namespaceSelector=job_namespaces,
                 ),
+                *(h for h in children if h["name"].startswith("v")),
                 hook("vberth", "/validate-berth", berth_rules),
             ],
         },

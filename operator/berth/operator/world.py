@@ -5,7 +5,7 @@ bodies; nothing here calls the API. Stale events (an older resourceVersion than 
 an object already deleted) are ignored, so a full list can be applied on top of a watch at any
 time. Each kind goes to its owner:
 - queue objects, namespaces and priority classes to ``queue_objects``;
-- Jobs and Pods to ``job_index``;
+- jobs of every integrated kind (``integrations``) and Pods to ``job_index``;
 - Workloads stay here. Each is read through ``api.workload_view`` and fed into ``berth.state``
   through the transitions the simulator uses (``state.lifecycle``). A released admission is
   forgotten and the inadmissible workloads of its quota tree are requeued. A pending workload is
@@ -90,8 +90,8 @@ class World:
         self.cache = self.state.cache
         self.queues = self.state.queues
         self.policy = cycle.Policy.from_configuration(config)
-        self.job = integrations.BatchJob(honor_kueue_labels=config.honor_kueue_labels)
-        """The ``batch/v1`` Job integration, bound to the Configuration."""
+        self.integrations = integrations.for_configuration(config)
+        """The job integrations the Configuration enables, by kind, bound to it."""
         self.priorities = priorities.Registry()
         self.wake = Wakeups()
         self.workloads: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
@@ -107,7 +107,7 @@ class World:
         show them yet are held until the write returns."""
         self.ready: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox("pods ready")
         """Admitted workloads whose pods are all ready (``PodsReady=True``)."""
-        self.dirty_jobs: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox(
+        self.dirty_jobs: mailbox.Mailbox[names.JobKey] = mailbox.Mailbox(
             "jobs to reconcile", self.wake.jobs
         )
         self.priority_rewrites: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox(
@@ -158,8 +158,11 @@ class World:
         self._dispatch(kind, body, deleted=True)
 
     def _dispatch(self, kind: str, body: Body, *, deleted: bool) -> None:
-        if kind == "Job":
-            job = self.index.take_job(body, deleted=deleted)
+        if kind in self.integrations:
+            owner = job_sync.parent(body, self.integrations) if kind == "Job" else None
+            job = self.index.take_job(
+                kind, body, deleted=deleted, parent_uid=None if owner is None else owner.uid
+            )
             if job is not None:
                 self.mark_job(job)
         elif kind == "Pod":
@@ -184,8 +187,8 @@ class World:
                     self.priority_rewrites.add(key)
         if changed.classes:
             # A Job whose priority class was not known yet got no Workload; try those again.
-            for key in self.index.without_workload():
-                self.mark_job(key)
+            for job_key in self.index.without_workload():
+                self.mark_job(job_key)
         if changed.queues:
             # As the simulator does once per instant after queue objects change. The lifecycle
             # task is woken too: a workload held by a stopped queue that runs again may queue
@@ -203,17 +206,33 @@ class World:
     # Jobs and pods ------------------------------------------------------------------------------
 
     def pods_left(self, job_uid: str) -> int:
-        """Pods of a Job that exist and have not finished."""
+        """Pods of a job that exist and have not finished (a parent's: its children's)."""
         return self.index.pods_left(job_uid)
 
-    def mark_job(self, key: names.WorkloadKey) -> None:
-        """Ask the job controller to look at a Job again."""
+    def mark_job(self, key: names.JobKey) -> None:
+        """Ask the job controller to look at a job again."""
         self.dirty_jobs.add(key)
 
+    def integration(self, job: Body) -> integrations.Integration:
+        """The integration of a job body (a body without ``kind`` is a ``batch/v1`` Job)."""
+        return self.integrations.get(str(job.get("kind") or "Job"), self.integrations["Job"])
+
     def managed(self, job: Body) -> bool:
-        """Tell whether Berth manages a Job (``core.managed``: the one predicate for every path)."""
+        """Tell whether Berth manages a job (``core.managed``: the one predicate for every path)."""
         namespace = str((job.get("metadata") or {}).get("namespace") or "default")
         return managed.decide(job, self.cache.namespace_labels(namespace), self.config).managed
+
+    def parent_admitted(self, job: Body) -> bool | None:
+        """For a child Job of an integrated parent: whether that parent is admitted now.
+
+        False when the parent is not known (an owner reference that names none); None for any
+        other job.
+        """
+        owner = job_sync.parent(job, self.integrations)
+        if owner is None:
+            return None
+        found = self.index.job_of(owner.uid)
+        return found is not None and self.admitted_for_job(found)
 
     # Workloads ----------------------------------------------------------------------------------
 
@@ -225,7 +244,8 @@ class World:
             return None
         ref = obj.spec.priority_class_ref
         job_uid = view.owner_job_uid
-        job = self.job_of_uid.get(job_uid) if job_uid else None
+        job_key = self.job_of_uid.get(job_uid) if job_uid else None
+        job = None if job_key is None else job_key.object_key
         info = workload.from_api(
             obj,
             priority=obj.spec.priority or 0,
@@ -353,9 +373,8 @@ class World:
         if job_sync.UNSUPPORTED_OWNER_LABEL in view.labels:
             return True
         job_uid = view.owner_job_uid
-        job_key = None if job_uid is None else self.job_of_uid.get(job_uid)
-        job = None if job_key is None else self.jobs.get(job_key)
-        return job is not None and job_sync.foreign_owner(job) is not None
+        job = None if job_uid is None else self.index.job_of(job_uid)
+        return job is not None and job_sync.foreign_owner(job, self.integrations) is not None
 
     def _queue_pending(
         self, key: names.WorkloadKey, view: workload_view.WorkloadView, info: workload.WorkloadInfo
@@ -403,11 +422,10 @@ class World:
         return self.index.workload_for_job(job)
 
     def job_priority_class(self, workload_body: Body) -> str | None:
-        """The WorkloadPriorityClass the Job owning a Workload names now (None: no Job)."""
+        """The WorkloadPriorityClass the job owning a Workload names now (None: no job)."""
         uid = workload_view.WorkloadView(workload_body).owner_job_uid
-        key = None if uid is None else self.job_of_uid.get(uid)
-        job = None if key is None else self.jobs.get(key)
-        return None if job is None else self.job.priority_class(job)
+        job = None if uid is None else self.index.job_of(uid)
+        return None if job is None else self.integration(job).priority_class(job)
 
     def workload_of(self, job: Body) -> workload_view.WorkloadView | None:
         """The Workload of a Job as last seen, if it exists."""

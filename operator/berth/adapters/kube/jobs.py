@@ -1,41 +1,50 @@
-"""Job writes: the merge patches that suspend, start and restore a ``batch/v1`` Job.
+"""Job writes, for every integrated kind: merge patches of a job's spec and of its status.
 
-The patches themselves are computed by ``berth.core.batchjob``; this module only sends them.
-Called by the operator's job controller.
+The patches themselves are computed by the job's integration (``berth.core.integrations``); this
+module only sends them to the job's resource path. Called by the operator's job controller.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from berth.adapters.kube import client
 
 
-def path(namespace: str, name: str | None = None) -> str:
-    """The API path of the Jobs of a namespace, or of one Job."""
-    out = f"/apis/batch/v1/namespaces/{namespace}/jobs"
+class Resource(Protocol):
+    """Where a kind of job lives in the API."""
+
+    @property
+    def api_version(self) -> str:
+        """``group/version`` (``batch/v1``)."""
+
+    @property
+    def plural(self) -> str:
+        """The resource name (``jobs``)."""
+
+
+def path(resource: Resource, namespace: str, name: str | None = None) -> str:
+    """The API path of a namespace's jobs of one kind, or of one job."""
+    out = f"/apis/{resource.api_version}/namespaces/{namespace}/{resource.plural}"
     return out if name is None else f"{out}/{name}"
 
 
 async def patch(
-    kube: client.Kube, namespace: str, name: str, body: dict[str, Any]
+    kube: client.Kube, resource: Resource, namespace: str, name: str, body: dict[str, Any]
 ) -> dict[str, Any]:
-    """Merge-patch a Job's spec or metadata."""
+    """Merge-patch a job's spec or metadata."""
     return await kube.request(
-        "PATCH", path(namespace, name), body=body, content_type=client.MERGE_PATCH
+        "PATCH", path(resource, namespace, name), body=body, content_type=client.MERGE_PATCH
     )
 
 
-async def suspend(kube: client.Kube, namespace: str, name: str) -> dict[str, Any]:
-    """Suspend a Job: the Job controller deletes its pods."""
-    return await patch(kube, namespace, name, {"spec": {"suspend": True}})
-
-
-async def clear_start_time(kube: client.Kube, namespace: str, name: str) -> dict[str, Any]:
-    """Clear ``status.startTime`` so the suspended Job's template may change again."""
+async def patch_status(
+    kube: client.Kube, resource: Resource, namespace: str, name: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Merge-patch a job's status (a Job's ``startTime``, cleared before its template changes)."""
     return await kube.request(
         "PATCH",
-        path(namespace, name) + "/status",
-        body={"status": {"startTime": None}},
+        path(resource, namespace, name) + "/status",
+        body=body,
         content_type=client.MERGE_PATCH,
     )

@@ -1,0 +1,223 @@
+"""What the job webhooks let through for a JobSet and for the child Jobs its controller makes.
+
+A JobSet is suspended at creation and may not be started by hand, as a Job. Its child Jobs are
+never jobs of their own, but a child may run only while its parent's Workload is admitted: an
+ordinary user who creates a Job that claims a JobSet as its controller (a made-up uid, or a
+pending JobSet of theirs), or who unsuspends a child of a pending JobSet, gets no pods past the
+queue. Decisions come from ``operator.webhooks`` reading a ``World`` fed with the objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+import builders
+from berth.api import configuration
+from berth.core import integrations, jobset
+from berth.operator import webhooks
+from berth.operator import world as world_mod
+
+CONFIG = configuration.Configuration(
+    integrations=configuration.Integrations(frameworks=[configuration.Framework.JOBSET])
+)
+JS_UID = "js-uid"
+
+
+def parent(*, suspended: bool = True) -> dict[str, Any]:
+    return (
+        builders.JobSetBuilder("train", "team")
+        .queue("lq")
+        .suspend(suspended)
+        .replicated_job("workers", replicas=2, parallelism=4, requests={"nvidia.com/gpu": "1"})
+        .set("metadata.uid", JS_UID)
+        .set("metadata.resourceVersion", "3")
+        .obj()
+    )
+
+
+def parent_workload(*, admitted: bool) -> dict[str, Any]:
+    js = parent()
+    new, problems = integrations.new_workload(
+        integrations.JobSetJob(), js, world_mod.World(CONFIG, lambda: 0.0).classes(), uid=JS_UID
+    )
+    assert new is not None, problems
+    body = new.body(js, integrations.JobSetJob())
+    body["metadata"]["resourceVersion"] = "4"
+    if admitted:
+        body["status"] = {
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [
+                    {"name": "workers", "flavors": {"nvidia.com/gpu": "a100"}, "count": 8}
+                ],
+            },
+            "conditions": [
+                {
+                    "type": t,
+                    "status": "True",
+                    "reason": t,
+                    "message": "",
+                    "lastTransitionTime": "2026-11-26T00:00:00Z",
+                }
+                for t in ("QuotaReserved", "Admitted")
+            ],
+        }
+    return body
+
+
+def child(*, suspended: bool, uid: str = JS_UID, labels: bool = True) -> dict[str, Any]:
+    b = (
+        builders.JobBuilder("train-workers-0", "team")
+        .parallelism(4)
+        .suspend(suspended)
+        .set(
+            "metadata.ownerReferences",
+            [
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": "train",
+                    "uid": uid,
+                    "controller": True,
+                }
+            ],
+        )
+    )
+    if labels:
+        b.label(jobset.NAME_LABEL, "train")
+    return b.obj()
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    id: str
+    operation: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None
+    parent_state: str | None
+    """None: no parent known; "pending" or "admitted"."""
+    want_allowed: bool
+    want_suspended: bool = False
+    """A create that the mutating webhook suspends."""
+    want_message: str = ""
+
+
+ROWS = [
+    Row(
+        "child-of-a-pending-jobset-is-created-suspended",
+        "CREATE",
+        child(suspended=False),
+        None,
+        "pending",
+        True,
+        want_suspended=True,
+    ),
+    Row(
+        "child-of-an-admitted-jobset-runs", "CREATE", child(suspended=False), None, "admitted", True
+    ),
+    Row(
+        "a-made-up-owner-reference-gets-no-pods",
+        "CREATE",
+        child(suspended=False, uid="made-up"),
+        None,
+        "admitted",
+        True,
+        want_suspended=True,
+    ),
+    Row(
+        "a-child-may-not-be-started-by-hand",
+        "UPDATE",
+        child(suspended=False),
+        child(suspended=True),
+        "pending",
+        False,
+        want_message="spec.suspend: this Job is part of a job Berth queues",
+    ),
+    Row(
+        "its-controller-starts-it-once-admitted",
+        "UPDATE",
+        child(suspended=False),
+        child(suspended=True),
+        "admitted",
+        True,
+    ),
+    Row(
+        "the-parents-label-may-not-be-dropped",
+        "UPDATE",
+        child(suspended=True, labels=False),
+        child(suspended=True),
+        "pending",
+        False,
+        want_message=f"metadata.labels[{jobset.NAME_LABEL}]",
+    ),
+    Row(
+        "a-queued-jobset-is-created-suspended",
+        "CREATE",
+        parent(suspended=False),
+        None,
+        None,
+        True,
+        want_suspended=True,
+    ),
+    Row(
+        "a-queued-jobset-may-not-be-started-by-hand",
+        "UPDATE",
+        parent(suspended=False),
+        parent(suspended=True),
+        "pending",
+        False,
+        want_message="spec.suspend: JobSet team/train is queued in LocalQueue lq",
+    ),
+    Row(
+        "berth-starts-an-admitted-jobset",
+        "UPDATE",
+        parent(suspended=False),
+        parent(suspended=True),
+        "admitted",
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
+def test_jobset_and_child_job_webhooks(row: Row) -> None:
+    world = world_mod.World(CONFIG, lambda: 0.0)
+    if row.parent_state is not None:
+        world.apply("JobSet", parent())
+        world.apply("Workload", parent_workload(admitted=row.parent_state == "admitted"))
+    request = {
+        "uid": "r",
+        "kind": {"kind": row.obj["kind"]},
+        "operation": row.operation,
+        "object": row.obj,
+        "oldObject": row.old,
+    }
+    if row.operation == "CREATE":
+        answer = webhooks.mutate_job(world, request)
+        assert answer["allowed"]
+        assert ("patch" in answer) == row.want_suspended
+        answer = webhooks.validate_job(world, request)
+    else:
+        answer = webhooks.validate_job(world, request)
+    assert answer["allowed"] == row.want_allowed, answer
+    if row.want_message:
+        assert row.want_message in answer["status"]["message"]
+
+
+def test_the_webhook_configurations_cover_jobsets_and_child_jobs() -> None:
+    world = world_mod.World(CONFIG, lambda: 0.0)
+    configs = webhooks.configurations("https://127.0.0.1:1", "Q0E=", world)
+    hooks = {h["name"]: h for c in configs for h in c["webhooks"]}
+    resources = {
+        (g, r)
+        for rule in hooks["mjob.berth.dev"]["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
+    assert resources == {("batch", "jobs"), ("jobset.x-k8s.io", "jobsets")}
+    for name in ("mjob-children.berth.dev", "vjob-children.berth.dev"):
+        selector = hooks[name]["objectSelector"]["matchExpressions"]
+        assert selector == [{"key": jobset.NAME_LABEL, "operator": "Exists"}]
