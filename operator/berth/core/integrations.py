@@ -114,11 +114,24 @@ class Integration(Protocol):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class BatchJob:
-    """The ``batch/v1`` Job integration: one pod set ``main`` (``core.batchjob``)."""
+class _Labelled:
+    """What every kind reads alike: the queue and priority class from the job's labels."""
 
     honor_kueue_labels: bool = False
     """Also read Kueue's ``kueue.x-k8s.io/*`` labels and annotations (migration)."""
+
+    def queue_name(self, job: Body) -> str | None:
+        """The LocalQueue the job names, if any."""
+        return batchjob.queue_name(job, honor_kueue=self.honor_kueue_labels)
+
+    def priority_class(self, job: Body) -> str | None:
+        """The WorkloadPriorityClass the job names, if any."""
+        return batchjob.priority_class(job, honor_kueue=self.honor_kueue_labels)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BatchJob(_Labelled):
+    """The ``batch/v1`` Job integration: one pod set ``main`` (``core.batchjob``)."""
 
     @property
     def kind(self) -> str:
@@ -149,14 +162,6 @@ class BatchJob:
         if (job.get("status") or {}).get("startTime"):
             return {"status": {"startTime": None}}
         return None
-
-    def queue_name(self, job: Body) -> str | None:
-        """The LocalQueue the Job names, if any."""
-        return batchjob.queue_name(job, honor_kueue=self.honor_kueue_labels)
-
-    def priority_class(self, job: Body) -> str | None:
-        """The WorkloadPriorityClass the Job names, if any."""
-        return batchjob.priority_class(job, honor_kueue=self.honor_kueue_labels)
 
     def pod_count(self, job: Body) -> int:
         """``parallelism`` bounded by ``completions``."""
@@ -216,11 +221,8 @@ class BatchJob:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class JobSetJob:
+class JobSetJob(_Labelled):
     """The JobSet integration: one pod set per replicated job (``core.jobset``)."""
-
-    honor_kueue_labels: bool = False
-    """Also read Kueue's ``kueue.x-k8s.io/*`` labels (migration)."""
 
     @property
     def kind(self) -> str:
@@ -249,14 +251,6 @@ class JobSetJob:
     def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - JobSet's webhook allows it while suspended
         """Nothing: a suspended JobSet's templates may change."""
         return None
-
-    def queue_name(self, job: Body) -> str | None:
-        """The LocalQueue the JobSet names, if any."""
-        return batchjob.queue_name(job, honor_kueue=self.honor_kueue_labels)
-
-    def priority_class(self, job: Body) -> str | None:
-        """The WorkloadPriorityClass the JobSet names, if any."""
-        return batchjob.priority_class(job, honor_kueue=self.honor_kueue_labels)
 
     def pod_count(self, job: Body) -> int:
         """Pods over all replicated jobs."""
