@@ -2,8 +2,9 @@
 
 ``control_plane`` (integration): etcd + kube-apiserver, one per session.
 ``gpu_cluster`` (e2e): + kube-controller-manager, kube-scheduler and kwok with two fake GPU pools,
-one per session. ``control_plane_factory`` starts a dedicated one for a test that needs a cluster
-of a particular shape; all are stopped at the end of the session.
+one per session; ``jobset_cluster`` the same with the real JobSet controller.
+``control_plane_factory`` starts a dedicated one for a test that needs a cluster of a particular
+shape; all are stopped at the end of the session.
 
 The binaries come from ``scripts/build-control-plane`` (``scripts/test`` runs it first). When one is
 missing a test skips outside CI and fails under ``CI=true``: CI builds them, so a missing binary
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from berth.devtools.devcluster import errors, kwok, launcher
+from berth.devtools.devcluster import errors, frameworks, kwok, launcher
 
 if TYPE_CHECKING:
     from berth.devtools.devcluster import kubectl
@@ -76,6 +77,22 @@ def control_plane(control_plane_factory: ControlPlaneFactory) -> launcher.Contro
 def gpu_cluster(control_plane_factory: ControlPlaneFactory) -> launcher.ControlPlane:
     """The full control plane with the `GPU_POOLS` fake nodes, shared by the session's e2e tests."""
     return control_plane_factory("gpu-cluster", scheduling=True, node_pools=GPU_POOLS)
+
+
+@pytest.fixture(scope="session")
+def jobset_cluster(control_plane_factory: ControlPlaneFactory) -> launcher.ControlPlane:
+    """A full control plane like ``gpu_cluster`` with the real JobSet controller installed.
+
+    Installed by ``devcluster.frameworks``; skipped outside CI, failed under it, when not built.
+    """
+    plane = control_plane_factory("jobset-cluster", scheduling=True, node_pools=GPU_POOLS)
+    try:
+        frameworks.start(plane, "jobset")
+    except errors.MissingBinaryError as e:
+        if _in_ci():
+            pytest.fail(f"{e}; CI must build it (scripts/test runs the build)", pytrace=False)
+        pytest.skip(str(e))
+    return plane
 
 
 def new_namespace(plane: launcher.ControlPlane, prefix: str) -> str:

@@ -122,10 +122,16 @@ def test_the_cache_directory_follows_the_build_scripts_rule(env: dict[str, str],
 
 def test_binaries_are_found_by_component_and_pinned_version(tmp_path: Path) -> None:
     versions = binaries.Versions(
-        kubernetes="v1.2.3", etcd="v3.4.5", kwok="v0.1.0", helm="v3.0.0", helm_unittest="v1.0.0"
+        kubernetes="v1.2.3",
+        etcd="v3.4.5",
+        kwok="v0.1.0",
+        helm="v3.0.0",
+        helm_unittest="v1.0.0",
+        jobset="v0.9.0",
     )
     cache = binaries.BinaryCache(tmp_path, versions)
     assert cache.path("kubectl") == tmp_path / "bin" / "kubectl-v1.2.3" / "kubectl"
+    assert cache.path("jobset") == tmp_path / "bin" / "jobset-v0.9.0" / "jobset"
     etcd = cache.path("etcd")
     etcd.parent.mkdir(parents=True)
     etcd.write_text("#!/bin/sh\n")

@@ -28,7 +28,10 @@ KUBERNETES_COMMANDS = (
 )
 """The commands built from ``k8s.io/kubernetes``; they share its version."""
 
-COMPONENTS = ("etcd", *KUBERNETES_COMMANDS, "kwok", "helm", "helm-unittest")
+FRAMEWORKS = ("jobset",)
+"""The job frameworks' controllers, each built with its CRDs and webhook manifests beside it."""
+
+COMPONENTS = ("etcd", *KUBERNETES_COMMANDS, "kwok", "helm", "helm-unittest", *FRAMEWORKS)
 """Every binary the build script produces."""
 
 KWOK_POD_STAGES = "pod-general-stages.yaml"
@@ -45,12 +48,14 @@ class Versions:
     helm: str
     helm_unittest: str
     """helm-unittest, which runs the chart's unit tests (``helm/berth/tests``)."""
+    jobset: str
+    """The JobSet controller (``sigs.k8s.io/jobset``)."""
 
     def of(self, component: str) -> str:
         """Return the version ``component`` is built at."""
         if component in KUBERNETES_COMMANDS:
             return self.kubernetes
-        if component in ("etcd", "kwok", "helm", "helm-unittest"):
+        if component in ("etcd", "kwok", "helm", "helm-unittest", *FRAMEWORKS):
             value: str = getattr(self, component.replace("-", "_"))
             return value
         raise ValueError(f"unknown component {component!r}; known: {', '.join(COMPONENTS)}")
@@ -70,6 +75,7 @@ def load_versions() -> Versions:
         kwok=str(raw["kwok"]),
         helm=str(raw["helm"]),
         helm_unittest=str(raw["helm-unittest"]),
+        jobset=str(raw["jobset"]),
     )
 
 
@@ -110,6 +116,13 @@ class BinaryCache:
     def missing(self, components: Iterable[str] = COMPONENTS) -> list[str]:
         """Return the components in ``components`` that are not built, in order."""
         return [name for name in components if not os.access(self.path(name), os.X_OK)]
+
+    def framework_manifest(self, framework: str, manifest: str) -> Path:
+        """A framework's ``crds.yaml`` or ``webhooks.yaml``, or raise `MissingBinaryError`."""
+        path = self.path(framework).with_name(manifest)
+        if not path.is_file():
+            raise errors.MissingBinaryError(f"{framework} {manifest}", path)
+        return path
 
     def kwok_pod_stages(self) -> Path:
         """Return kwok's general pod stages file, or raise `MissingBinaryError`."""

@@ -1,0 +1,302 @@
+"""JobSet end to end, against the real JobSet controller built from its Go module.
+
+A control plane of its own (the GPU pools of the e2e cluster: A100 nodes, and H100 nodes tainted
+so only tolerating pods land there) with the JobSet controller v0.12.0 installed from its module's
+CRDs and webhook manifests (``devcluster.frameworks``), and ``berth run`` with
+``jobset.x-k8s.io/jobset`` in ``integrations.frameworks``. What cannot run here is a kubelet:
+kwok plays the nodes, so pods are scheduled by the real kube-scheduler and run by kwok.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import adversary
+from berth.devtools.devcluster import kwok, launcher
+from operator_env import (
+    QUEUE_LABEL,
+    ROOT,
+    OperatorProcess,
+    condition,
+    flavor,
+    get,
+    gpu_job,
+    local_queue,
+    priority_class,
+    usage_is_zero,
+    workload_of,
+)
+
+pytestmark = pytest.mark.e2e
+JOBSET_RULES = ({"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["*"]},)
+"""What a team member gets on JobSets beside the usual Job rights."""
+Wait = Callable[..., None]
+NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+ROLE_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+H100_TOLERATION = {
+    "key": "berth.dev/flavor",
+    "operator": "Equal",
+    "value": "h100",
+    "effect": "NoSchedule",
+}
+
+
+@pytest.fixture(scope="module")
+def jobset_operator(
+    jobset_cluster: launcher.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """Berth on the JobSet cluster, with the JobSet integration on."""
+    plane = jobset_cluster
+    plane.kubectl().run("apply", "-f", str(ROOT / "crds"))
+    plane.kubectl().run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    home = tmp_path_factory.mktemp("jobset-operator")
+    config = home / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "berth.dev/v1beta1",
+                "kind": "Configuration",
+                "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+            }
+        )
+    )
+    operator = OperatorProcess(plane, home / "operator.log", config=config)
+    operator.start()
+    yield operator
+    operator.stop()
+
+
+def gpu_jobset(
+    name: str,
+    namespace: str,
+    *,
+    head: int,
+    workers: tuple[int, int],
+    runs_for: str,
+    priority: str,
+) -> dict[str, Any]:
+    """A queued JobSet of 1-GPU pods, each running ``runs_for``.
+
+    ``head`` pods in one role (0: no head role), and ``workers`` = (replicas, pods per replica).
+    """
+    pod_template = gpu_job("x", namespace, "lq", 1, runs_for=runs_for)["spec"]["template"]
+
+    def role(role_name: str, replicas: int, pods: int) -> dict[str, Any]:
+        return {
+            "name": role_name,
+            "replicas": replicas,
+            "template": {
+                "spec": {
+                    "parallelism": pods,
+                    "completions": pods,
+                    "backoffLimit": 0,
+                    "template": copy.deepcopy(pod_template),
+                }
+            },
+        }
+
+    roles = ([role("head", 1, head)] if head else []) + [role("workers", *workers)]
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {QUEUE_LABEL: "lq", "berth.dev/priority-class": priority},
+        },
+        "spec": {"replicatedJobs": roles},
+    }
+
+
+def _pods(plane: launcher.ControlPlane, ns: str, jobset: str) -> list[dict[str, Any]]:
+    items = get(plane, "pods", "-n", ns, "-l", f"{NAME_LABEL}={jobset}")["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def _running(plane: launcher.ControlPlane, ns: str, jobset: str) -> list[dict[str, Any]]:
+    return [p for p in _pods(plane, ns, jobset) if p["status"].get("phase") == "Running"]
+
+
+def _model_of_node(plane: launcher.ControlPlane) -> dict[str, str]:
+    nodes = get(plane, "nodes")["items"]
+    return {
+        n["metadata"]["name"]: n["metadata"]["labels"].get("nvidia.com/gpu.product", "")
+        for n in nodes
+    }
+
+
+def _queue_objects(ns: str) -> list[dict[str, Any]]:
+    a100, h100 = f"{ns}-a100", f"{ns}-h100"
+    return [
+        flavor(a100, dict(kwok.A100_LABELS)),
+        flavor(h100, dict(kwok.H100_LABELS), [H100_TOLERATION]),
+        {
+            "apiVersion": "berth.dev/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": f"{ns}-cq"},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "preemption": {"withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": [kwok.GPU_RESOURCE],
+                        "flavors": [
+                            {
+                                "name": a100,
+                                "resources": [{"name": kwok.GPU_RESOURCE, "nominalQuota": "1"}],
+                            },
+                            {
+                                "name": h100,
+                                "resources": [{"name": kwok.GPU_RESOURCE, "nominalQuota": "8"}],
+                            },
+                        ],
+                    }
+                ],
+            },
+        },
+        local_queue("lq", ns, f"{ns}-cq"),
+        priority_class(f"{ns}-low", 100),
+        priority_class(f"{ns}-mid", 500),
+        priority_class(f"{ns}-high", 1000),
+    ]
+
+
+def test_a_jobset_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
+    jobset_cluster: launcher.ControlPlane,
+    jobset_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+) -> None:
+    plane = jobset_cluster
+    ns = new_namespace(plane, "jobset")
+    client = plane.kubectl()
+    client.apply(_queue_objects(ns))
+
+    # A 4-GPU Job holds half the H100 quota for a while: the 9-GPU JobSet fits only after it
+    # (at the same priority, so the JobSet waits rather than preempts).
+    filler = gpu_job("filler", ns, "lq", 4, runs_for="12s", priority=f"{ns}-mid")
+    filler["spec"]["template"]["spec"]["tolerations"] = [H100_TOLERATION]
+    client.apply([filler])
+    wait_until(lambda: condition(workload_of(plane, ns, "filler"), "Admitted") != {}, timeout=30)
+
+    train = gpu_jobset("train", ns, head=1, workers=(2, 4), runs_for="600s", priority=f"{ns}-mid")
+    client.apply([train])
+    wait_until(lambda: workload_of(plane, ns, "train") != {}, timeout=30)
+    stored = get(plane, "jobset", "train", "-n", ns)
+    assert stored["spec"]["suspend"] is True  # Berth's webhook suspended it at creation
+    submitted_roles = stored["spec"]["replicatedJobs"]
+    wl = workload_of(plane, ns, "train")
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [
+        ("head", 1),
+        ("workers", 8),
+    ]
+
+    # Pending: its child Jobs exist (the JobSet controller made them, suspended) but no pod does.
+    wait_until(
+        lambda: len(get(plane, "jobs", "-n", ns, "-l", f"{NAME_LABEL}=train")["items"]) == 3,
+        timeout=30,
+    )
+    assert _pods(plane, ns, "train") == []
+    assert condition(workload_of(plane, ns, "train"), "Admitted").get("status") != "True"
+    # The child Jobs are parts of the JobSet, never workloads of their own.
+    owners = {
+        r["kind"]
+        for w in get(plane, "workloads", "-n", ns)["items"]
+        for r in w["metadata"]["ownerReferences"]
+    }
+    assert owners == {"Job", "JobSet"}
+    assert len(get(plane, "workloads", "-n", ns)["items"]) == 2
+
+    # Once the filler is done the whole gang runs, each role on its flavor's nodes.
+    wait_until(lambda: len(_running(plane, ns, "train")) == 9, timeout=90)
+    models = _model_of_node(plane)
+    placed = {
+        (p["metadata"]["labels"][ROLE_LABEL], models[p["spec"]["nodeName"]])
+        for p in _running(plane, ns, "train")
+    }
+    assert placed == {
+        ("head", kwok.A100_LABELS["nvidia.com/gpu.product"]),
+        ("workers", kwok.H100_LABELS["nvidia.com/gpu.product"]),
+    }
+    wl = workload_of(plane, ns, "train")
+    assigned = {
+        a["name"]: a["flavors"][kwok.GPU_RESOURCE]
+        for a in wl["status"]["admission"]["podSetAssignments"]
+    }
+    assert assigned == {"head": f"{ns}-a100", "workers": f"{ns}-h100"}
+
+    # A higher-priority JobSet needs 4 H100 GPUs: train is preempted whole, its pods all go,
+    # and its templates come back exactly as submitted.
+    client.apply(
+        [gpu_jobset("urgent", ns, head=0, workers=(1, 4), runs_for="600s", priority=f"{ns}-high")]
+    )
+    wait_until(lambda: len(_running(plane, ns, "urgent")) == 4, timeout=90)
+    wait_until(lambda: _pods(plane, ns, "train") == [], timeout=60)
+    preempted = condition(workload_of(plane, ns, "train"), "Preempted")
+    assert preempted.get("status") == "True", preempted
+    wait_until(
+        lambda: (
+            get(plane, "jobset", "train", "-n", ns)["spec"]["replicatedJobs"] == submitted_roles
+        ),
+        timeout=30,
+    )
+    assert get(plane, "jobset", "train", "-n", ns)["spec"]["suspend"] is True
+
+    # Quota returns to zero once both are gone.
+    client.run("delete", "jobset", "--all", "-n", ns, "--wait=true", "--timeout=60s")
+    client.run("delete", "jobs", "--all", "-n", ns, "--wait=true", "--timeout=60s")
+    wait_until(lambda: usage_is_zero(plane, f"{ns}-cq"), timeout=60)
+
+
+def test_an_ordinary_user_cannot_start_a_child_job_of_a_pending_jobset(
+    jobset_cluster: launcher.ControlPlane,
+    jobset_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+    tmp_path: Path,
+) -> None:
+    plane = jobset_cluster
+    ns = new_namespace(plane, "jobset-user")
+    client = plane.kubectl()
+    client.apply(_queue_objects(ns))
+    # More than the quota: the JobSet never fits, so its child Jobs stay suspended.
+    client.apply(
+        [gpu_jobset("big", ns, head=0, workers=(3, 4), runs_for="600s", priority=f"{ns}-low")]
+    )
+    wait_until(
+        lambda: len(get(plane, "jobs", "-n", ns, "-l", f"{NAME_LABEL}=big")["items"]) == 3,
+        timeout=30,
+    )
+    user = adversary.namespace_user(plane, ns, tmp_path, extra_rules=JOBSET_RULES)
+    child = get(plane, "jobs", "-n", ns, "-l", f"{NAME_LABEL}=big")["items"][0]["metadata"]["name"]
+    refused = user.denied(
+        "patch", "job", child, "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":false}}'
+    )
+    assert "part of a job Berth queues" in refused
+    refused = user.denied(
+        "patch", "jobset", "big", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":false}}'
+    )
+    assert "JobSet" in refused
+    assert "queued in LocalQueue lq" in refused
+    # A Job that claims the JobSet as its controller is created suspended and stays so.
+    forged = gpu_job("forged", ns, "lq", 2, runs_for="600s")
+    forged["metadata"]["labels"][NAME_LABEL] = "big"
+    forged["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "name": "big",
+            "uid": get(plane, "jobset", "big", "-n", ns)["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    forged["spec"]["suspend"] = False
+    user.kubectl.run("create", "-f", "-", stdin=yaml.safe_dump(forged))
+    assert get(plane, "job", "forged", "-n", ns)["spec"]["suspend"] is True
+    assert _pods(plane, ns, "big") == []
