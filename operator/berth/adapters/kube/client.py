@@ -115,6 +115,9 @@ class Kube:
         try:
             decoded: dict[str, Any] = json.loads(data) if data else {}
         except ValueError as e:
+            if status >= 300:  # an HTTP error whose body is text ("404 page not found")
+                text = data.decode(errors="replace").strip()
+                raise errors.from_status(status, f"{method} {path}: {status} {text}") from e
             raise errors.PermanentError(f"{method} {path}: {status}, not JSON") from e
         if status >= 300:
             message = decoded.get("message") or data.decode(errors="replace")
