@@ -60,6 +60,7 @@ from typing import Any, NamedTuple
 
 from berth.adapters.kube import errors
 from berth.api import base, crd, kinds
+from berth.core import kubeflow
 
 Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -115,6 +116,12 @@ RESOURCES: tuple[Resource, ...] = (
         True,
         generation=True,
         initial_status={},
+    ),
+    *(
+        Resource(
+            k.kind, "kubeflow.org", "v1", k.plural, True, True, generation=True, initial_status={}
+        )
+        for k in kubeflow.KINDS
     ),
     Resource("Lease", "coordination.k8s.io", "v1", "leases", True, False),
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False, False),

@@ -9,7 +9,8 @@ Those are the tasks the operator runs, unchanged. Where the simulator's timers s
 the driver plays kube-controller-manager, the JobSet controller and the kubelet for jobs:
 - an unsuspended Job has ``status.active`` pods at once, ready after the document's
   ``ready-after``; an unsuspended JobSet has every child Job active, then ready, in
-  ``status.replicatedJobsStatus``;
+  ``status.replicatedJobsStatus``; an unsuspended training job has every replica active, then
+  ``Running``;
 - it completes after its ``duration`` (a JobSet with its ``Completed`` condition);
 - a suspended job's pods are gone at once.
 
@@ -43,7 +44,7 @@ from typing import Any, cast
 import fakeapi
 from berth.adapters.kube import client, errors, workloads
 from berth.api import conditions, configuration, names, workload_view
-from berth.core import jobset
+from berth.core import jobset, kubeflow
 from berth.operator import jobcontroller, lifecycle, scheduler, world
 from berth.sim import documents
 
@@ -322,11 +323,12 @@ class Driver:
         job = self.fake.store.get((kind, key.namespace, key.name))
         if job is None:
             return
-        status = (
-            _jobset_status(job, action, self._running, key)
-            if kind == jobset.KIND
-            else self._batch_status(job, action, key)
-        )
+        if kind == jobset.KIND:
+            status = _jobset_status(job, action, self._running, key)
+        elif kind == "Job":
+            status = self._batch_status(job, action, key)
+        else:
+            status = _training_status(job, action, self._running, key)
         await self.fake.request(
             "PATCH",
             fakeapi.path(kind, key.namespace, key.name, "status"),
@@ -443,6 +445,32 @@ def _jobset_status(
     }
     if action == _Do.JOB_FINISH:
         status["conditions"] = [{"type": "Completed", "status": "True"}]
+        running.discard(key)
+    return status
+
+
+def _training_status(
+    job: dict[str, Any], action: _Do, running: set[names.WorkloadKey], key: names.WorkloadKey
+) -> dict[str, Any]:
+    """A training job's status as the training-operator reports it."""
+    spec = next(k for k in kubeflow.KINDS if k.kind == job["kind"])
+    counts = {
+        _Do.JOB_START: "active",
+        _Do.JOB_READY: "active",
+        _Do.JOB_FINISH: "succeeded",
+    }
+    field = counts.get(action)
+    status: dict[str, Any] = {
+        "replicaStatuses": {
+            t: ({field: int(r.get("replicas", 1))} if field else {})
+            for t, r in kubeflow.replicas(spec, job)
+        },
+        "conditions": [],
+    }
+    if action == _Do.JOB_READY:
+        status["conditions"] = [{"type": "Running", "status": "True"}]
+    elif action == _Do.JOB_FINISH:
+        status["conditions"] = [{"type": "Succeeded", "status": "True"}]
         running.discard(key)
     return status
 

@@ -330,21 +330,30 @@ def _comparable(hook: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("without_queue_name", [False, True])
+@pytest.mark.parametrize(
+    "frameworks",
+    [
+        ("batch/job", "jobset.x-k8s.io/jobset"),
+        ("batch/job", "kubeflow.org/pytorchjob", "jobset.x-k8s.io/jobset", "kubeflow.org/jaxjob"),
+    ],
+    ids=["default-frameworks", "kubeflow-too"],
+)
 def test_chart_webhooks_are_the_ones_the_operator_registers(
-    helm: Path, *, without_queue_name: bool
+    helm: Path, *, without_queue_name: bool, frameworks: tuple[str, ...]
 ) -> None:
     from berth.api import configuration  # noqa: PLC0415 - the operator's own model
     from berth.operator import webhooks  # noqa: PLC0415 - the operator's own registration
     from berth.operator import world as world_mod  # noqa: PLC0415 - its input
 
     setting = f"managerConfig.manageJobsWithoutQueueName={str(without_queue_name).lower()}"
-    objects = render(helm, setting)
+    objects = render(
+        helm, setting, f"managerConfig.integrations.frameworks={{{','.join(frameworks)}}}"
+    )
     config = configuration.Configuration(
         manage_jobs_without_queue_name=without_queue_name,
         namespace=RELEASE_NAMESPACE,
-        # The chart's default frameworks.
         integrations=configuration.Integrations(
-            frameworks=[configuration.Framework.BATCH_JOB, configuration.Framework.JOBSET]
+            frameworks=[configuration.Framework(f) for f in frameworks]
         ),
     )
     world = world_mod.World(config, lambda: 0.0)

@@ -129,8 +129,8 @@ RESTORE_CASES = [
         {
             "spec": {
                 "template": {
-                    "metadata": {"labels": {batchjob.POD_SET_LABEL: None}},
-                    "spec": {"nodeSelector": {"gpu": None}, "tolerations": []},
+                    "metadata": {"labels": None},
+                    "spec": {"nodeSelector": {"gpu": None}, "tolerations": None},
                 }
             }
         },

@@ -350,10 +350,7 @@ CASES = [
         .raw(),
         [
             "namespace: kueue-system kept",
-            (
-                "Berth integrates ['batch/job', 'jobset.x-k8s.io/jobset'] so far; "
-                "['kubeflow.org/mpijob'] are ignored"
-            ),
+            "Berth does not integrate ['kubeflow.org/mpijob'] yet; they are ignored",
         ],
         id="v1beta2 configuration keeps the frameworks Berth integrates and drops the others",
     ),

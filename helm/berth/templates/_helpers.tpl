@@ -47,3 +47,16 @@ apiVersion: berth.dev/v1beta1
 kind: Configuration
 {{ toYaml (merge (dict "namespace" .Release.Namespace) .Values.managerConfig) }}
 {{- end -}}
+
+{{- /*
+The job kinds beside batch/v1 Job, by their framework name in managerConfig.integrations.frameworks:
+[API group, version, resource]. berth.core.integrations holds the same table.
+*/ -}}
+{{- define "berth.jobKinds" -}}
+jobset.x-k8s.io/jobset: [jobset.x-k8s.io, v1alpha2, jobsets]
+kubeflow.org/pytorchjob: [kubeflow.org, v1, pytorchjobs]
+kubeflow.org/tfjob: [kubeflow.org, v1, tfjobs]
+kubeflow.org/paddlejob: [kubeflow.org, v1, paddlejobs]
+kubeflow.org/xgboostjob: [kubeflow.org, v1, xgboostjobs]
+kubeflow.org/jaxjob: [kubeflow.org, v1, jaxjobs]
+{{- end -}}

@@ -124,6 +124,11 @@ class Framework(enum.StrEnum):
 
     BATCH_JOB = "batch/job"
     JOBSET = "jobset.x-k8s.io/jobset"
+    PYTORCHJOB = "kubeflow.org/pytorchjob"
+    TFJOB = "kubeflow.org/tfjob"
+    PADDLEJOB = "kubeflow.org/paddlejob"
+    XGBOOSTJOB = "kubeflow.org/xgboostjob"
+    JAXJOB = "kubeflow.org/jaxjob"
 
 
 class Integrations(base.Model):

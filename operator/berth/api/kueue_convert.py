@@ -203,8 +203,7 @@ def _convert_configuration(doc: dict[str, Any], version: str) -> tuple[dict[str,
     if others:
         out["integrations"]["frameworks"] = [f for f in frameworks if f in known]
         warnings.append(
-            f"integrations.frameworks: Berth integrates {sorted(known)} so far; {others} are "
-            "ignored"
+            f"integrations.frameworks: Berth does not integrate {others} yet; they are ignored"
         )
     _drop_unmodelled(out, configuration.Configuration, warnings)
     return out, [f"Configuration: {w}" for w in warnings]

@@ -167,37 +167,50 @@ class FlavorPlacement:
     tolerations: tuple[dict[str, Any], ...] = ()
 
 
-def _map_patch(current: dict[str, Any], target: dict[str, Any]) -> dict[str, Any] | None:
-    """A JSON merge patch turning map ``current`` into ``target`` (None when they are equal)."""
+_UNCHANGED = object()
+
+
+def _map_patch(current: dict[str, Any], target: dict[str, Any]) -> object:
+    """A JSON merge patch turning map ``current`` into ``target``.
+
+    ``_UNCHANGED`` when they are equal; None (remove the field) when ``target`` is empty.
+    """
     if current == target:
+        return _UNCHANGED
+    if not target:
         return None
     patch: dict[str, Any] = {k: None for k in current if k not in target}
     patch.update({k: v for k, v in target.items() if current.get(k) != v})
     return patch
 
 
-def _template_patch(
-    job: dict[str, Any],
+def template_patch(
+    template: dict[str, Any],
     labels: dict[str, Any],
     node_selector: dict[str, Any],
     tolerations: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    template = (job.get("spec") or {}).get("template") or {}
+    """A JSON merge patch giving a pod template these labels, node selector and tolerations."""
     current_labels = (template.get("metadata") or {}).get("labels") or {}
     pod_spec = template.get("spec") or {}
     out: dict[str, Any] = {}
     label_patch = _map_patch(current_labels, labels)
-    if label_patch is not None:
+    if label_patch is not _UNCHANGED:
         out["metadata"] = {"labels": label_patch}
     spec: dict[str, Any] = {}
     selector_patch = _map_patch(pod_spec.get("nodeSelector") or {}, node_selector)
-    if selector_patch is not None:
+    if selector_patch is not _UNCHANGED:
         spec["nodeSelector"] = selector_patch
     if (pod_spec.get("tolerations") or []) != tolerations:
-        spec["tolerations"] = tolerations
+        spec["tolerations"] = tolerations or None  # none left: the field goes, as before start
     if spec:
         out["spec"] = spec
     return out
+
+
+def _template(job: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = (job.get("spec") or {}).get("template") or {}
+    return found
 
 
 def placed(
@@ -237,7 +250,7 @@ def start_patch(
     """
     labels, selector, tolerations = placed(original, pod_set=pod_set, flavors=flavors)
     patch: dict[str, Any] = {"spec": {"suspend": False}}
-    template = _template_patch(job, labels, selector, tolerations)
+    template = template_patch(_template(job), labels, selector, tolerations)
     if template:
         patch["spec"]["template"] = template
     if count != pod_count(job):
@@ -255,8 +268,8 @@ def restore_patch(
     meta = original.get("metadata") or {}
     spec = original.get("spec") or {}
     patch: dict[str, Any] = {"spec": {}}
-    template = _template_patch(
-        job,
+    template = template_patch(
+        _template(job),
         dict(meta.get("labels") or {}),
         dict(spec.get("nodeSelector") or {}),
         list(spec.get("tolerations") or []),

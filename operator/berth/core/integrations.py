@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from berth.api import configuration, errors, names, resourceflavor, workload
-from berth.core import batchjob, jobset, priority
+from berth.core import batchjob, jobset, kubeflow, priority
 
 Body = dict[str, Any]
 UNSUPPORTED_OWNER_LABEL = "berth.dev/unsupported-owner"
@@ -80,6 +80,9 @@ class Integration(Protocol):
 
     def pod_count(self, job: Body) -> int:
         """Pods the job runs at once, over all its pod sets."""
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The PriorityClass its pods name, where Kueue reads it for this kind."""
 
     def to_workload(
         self, job: Body, *, uid: str
@@ -166,6 +169,11 @@ class BatchJob(_Labelled):
     def pod_count(self, job: Body) -> int:
         """``parallelism`` bounded by ``completions``."""
         return batchjob.pod_count(job)
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The pod template's ``priorityClassName``."""
+        template = (job.get("spec") or {}).get("template") or {}
+        return (template.get("spec") or {}).get("priorityClassName") or None
 
     def to_workload(
         self, job: Body, *, uid: str
@@ -256,6 +264,10 @@ class JobSetJob(_Labelled):
         """Pods over all replicated jobs."""
         return jobset.pod_count(job)
 
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The first replicated job's pod template that names a ``priorityClassName``."""
+        return jobset.priority_class(job)
+
     def to_workload(
         self, job: Body, *, uid: str
     ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
@@ -301,6 +313,95 @@ class JobSetJob(_Labelled):
     def active_pods(self, job: Body) -> int:
         """Child Jobs with active pods (the JobSet's status counts Jobs, not pods)."""
         return jobset.active_jobs(job)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KubeflowJob(_Labelled):
+    """A training-operator v1 kind (PyTorchJob, TFJob, ...): a pod set per replica type."""
+
+    spec: kubeflow.Kind = kubeflow.PYTORCH
+    """Which kind, with its replica specs field and replica order."""
+
+    @property
+    def kind(self) -> str:
+        """The job's kind."""
+        return self.spec.kind
+
+    @property
+    def api_version(self) -> str:
+        """``kubeflow.org/v1``."""
+        return kubeflow.API_VERSION
+
+    @property
+    def plural(self) -> str:
+        """``pytorchjobs`` and so on."""
+        return self.spec.plural
+
+    @property
+    def size_field(self) -> str:
+        """The replica specs (each type's ``replicas``)."""
+        return f"spec.{self.spec.replica_specs}"
+
+    def pod_selector(self, job: Body) -> str:
+        """The training-operator's job-name and operator-name labels."""
+        return kubeflow.pod_selector(self.spec, job)
+
+    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - a suspended job's templates may change
+        """Nothing: the operator makes pods from the templates only while it runs."""
+        return None
+
+    def pod_count(self, job: Body) -> int:
+        """Replicas over every replica type."""
+        return kubeflow.pod_count(self.spec, job)
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The run policy's ``schedulingPolicy.priorityClass``, else the first template's."""
+        return kubeflow.priority_class(self.spec, job)
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The training job's Workload, or the field errors that prevent it."""
+        return kubeflow.to_workload(self.spec, job, uid=uid, honor_kueue=self.honor_kueue_labels)
+
+    def start_patch(
+        self, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
+    ) -> Body:
+        """Resume, each replica's template on its pod set's flavors (whole only)."""
+        return kubeflow.start_patch(
+            self.spec,
+            job,
+            {o.name: o.template for o in originals},
+            {r.name: list(r.placements) for r in runs},
+        )
+
+    def stop_patch(self, job: Body) -> Body:  # noqa: ARG002 - the same patch stops every job
+        """``spec.runPolicy.suspend`` (the training-operator deletes the pods)."""
+        return kubeflow.suspend_patch(suspended=True)
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
+        """The recorded templates back."""
+        return kubeflow.restore_patch(self.spec, job, {o.name: o.template for o in originals})
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - see below
+        """None: a raise of replicas is refused by the webhook; it is not undone here."""
+        return None
+
+    def is_suspended(self, job: Body) -> bool:
+        """``spec.runPolicy.suspend``."""
+        return kubeflow.is_suspended(job)
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """A ``Succeeded`` or ``Failed`` condition."""
+        return kubeflow.finished(job)
+
+    def pods_ready(self, job: Body, count: int) -> bool:  # noqa: ARG002 - the operator reports it
+        """``Running`` is True."""
+        return kubeflow.pods_ready(job)
+
+    def active_pods(self, job: Body) -> int:
+        """Active pods over every replica type."""
+        return kubeflow.active_pods(job)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -359,7 +460,7 @@ def new_workload(
         resolved = priority.resolve(
             classes,
             workload_class=integration.priority_class(job),
-            pod_class=obj.spec.pod_sets[0].template.spec.priority_class_name,
+            pod_class=integration.pod_priority_class(job),
         )
     except priority.UnknownPriorityClassError as err:
         return None, [errors.FieldError("metadata.labels", str(err))]
@@ -403,11 +504,16 @@ CHILD_LABELS = (jobset.NAME_LABEL,)
 """Labels the controllers of integrated parents put on the child Jobs they make (JobSet's): the
 webhooks watch Jobs that carry one, so a child cannot be started before its parent is admitted."""
 
-FRAMEWORKS: dict[configuration.Framework, type[BatchJob | JobSetJob]] = {
-    configuration.Framework.BATCH_JOB: BatchJob,
-    configuration.Framework.JOBSET: JobSetJob,
-}
-"""Each integration by its framework name in ``integrations.frameworks`` (Kueue's names)."""
+_KUBEFLOW = {k.framework: k for k in kubeflow.KINDS}
+
+
+def make(framework: configuration.Framework, *, honor_kueue_labels: bool = False) -> Integration:
+    """The integration a framework name in ``integrations.frameworks`` names (Kueue's names)."""
+    if framework is configuration.Framework.BATCH_JOB:
+        return BatchJob(honor_kueue_labels=honor_kueue_labels)
+    if framework is configuration.Framework.JOBSET:
+        return JobSetJob(honor_kueue_labels=honor_kueue_labels)
+    return KubeflowJob(honor_kueue_labels=honor_kueue_labels, spec=_KUBEFLOW[framework])
 
 
 def for_configuration(config: configuration.Configuration) -> dict[str, Integration]:
@@ -418,7 +524,7 @@ def for_configuration(config: configuration.Configuration) -> dict[str, Integrat
     """
     out: dict[str, Integration] = {}
     for name in [configuration.Framework.BATCH_JOB, *config.integrations.frameworks]:
-        made = FRAMEWORKS[name](honor_kueue_labels=config.honor_kueue_labels)
+        made = make(name, honor_kueue_labels=config.honor_kueue_labels)
         out[made.kind] = made
     return out
 

@@ -12,6 +12,7 @@ After Kueue's ``pkg/controller/jobs/jobset/jobset_controller.go``:
   the JobSet is suspended; the JobSet controller carries them onto child Jobs it already made.
 - **Stop**: ``spec.suspend`` true (the JobSet controller suspends its child Jobs); **restore**:
   each template's labels, node selector and tolerations as the Workload recorded them.
+- **Priority class**: the first replicated job whose pod template names one.
 - **Status**: finished on a ``Completed`` or ``Failed`` condition; pods ready when every child
   Job is ready or succeeded (``status.replicatedJobsStatus``), as Kueue's ``PodsReady``.
 
@@ -60,6 +61,15 @@ def pod_set_count(rjob: Body) -> int:
 def pod_count(js: Body) -> int:
     """Pods the JobSet runs at once, over all its replicated jobs."""
     return sum(pod_set_count(r) for r in _replicated(js))
+
+
+def priority_class(js: Body) -> str | None:
+    """The first replicated job's pod template that names a ``priorityClassName``, if any."""
+    for rjob in _replicated(js):
+        name = ((_job_spec(rjob).get("template") or {}).get("spec") or {}).get("priorityClassName")
+        if name:
+            return str(name)
+    return None
 
 
 def _problems(js: Body) -> list[errors.FieldError]:

@@ -40,9 +40,8 @@ def run_scenario(files: tuple[str, ...], at: float | None, prog: str) -> engine.
 def _parse_target(target: str) -> tuple[str, str]:
     kind, sep, name = target.partition("/")
     if not sep or kind not in {*live_state.JOB_TARGETS, "workload"} or not name:
-        raise click.BadParameter(
-            "write job/NAME, jobset/NAME or workload/NAME", param_hint="TARGET"
-        )
+        kinds = ", ".join(f"{k}/NAME" for k in live_state.JOB_TARGETS)
+        raise click.BadParameter(f"write {kinds} or workload/NAME", param_hint="TARGET")
     return kind, name
 
 

@@ -27,7 +27,7 @@ import click
 
 from berth.adapters.kube import errors
 from berth.api import conditions, configuration, names, workload_view
-from berth.core import admission, workload
+from berth.core import admission, integrations, workload
 from berth.operator import world as world_mod
 
 _COND = conditions.WorkloadCondition
@@ -108,7 +108,7 @@ class Found:
     """Reason and message of its ``QuotaReserved=False`` condition, as the operator wrote them."""
 
 
-JOB_TARGETS = {"job": "Job", "jobset": "JobSet"}
+JOB_TARGETS = {i.kind.lower(): i.kind for i in map(integrations.make, configuration.Framework)}
 """``berth explain`` targets that name a job, and the job kind each means."""
 
 

@@ -17,8 +17,17 @@ Body = dict[str, Any]
 
 
 def owner_job_uid(body: Body) -> str | None:
-    """The uid of the ``batch`` Job that controls an object (a Pod), if any."""
-    for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+    """The uid of the job that controls a Pod, if any.
+
+    Its controller (a Job, a training job), else a ``batch`` Job it names.
+    """
+    refs = [
+        r for r in (body.get("metadata") or {}).get("ownerReferences") or [] if isinstance(r, dict)
+    ]
+    for ref in refs:
+        if ref.get("controller") is True and ref.get("uid"):
+            return str(ref.get("uid"))
+    for ref in refs:
         if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
             return str(ref.get("uid"))
     return None

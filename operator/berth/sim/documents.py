@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import yaml
 
-from berth.api import base, duration, errors, kinds, kueue_convert
+from berth.api import base, configuration, duration, errors, kinds, kueue_convert
 from berth.core import integrations
 
 AT = "sim.berth.dev/at"
@@ -25,10 +25,8 @@ READY_AFTER = "sim.berth.dev/ready-after"
 
 NAMESPACE = ("v1", "Namespace")
 JOB = ("batch/v1", "Job")
-JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 JOBS: dict[tuple[str, str], integrations.Integration] = {
-    JOB: integrations.BatchJob(),
-    JOBSET: integrations.JobSetJob(),
+    (i.api_version, i.kind): i for i in map(integrations.make, configuration.Framework)
 }
 """The job kinds a scenario may hold, each with the integration that checks it at load time."""
 PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")

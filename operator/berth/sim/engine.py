@@ -103,9 +103,7 @@ def _check_frameworks(
         raise documents.ScenarioError(problems)
 
 
-_FRAMEWORK_OF = {
-    cls(honor_kueue_labels=False).kind: name for name, cls in integrations.FRAMEWORKS.items()
-}
+_FRAMEWORK_OF = {integrations.make(name).kind: name.value for name in configuration.Framework}
 
 
 def _uid(seq: int, *parts: str) -> str:

@@ -1,0 +1,287 @@
+"""The pure half of the Kubeflow training-operator v1 integrations (``kubeflow.org/v1``).
+
+PyTorchJob, TFJob, PaddleJob, XGBoostJob and JAXJob share one shape — a map of replica specs
+by replica type, ``spec.runPolicy.suspend``, and the training-operator's common status — and so
+one integration, after Kueue's ``pkg/controller/jobs/kubeflow/kubeflowjob``:
+
+- **Pod sets**: one per replica type present, in the kind's order (Kueue's
+  ``OrderedReplicaTypes``: PyTorchJob Master, Worker; TFJob Chief, Master, PS, Worker,
+  Evaluator; ...), named by the lower-cased type, counting ``replicas`` (default 1), with the
+  replica's pod template. No partial admission, as in Kueue.
+- **Priority class**: ``spec.runPolicy.schedulingPolicy.priorityClass``, else the first replica
+  template in that order that names one (Kueue's ``KubeflowJob.PriorityClass``).
+- **Start / stop**: ``spec.runPolicy.suspend``, and each replica's pod template gets its pod
+  set's flavor node labels and tolerations (``batchjob.placed``); the replica specs are a map, so
+  the merge patches name only the templates they change. Restore gives those fields back.
+- **Status**: finished on a ``Succeeded`` or ``Failed`` condition; pods ready while ``Running``
+  is True (Kueue's ``PodsReady``); active pods from ``status.replicaStatuses``.
+
+Used through ``core.integrations.KubeflowJob`` by the simulator and the operator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from berth.api import base, configuration, errors, kinds, workload
+from berth.core import batchjob
+
+Body = dict[str, Any]
+GROUP = "kubeflow.org"
+API_VERSION = f"{GROUP}/v1"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Kind:
+    """One training-operator kind: where its replicas are and in which order they count."""
+
+    kind: str
+    plural: str
+    replica_specs: str
+    """The spec field holding the replica specs by type (``pytorchReplicaSpecs``)."""
+    order: tuple[str, ...]
+    """Replica types in Kueue's order; a pod set per type present."""
+    operator_name: str
+    """The ``training.kubeflow.org/operator-name`` its controller puts on the pods."""
+    framework: configuration.Framework
+
+
+PYTORCH = Kind(
+    "PyTorchJob",
+    "pytorchjobs",
+    "pytorchReplicaSpecs",
+    ("Master", "Worker"),
+    "pytorchjob-controller",
+    configuration.Framework.PYTORCHJOB,
+)
+TF = Kind(
+    "TFJob",
+    "tfjobs",
+    "tfReplicaSpecs",
+    ("Chief", "Master", "PS", "Worker", "Evaluator"),
+    "tfjob-controller",
+    configuration.Framework.TFJOB,
+)
+PADDLE = Kind(
+    "PaddleJob",
+    "paddlejobs",
+    "paddleReplicaSpecs",
+    ("Master", "Worker"),
+    "paddlejob-controller",
+    configuration.Framework.PADDLEJOB,
+)
+XGBOOST = Kind(
+    "XGBoostJob",
+    "xgboostjobs",
+    "xgbReplicaSpecs",
+    ("Master", "Worker"),
+    "xgboostjob-controller",
+    configuration.Framework.XGBOOSTJOB,
+)
+JAX = Kind(
+    "JAXJob",
+    "jaxjobs",
+    "jaxReplicaSpecs",
+    ("Worker",),
+    "jaxjob-controller",
+    configuration.Framework.JAXJOB,
+)
+KINDS = (PYTORCH, TF, PADDLE, XGBOOST, JAX)
+
+
+def _spec(job: Body) -> Body:
+    spec = job.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def replicas(kind: Kind, job: Body) -> list[tuple[str, Body]]:
+    """The replica specs present, in the kind's order, by type."""
+    specs = _spec(job).get(kind.replica_specs)
+    if not isinstance(specs, dict):
+        return []
+    return [(t, specs[t]) for t in kind.order if isinstance(specs.get(t), dict)]
+
+
+def _count(replica: Body) -> int:
+    value = replica.get("replicas")
+    return 1 if value is None else int(value)
+
+
+def pod_count(kind: Kind, job: Body) -> int:
+    """Pods over every replica type."""
+    return sum(_count(r) for _, r in replicas(kind, job))
+
+
+def _problems(kind: Kind, job: Body) -> list[errors.FieldError]:
+    specs = _spec(job).get(kind.replica_specs)
+    field = f"spec.{kind.replica_specs}"
+    if not isinstance(specs, dict) or not specs:
+        return [errors.FieldError(field, f"required; give at least one of {', '.join(kind.order)}")]
+    problems = [
+        errors.FieldError(
+            f"{field}[{t}]", f"not a {kind.kind} replica type; use {', '.join(kind.order)}"
+        )
+        for t in specs
+        if t not in kind.order
+    ]
+    for t, replica in replicas(kind, job):
+        value = replica.get("replicas")
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            problems.append(
+                errors.FieldError(f"{field}[{t}].replicas", "must be a non-negative integer")
+            )
+        if not isinstance(replica.get("template"), dict):
+            problems.append(
+                errors.FieldError(f"{field}[{t}].template", "required; give it a pod template")
+            )
+    return problems
+
+
+def to_workload(
+    kind: Kind, job: Body, *, uid: str, honor_kueue: bool = False
+) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+    """Build the Workload of a training job, or return the field errors that prevent it."""
+    problems = _problems(kind, job)
+    if problems:
+        return None, problems
+    meta = job.get("metadata") or {}
+    present = replicas(kind, job)
+    doc: Body = {
+        "apiVersion": base.API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": batchjob.workload_name(
+                str(meta.get("name") or ""), uid, kind=kind.kind, group=GROUP
+            ),
+            "namespace": str(meta.get("namespace") or "default"),
+            "labels": {"berth.dev/job-uid": uid},
+        },
+        "spec": {
+            "podSets": [
+                {"name": t.lower(), "count": _count(r), "template": r["template"]}
+                for t, r in present
+            ],
+            "queueName": batchjob.queue_name(job, honor_kueue=honor_kueue),
+        },
+    }
+    obj, load_problems = kinds.try_load(doc)
+    if obj is None or load_problems:
+        names = [t for t, _ in present]
+        return None, [
+            errors.FieldError(_kf_path(kind, names, p.path), p.message) for p in load_problems
+        ]
+    assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
+    return obj, []
+
+
+def _kf_path(kind: Kind, types: list[str], path: str) -> str:
+    # Report errors in the job's own terms: pod set i is replica type i's pod template.
+    prefix = "spec.podSets["
+    if not path.startswith(prefix):
+        return path
+    index, _, rest = path[len(prefix) :].partition("]")
+    if not index.isdigit() or int(index) >= len(types):
+        return path
+    return f"spec.{kind.replica_specs}[{types[int(index)]}]{rest}"
+
+
+def priority_class(kind: Kind, job: Body) -> str | None:
+    """The pods' PriorityClass: the run policy's, else the first replica template's."""
+    policy = (_spec(job).get("runPolicy") or {}).get("schedulingPolicy") or {}
+    if policy.get("priorityClass"):
+        return str(policy["priorityClass"])
+    for _, replica in replicas(kind, job):
+        name = ((replica.get("template") or {}).get("spec") or {}).get("priorityClassName")
+        if name:
+            return str(name)
+    return None
+
+
+def is_suspended(job: Body) -> bool:
+    """``spec.runPolicy.suspend``."""
+    return bool((_spec(job).get("runPolicy") or {}).get("suspend"))
+
+
+def suspend_patch(*, suspended: bool) -> Body:
+    """The merge patch that suspends or resumes a training job."""
+    return {"spec": {"runPolicy": {"suspend": suspended}}}
+
+
+def start_patch(
+    kind: Kind,
+    job: Body,
+    originals: dict[str, Body],
+    placements: dict[str, list[batchjob.FlavorPlacement]],
+) -> Body:
+    """Resume the job with each replica's template on its pod set's flavors."""
+    patch = suspend_patch(suspended=False)
+    changed: Body = {}
+    for t, replica in replicas(kind, job):
+        name = t.lower()
+        current = replica.get("template") or {}
+        labels, selector, tolerations = batchjob.placed(
+            originals.get(name) or current, pod_set=name, flavors=placements.get(name, [])
+        )
+        template = batchjob.template_patch(current, labels, selector, tolerations)
+        if template:
+            changed[t] = {"template": template}
+    if changed:
+        patch["spec"][kind.replica_specs] = changed
+    return patch
+
+
+def restore_patch(kind: Kind, job: Body, originals: dict[str, Body]) -> Body | None:
+    """Each replica's recorded labels, node selector and tolerations back (None if equal)."""
+    changed: Body = {}
+    for t, replica in replicas(kind, job):
+        original = originals.get(t.lower())
+        if original is None:
+            continue
+        spec = original.get("spec") or {}
+        template = batchjob.template_patch(
+            replica.get("template") or {},
+            dict((original.get("metadata") or {}).get("labels") or {}),
+            dict(spec.get("nodeSelector") or {}),
+            list(spec.get("tolerations") or []),
+        )
+        if template:
+            changed[t] = {"template": template}
+    return {"spec": {kind.replica_specs: changed}} if changed else None
+
+
+def _condition(job: Body, kind: str) -> bool:
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind and c.get("status") == "True":
+            return True
+    return False
+
+
+def finished(job: Body) -> tuple[bool, bool]:
+    """Tell whether the job finished and, if so, whether it succeeded."""
+    if _condition(job, "Succeeded"):
+        return True, True
+    if _condition(job, "Failed"):
+        return True, False
+    return False, False
+
+
+def pods_ready(job: Body) -> bool:
+    """``Running`` is True: the training-operator saw every replica's pods run."""
+    return _condition(job, "Running")
+
+
+def active_pods(job: Body) -> int:
+    """Active pods over every replica type, by the job's status."""
+    statuses = (job.get("status") or {}).get("replicaStatuses") or {}
+    return sum(int((s or {}).get("active") or 0) for s in statuses.values())
+
+
+def pod_selector(kind: Kind, job: Body) -> str:
+    """The training-operator's labels on the job's pods."""
+    name = (job.get("metadata") or {}).get("name")
+    return f"{JOB_NAME_LABEL}={name},{OPERATOR_NAME_LABEL}={kind.operator_name}"
