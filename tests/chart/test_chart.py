@@ -335,8 +335,9 @@ def _comparable(hook: dict[str, Any]) -> dict[str, Any]:
     [
         ("batch/job", "jobset.x-k8s.io/jobset"),
         ("batch/job", "kubeflow.org/pytorchjob", "jobset.x-k8s.io/jobset", "kubeflow.org/jaxjob"),
+        ("batch/job", "kubeflow.org/tfjob"),
     ],
-    ids=["default-frameworks", "kubeflow-too"],
+    ids=["default-frameworks", "kubeflow-too", "no-jobset"],
 )
 def test_chart_webhooks_are_the_ones_the_operator_registers(
     helm: Path, *, without_queue_name: bool, frameworks: tuple[str, ...]

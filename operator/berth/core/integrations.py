@@ -500,8 +500,8 @@ def runs(
     return out
 
 
-CHILD_LABELS = (jobset.NAME_LABEL,)
-"""Labels the controllers of integrated parents put on the child Jobs they make (JobSet's): the
+CHILD_LABELS = {jobset.KIND: jobset.NAME_LABEL}
+"""By parent kind, the label its controller puts on the child Jobs it makes (JobSet's name): the
 webhooks watch Jobs that carry one, so a child cannot be started before its parent is admitted."""
 
 _KUBEFLOW = {k.framework: k for k in kubeflow.KINDS}

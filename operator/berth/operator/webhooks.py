@@ -111,7 +111,7 @@ def _child_refusals(
             "the controller) and that job is not admitted: its controller starts the Job once "
             "Berth admits it; setting spec.suspend to false by hand is not allowed"
         )
-    for label in integrations.CHILD_LABELS:
+    for label in integrations.CHILD_LABELS.values():
         had = label in ((old.get("metadata") or {}).get("labels") or {})
         if had and label not in ((job.get("metadata") or {}).get("labels") or {}):
             problems.append(
@@ -297,8 +297,8 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             objectSelector={"matchExpressions": [{"key": label, "operator": "Exists"}]},
             namespaceSelector=job_namespaces,
         )
-        for label in integrations.CHILD_LABELS
-        if any(i.kind != "Job" for i in world.integrations.values())
+        for parent, label in integrations.CHILD_LABELS.items()
+        if parent in world.integrations
         for prefix, path, operations in (
             ("m", "/mutate-job", ["CREATE"]),
             ("v", "/validate-job", ["UPDATE"]),
