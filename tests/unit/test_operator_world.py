@@ -184,3 +184,60 @@ def test_a_cluster_queue_the_webhook_never_saw_is_inactive_with_its_errors_and_n
     info = world.cache.snapshot.cluster_queues[names.ClusterQueueName("cq")]
     assert info.active
     assert len(info.groups) == 1
+
+
+def test_a_jobsets_child_jobs_and_their_pods_are_the_jobsets() -> None:
+    config = configuration.Configuration(
+        integrations=configuration.Integrations(frameworks=[configuration.Framework.JOBSET])
+    )
+    world = world_mod.World(config, lambda: 1000.0)
+    parent = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "train", "namespace": "team", "uid": "js-uid", "resourceVersion": "1"},
+        "spec": {"replicatedJobs": []},
+    }
+    world.apply("JobSet", parent)
+    world.dirty_jobs.take()
+    child = gpu_job("train-workers-0", "team", "lq", 2, runs_for="1s")
+    child["metadata"].update(
+        uid="child-uid",
+        resourceVersion="2",
+        ownerReferences=[
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "name": "train",
+                "uid": "js-uid",
+                "controller": True,
+            }
+        ],
+    )
+    world.apply("Job", child)
+    # The child's change is its parent's news; the child is no job of its own.
+    assert set(world.dirty_jobs.take()) == {names.JobKey("JobSet", "team", "train")}
+    assert not world.managed(child)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "train-workers-0-0",
+            "namespace": "team",
+            "resourceVersion": "3",
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": "train-workers-0",
+                    "uid": "child-uid",
+                    "controller": True,
+                }
+            ],
+        },
+        "status": {"phase": "Running"},
+    }
+    world.apply("Pod", pod)
+    assert world.pods_left("js-uid") == 1
+    assert set(world.dirty_jobs.take()) == {names.JobKey("JobSet", "team", "train")}
+    world.remove("Pod", {**pod, "metadata": {**pod["metadata"], "resourceVersion": "4"}})
+    assert world.pods_left("js-uid") == 0
