@@ -2,7 +2,8 @@
 
 ``control_plane`` (integration): etcd + kube-apiserver, one per session.
 ``gpu_cluster`` (e2e): + kube-controller-manager, kube-scheduler and kwok with two fake GPU pools,
-one per session; ``jobset_cluster`` the same with the real JobSet controller.
+one per session; ``jobset_cluster`` and ``kubeflow_cluster`` the same with the real JobSet
+controller or Kubeflow training-operator.
 ``control_plane_factory`` starts a dedicated one for a test that needs a cluster of a particular
 shape; all are stopped at the end of the session.
 
@@ -79,20 +80,30 @@ def gpu_cluster(control_plane_factory: ControlPlaneFactory) -> launcher.ControlP
     return control_plane_factory("gpu-cluster", scheduling=True, node_pools=GPU_POOLS)
 
 
+def _framework_cluster(factory: ControlPlaneFactory, framework: str) -> launcher.ControlPlane:
+    plane = factory(f"{framework}-cluster", scheduling=True, node_pools=GPU_POOLS)
+    try:
+        frameworks.start(plane, framework)
+    except errors.MissingBinaryError as e:
+        if _in_ci():
+            pytest.fail(f"{e}; CI must build it (scripts/test runs the build)", pytrace=False)
+        pytest.skip(str(e))
+    return plane
+
+
 @pytest.fixture(scope="session")
 def jobset_cluster(control_plane_factory: ControlPlaneFactory) -> launcher.ControlPlane:
     """A full control plane like ``gpu_cluster`` with the real JobSet controller installed.
 
     Installed by ``devcluster.frameworks``; skipped outside CI, failed under it, when not built.
     """
-    plane = control_plane_factory("jobset-cluster", scheduling=True, node_pools=GPU_POOLS)
-    try:
-        frameworks.start(plane, "jobset")
-    except errors.MissingBinaryError as e:
-        if _in_ci():
-            pytest.fail(f"{e}; CI must build it (scripts/test runs the build)", pytrace=False)
-        pytest.skip(str(e))
-    return plane
+    return _framework_cluster(control_plane_factory, "jobset")
+
+
+@pytest.fixture(scope="session")
+def kubeflow_cluster(control_plane_factory: ControlPlaneFactory) -> launcher.ControlPlane:
+    """A full control plane like ``gpu_cluster`` with the real Kubeflow training-operator v1."""
+    return _framework_cluster(control_plane_factory, "training-operator")
 
 
 def new_namespace(plane: launcher.ControlPlane, prefix: str) -> str:

@@ -214,6 +214,56 @@ def gpu_job(
     }
 
 
+H100_TOLERATION = {
+    "key": "berth.dev/flavor",
+    "operator": "Equal",
+    "value": "h100",
+    "effect": "NoSchedule",
+}
+"""What the e2e cluster's tainted H100 pool needs."""
+
+
+def two_pool_queue(ns: str) -> list[dict[str, Any]]:
+    """Two flavors in one ClusterQueue that preempts lower priorities, and three classes.
+
+    A100 with 1 GPU of quota and the tainted H100 with 8; LocalQueue ``lq``; classes ``NS-low``,
+    ``NS-mid`` and ``NS-high``.
+    """
+    a100, h100 = f"{ns}-a100", f"{ns}-h100"
+    return [
+        flavor(a100, dict(kwok.A100_LABELS)),
+        flavor(h100, dict(kwok.H100_LABELS), [H100_TOLERATION]),
+        {
+            "apiVersion": "berth.dev/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": f"{ns}-cq"},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "preemption": {"withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [
+                    {
+                        "coveredResources": [kwok.GPU_RESOURCE],
+                        "flavors": [
+                            {
+                                "name": a100,
+                                "resources": [{"name": kwok.GPU_RESOURCE, "nominalQuota": "1"}],
+                            },
+                            {
+                                "name": h100,
+                                "resources": [{"name": kwok.GPU_RESOURCE, "nominalQuota": "8"}],
+                            },
+                        ],
+                    }
+                ],
+            },
+        },
+        local_queue("lq", ns, f"{ns}-cq"),
+        priority_class(f"{ns}-low", 100),
+        priority_class(f"{ns}-mid", 500),
+        priority_class(f"{ns}-high", 1000),
+    ]
+
+
 # Reading the cluster in tests -------------------------------------------------------------------
 
 
@@ -284,3 +334,12 @@ def transitions(url: str, ns: str) -> list[tuple[str, str]]:
     """(kind, reason) of every history row of a namespace's workloads, in time order."""
     rows = sorted((r for r in history_run(url).events if r.namespace == ns), key=lambda r: r.t)
     return [(r.kind.value, r.reason) for r in rows]
+
+
+def gpu_model_of_node(plane: launcher.ControlPlane) -> dict[str, str]:
+    """Each node's ``nvidia.com/gpu.product`` label, by node name."""
+    nodes = get(plane, "nodes")["items"]
+    return {
+        n["metadata"]["name"]: n["metadata"]["labels"].get("nvidia.com/gpu.product", "")
+        for n in nodes
+    }

@@ -44,7 +44,7 @@ from typing import Any, cast
 import fakeapi
 from berth.adapters.kube import client, errors, workloads
 from berth.api import conditions, configuration, names, workload_view
-from berth.core import jobset, kubeflow
+from berth.core import integrations, jobset, kubeflow
 from berth.operator import jobcontroller, lifecycle, scheduler, world
 from berth.sim import documents
 
@@ -235,7 +235,7 @@ class Driver:
             if self.fake.store.get(("Namespace", "", ns)) is None:
                 self.fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             if self.world.managed(body):  # the mutating webhook (webhooks.mutate_job)
-                body["spec"] = {**(body.get("spec") or {}), "suspend": True}
+                body["spec"] = integrations.suspended_spec(self.world.integration(body), body)
         key = (doc.kind[1], meta.get("namespace", "") or "", doc.name)
         stored = self.fake.store.get(key)
         if stored is not None:

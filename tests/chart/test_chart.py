@@ -137,6 +137,16 @@ NEEDS = (
         "JobSets (integrations.frameworks) are watched, suspended, started and restored",
     ),
     Need(
+        _rules(
+            "ClusterRole",
+            "kubeflow.org",
+            "pytorchjobs tfjobs paddlejobs xgboostjobs jaxjobs",
+            "get list watch patch",
+        ),
+        "berth.adapters.kube.jobs:patch",
+        "Kubeflow training jobs (integrations.frameworks) likewise",
+    ),
+    Need(
         _rules("ClusterRole", "batch", "jobs/status", "patch"),
         "berth.adapters.kube.jobs:patch_status",
         "a restored Job's startTime is cleared before it starts again",
@@ -333,7 +343,15 @@ def _comparable(hook: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "frameworks",
     [
-        ("batch/job", "jobset.x-k8s.io/jobset"),
+        (
+            "batch/job",
+            "jobset.x-k8s.io/jobset",
+            "kubeflow.org/pytorchjob",
+            "kubeflow.org/tfjob",
+            "kubeflow.org/paddlejob",
+            "kubeflow.org/xgboostjob",
+            "kubeflow.org/jaxjob",
+        ),
         ("batch/job", "kubeflow.org/pytorchjob", "jobset.x-k8s.io/jobset", "kubeflow.org/jaxjob"),
         ("batch/job", "kubeflow.org/tfjob"),
     ],

@@ -20,15 +20,15 @@ import yaml
 import adversary
 from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
+    H100_TOLERATION,
     QUEUE_LABEL,
     ROOT,
     OperatorProcess,
     condition,
-    flavor,
     get,
     gpu_job,
-    local_queue,
-    priority_class,
+    gpu_model_of_node,
+    two_pool_queue,
     usage_is_zero,
     workload_of,
 )
@@ -39,12 +39,6 @@ JOBSET_RULES = ({"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "ve
 Wait = Callable[..., None]
 NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 ROLE_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-H100_TOLERATION = {
-    "key": "berth.dev/flavor",
-    "operator": "Equal",
-    "value": "h100",
-    "effect": "NoSchedule",
-}
 
 
 @pytest.fixture(scope="module")
@@ -123,50 +117,6 @@ def _running(plane: launcher.ControlPlane, ns: str, jobset: str) -> list[dict[st
     return [p for p in _pods(plane, ns, jobset) if p["status"].get("phase") == "Running"]
 
 
-def _model_of_node(plane: launcher.ControlPlane) -> dict[str, str]:
-    nodes = get(plane, "nodes")["items"]
-    return {
-        n["metadata"]["name"]: n["metadata"]["labels"].get("nvidia.com/gpu.product", "")
-        for n in nodes
-    }
-
-
-def _queue_objects(ns: str) -> list[dict[str, Any]]:
-    a100, h100 = f"{ns}-a100", f"{ns}-h100"
-    return [
-        flavor(a100, dict(kwok.A100_LABELS)),
-        flavor(h100, dict(kwok.H100_LABELS), [H100_TOLERATION]),
-        {
-            "apiVersion": "berth.dev/v1beta1",
-            "kind": "ClusterQueue",
-            "metadata": {"name": f"{ns}-cq"},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-                "preemption": {"withinClusterQueue": "LowerPriority"},
-                "resourceGroups": [
-                    {
-                        "coveredResources": [kwok.GPU_RESOURCE],
-                        "flavors": [
-                            {
-                                "name": a100,
-                                "resources": [{"name": kwok.GPU_RESOURCE, "nominalQuota": "1"}],
-                            },
-                            {
-                                "name": h100,
-                                "resources": [{"name": kwok.GPU_RESOURCE, "nominalQuota": "8"}],
-                            },
-                        ],
-                    }
-                ],
-            },
-        },
-        local_queue("lq", ns, f"{ns}-cq"),
-        priority_class(f"{ns}-low", 100),
-        priority_class(f"{ns}-mid", 500),
-        priority_class(f"{ns}-high", 1000),
-    ]
-
-
 def test_a_jobset_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
     jobset_cluster: launcher.ControlPlane,
     jobset_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
@@ -176,7 +126,7 @@ def test_a_jobset_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
     plane = jobset_cluster
     ns = new_namespace(plane, "jobset")
     client = plane.kubectl()
-    client.apply(_queue_objects(ns))
+    client.apply(two_pool_queue(ns))
 
     # A 4-GPU Job holds half the H100 quota for a while: the 9-GPU JobSet fits only after it
     # (at the same priority, so the JobSet waits rather than preempts).
@@ -215,7 +165,7 @@ def test_a_jobset_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
 
     # Once the filler is done the whole gang runs, each role on its flavor's nodes.
     wait_until(lambda: len(_running(plane, ns, "train")) == 9, timeout=90)
-    models = _model_of_node(plane)
+    models = gpu_model_of_node(plane)
     placed = {
         (p["metadata"]["labels"][ROLE_LABEL], models[p["spec"]["nodeName"]])
         for p in _running(plane, ns, "train")
@@ -264,7 +214,7 @@ def test_an_ordinary_user_cannot_start_a_child_job_of_a_pending_jobset(
     plane = jobset_cluster
     ns = new_namespace(plane, "jobset-user")
     client = plane.kubectl()
-    client.apply(_queue_objects(ns))
+    client.apply(two_pool_queue(ns))
     # More than the quota: the JobSet never fits, so its child Jobs stay suspended.
     client.apply(
         [gpu_jobset("big", ns, head=0, workers=(3, 4), runs_for="600s", priority=f"{ns}-low")]

@@ -8,7 +8,6 @@ they change (the replica specs are a map); status from the training-operator's c
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Any
 
@@ -138,19 +137,6 @@ def test_priority_class_is_read_where_kueue_reads_it(job: dict[str, Any], want: 
     assert PYTORCH.pod_priority_class(job) == want
 
 
-def _merge(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = _merge(out.get(key), value)
-    return out
-
-
 def test_start_and_restore_touch_only_each_replicas_scheduling_fields() -> None:
     job = training_job(Master=replica(1, nodeSelector={"team": "a"}), Worker=replica(4))
     obj, _ = PYTORCH.to_workload(job, uid="uid-1")
@@ -162,7 +148,7 @@ def test_start_and_restore_touch_only_each_replicas_scheduling_fields() -> None:
             "worker", 4, (batchjob.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
         ),
     ]
-    started = _merge(job, PYTORCH.start_patch(job, originals, runs))
+    started = integrations.merge_patch(job, PYTORCH.start_patch(job, originals, runs))
     assert not PYTORCH.is_suspended(started)
     master = started["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
     worker = started["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
@@ -172,9 +158,9 @@ def test_start_and_restore_touch_only_each_replicas_scheduling_fields() -> None:
     assert worker["metadata"]["labels"] == {batchjob.POD_SET_LABEL: "worker"}
     assert started["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 4
 
-    stopped = _merge(started, PYTORCH.stop_patch(started))
+    stopped = integrations.merge_patch(started, PYTORCH.stop_patch(started))
     assert PYTORCH.is_suspended(stopped)
-    restored = _merge(stopped, PYTORCH.restore_patch(stopped, originals) or {})
+    restored = integrations.merge_patch(stopped, PYTORCH.restore_patch(stopped, originals) or {})
     for t in ("Master", "Worker"):
         got = restored["spec"]["pytorchReplicaSpecs"][t]["template"]
         want = job["spec"]["pytorchReplicaSpecs"][t]["template"]

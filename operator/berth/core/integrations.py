@@ -17,6 +17,7 @@ reach a job through it.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -442,6 +443,25 @@ class NewWorkload:
             labels = body["metadata"].setdefault("labels", {})
             labels[UNSUPPORTED_OWNER_LABEL] = foreign_owner.split("/")[0]
         return body
+
+
+def merge_patch(target: Any, patch: Any) -> Any:  # noqa: ANN401 - JSON values
+    """``target`` with the JSON merge patch ``patch`` applied (RFC 7386), as a new value."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def suspended_spec(integration: Integration, job: Body) -> Body:
+    """The job's spec once suspended, wherever its kind keeps the switch (the webhook writes it)."""
+    spec: Body = merge_patch(job, integration.stop_patch(job)).get("spec") or {}
+    return spec
 
 
 def new_workload(

@@ -89,9 +89,12 @@ def mutate_job(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, 
     child_may_run = world.parent_admitted(job)
     if child_may_run is True or (child_may_run is None and not world.managed(job)):
         return _allow()
-    spec = job.get("spec") or {}
-    op = "replace" if "suspend" in spec else "add"
-    return _allow([{"op": op, "path": "/spec/suspend", "value": True}])
+    # The whole spec, suspended where the job's kind keeps the switch (a Job's spec.suspend, a
+    # training job's spec.runPolicy.suspend): one patch for every kind, parent fields included.
+    spec = integrations.suspended_spec(integ, job)
+    return _allow(
+        [{"op": "add" if "spec" not in job else "replace", "path": "/spec", "value": spec}]
+    )
 
 
 def _child_refusals(

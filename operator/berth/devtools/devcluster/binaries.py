@@ -28,7 +28,7 @@ KUBERNETES_COMMANDS = (
 )
 """The commands built from ``k8s.io/kubernetes``; they share its version."""
 
-FRAMEWORKS = ("jobset",)
+FRAMEWORKS = ("jobset", "training-operator")
 """The job frameworks' controllers, each built with its CRDs and webhook manifests beside it."""
 
 COMPONENTS = ("etcd", *KUBERNETES_COMMANDS, "kwok", "helm", "helm-unittest", *FRAMEWORKS)
@@ -50,6 +50,8 @@ class Versions:
     """helm-unittest, which runs the chart's unit tests (``helm/berth/tests``)."""
     jobset: str
     """The JobSet controller (``sigs.k8s.io/jobset``)."""
+    training_operator: str
+    """The Kubeflow training-operator v1 (``github.com/kubeflow/training-operator``)."""
 
     def of(self, component: str) -> str:
         """Return the version ``component`` is built at."""
@@ -76,6 +78,7 @@ def load_versions() -> Versions:
         helm=str(raw["helm"]),
         helm_unittest=str(raw["helm-unittest"]),
         jobset=str(raw["jobset"]),
+        training_operator=str(raw["training-operator"]),
     )
 
 

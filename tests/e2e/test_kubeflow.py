@@ -1,0 +1,168 @@
+"""A PyTorchJob end to end, against the real Kubeflow training-operator v1 built from its module.
+
+A control plane of its own (the e2e GPU pools: A100 nodes, and H100 nodes tainted so only
+tolerating pods land there) with the training-operator v1.9.4 installed from its module's CRDs
+and webhook manifest (``devcluster.frameworks``), and ``berth run`` with
+``kubeflow.org/pytorchjob`` in ``integrations.frameworks``. kwok plays the kubelet: pods are
+scheduled by the real kube-scheduler and run by kwok.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from berth.devtools.devcluster import kwok, launcher
+from operator_env import (
+    H100_TOLERATION,
+    QUEUE_LABEL,
+    ROOT,
+    OperatorProcess,
+    condition,
+    get,
+    gpu_job,
+    gpu_model_of_node,
+    two_pool_queue,
+    usage_is_zero,
+    workload_of,
+)
+
+pytestmark = pytest.mark.e2e
+Wait = Callable[..., None]
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+ROLE_LABEL = "training.kubeflow.org/replica-type"
+
+
+@pytest.fixture(scope="module")
+def kubeflow_operator(
+    kubeflow_cluster: launcher.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """Berth on the Kubeflow cluster, with the PyTorchJob integration on."""
+    plane = kubeflow_cluster
+    plane.kubectl().run("apply", "-f", str(ROOT / "crds"))
+    plane.kubectl().run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    home = tmp_path_factory.mktemp("kubeflow-operator")
+    config = home / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "berth.dev/v1beta1",
+                "kind": "Configuration",
+                "integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob"]},
+            }
+        )
+    )
+    operator = OperatorProcess(plane, home / "operator.log", config=config)
+    operator.start()
+    yield operator
+    operator.stop()
+
+
+def pytorch_job(
+    name: str, namespace: str, *, master: bool, workers: int, runs_for: str, priority: str
+) -> dict[str, Any]:
+    """A queued PyTorchJob of 1-GPU pods: a Master (or none) and ``workers`` Workers."""
+    template = gpu_job("x", namespace, "lq", 1, runs_for=runs_for)["spec"]["template"]
+    template["spec"]["containers"][0]["name"] = "pytorch"  # the name the operator requires
+
+    def replica(count: int) -> dict[str, Any]:
+        return {"replicas": count, "restartPolicy": "Never", "template": copy.deepcopy(template)}
+
+    replicas = {"Worker": replica(workers)}
+    if master:
+        replicas["Master"] = replica(1)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {QUEUE_LABEL: "lq", "berth.dev/priority-class": priority},
+        },
+        "spec": {"pytorchReplicaSpecs": replicas},
+    }
+
+
+def _pods(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:
+    items = get(plane, "pods", "-n", ns, "-l", f"{JOB_NAME_LABEL}={job}")["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def _running(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:
+    return [p for p in _pods(plane, ns, job) if p["status"].get("phase") == "Running"]
+
+
+def test_a_pytorchjob_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
+    kubeflow_cluster: launcher.ControlPlane,
+    kubeflow_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+) -> None:
+    plane = kubeflow_cluster
+    ns = new_namespace(plane, "pytorch")
+    client = plane.kubectl()
+    client.apply(two_pool_queue(ns))
+
+    # A 4-GPU Job holds half the H100 quota for a while: the 9-GPU PyTorchJob fits only after
+    # it (at the same priority, so it waits rather than preempts).
+    filler = gpu_job("filler", ns, "lq", 4, runs_for="12s", priority=f"{ns}-mid")
+    client.apply([filler])
+    wait_until(lambda: condition(workload_of(plane, ns, "filler"), "Admitted") != {}, timeout=30)
+
+    client.apply(
+        [pytorch_job("train", ns, master=True, workers=8, runs_for="600s", priority=f"{ns}-mid")]
+    )
+    wait_until(lambda: workload_of(plane, ns, "train") != {}, timeout=30)
+    stored = get(plane, "pytorchjob", "train", "-n", ns)
+    assert stored["spec"]["runPolicy"]["suspend"] is True  # Berth's webhook suspended it
+    submitted = stored["spec"]["pytorchReplicaSpecs"]
+    wl = workload_of(plane, ns, "train")
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [
+        ("master", 1),
+        ("worker", 8),
+    ]
+    assert _pods(plane, ns, "train") == []
+
+    # Once the filler is done the whole gang runs, each role on its flavor's nodes.
+    wait_until(lambda: len(_running(plane, ns, "train")) == 9, timeout=90)
+    models = gpu_model_of_node(plane)
+    placed = {
+        (p["metadata"]["labels"][ROLE_LABEL], models[p["spec"]["nodeName"]])
+        for p in _running(plane, ns, "train")
+    }
+    assert placed == {
+        ("master", kwok.A100_LABELS["nvidia.com/gpu.product"]),
+        ("worker", kwok.H100_LABELS["nvidia.com/gpu.product"]),
+    }
+    tolerated = {
+        p["metadata"]["labels"][ROLE_LABEL]
+        for p in _running(plane, ns, "train")
+        if H100_TOLERATION in (p["spec"].get("tolerations") or [])
+    }
+    assert tolerated == {"worker"}
+
+    # A higher-priority PyTorchJob needs 4 H100 GPUs: train is preempted whole, its pods all go,
+    # and its templates come back as submitted.
+    client.apply(
+        [pytorch_job("urgent", ns, master=False, workers=4, runs_for="600s", priority=f"{ns}-high")]
+    )
+    wait_until(lambda: len(_running(plane, ns, "urgent")) == 4, timeout=90)
+    wait_until(lambda: _pods(plane, ns, "train") == [], timeout=60)
+    preempted = condition(workload_of(plane, ns, "train"), "Preempted")
+    assert preempted.get("status") == "True", preempted
+    wait_until(
+        lambda: (
+            get(plane, "pytorchjob", "train", "-n", ns)["spec"]["pytorchReplicaSpecs"] == submitted
+        ),
+        timeout=30,
+    )
+    assert get(plane, "pytorchjob", "train", "-n", ns)["spec"]["runPolicy"]["suspend"] is True
+
+    # Quota returns to zero once they are gone.
+    client.run("delete", "pytorchjobs", "--all", "-n", ns, "--wait=true", "--timeout=60s")
+    client.run("delete", "jobs", "--all", "-n", ns, "--wait=true", "--timeout=60s")
+    wait_until(lambda: usage_is_zero(plane, f"{ns}-cq"), timeout=60)
