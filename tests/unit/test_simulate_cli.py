@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 import builders
 from berth.entry import cli
+from berth.sim import engine
 
 GPU = "nvidia.com/gpu"
 
@@ -197,4 +198,17 @@ def test_an_unreachable_history_store_exits_2_naming_it(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "--record: cannot reach the history store" in result.stderr
     assert "127.0.0.1:1" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_run_that_never_settles_exits_1_naming_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(engine, "_MAX_CYCLES_PER_INSTANT", 2_000)  # the loop shows in a few
+    scenario = Path(__file__).parent / "data" / "preemption-loop.yaml"
+    result = CliRunner().invoke(cli.main, ["simulate", str(scenario)])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "did not settle at t=15" in result.stderr
+    assert "ns/w0, ns/w10, ns/w8 preempt each other in a loop" in result.stderr
     assert "Traceback" not in result.stderr

@@ -34,6 +34,9 @@ def run_scenario(files: tuple[str, ...], at: float | None, prog: str) -> engine.
         for line in str(err).splitlines():
             click.echo(f"berth {prog}: {line}", err=True)
         sys.exit(2)
+    except engine.UnsettledError as err:
+        click.echo(f"berth {prog}: {err}", err=True)
+        sys.exit(1)
     return sim
 
 

@@ -14,6 +14,7 @@ import asyncio
 import datetime as dt
 import pathlib
 import sys
+from typing import Any
 
 import click
 
@@ -21,6 +22,24 @@ from berth.adapters import metrics
 from berth.adapters.history import store, writer
 from berth.entry import options
 from berth.sim import documents, engine, observe, output
+
+
+def _replay(
+    files: tuple[str, ...], until: float | None, observers: list[engine.Observer]
+) -> tuple[engine.Simulator, list[dict[str, Any]]]:
+    """Run the scenario; exit 2 naming every problem of bad input, 1 if it never settles."""
+    try:
+        docs = documents.read_files(list(files), sys.stdin)
+        sim = engine.Simulator(docs, until=until, observers=observers)
+        return sim, sim.run()
+    except documents.ScenarioError as err:
+        for line in str(err).splitlines():
+            click.echo(f"berth simulate: {line}", err=True)
+        sys.exit(2)
+    except engine.UnsettledError as err:
+        # A limit of the scheduler, not of the input: said plainly, never as a traceback.
+        click.echo(f"berth simulate: {err}", err=True)
+        sys.exit(1)
 
 
 @click.command(name="simulate")
@@ -62,14 +81,7 @@ def command(
         observers.append(observe.MetricsObserver(sink))
     if record_url is not None:
         observers.append(observe.HistoryRecorder(buffer))
-    try:
-        docs = documents.read_files(list(files), sys.stdin)
-        sim = engine.Simulator(docs, until=until, observers=observers)
-        lines = sim.run()
-    except documents.ScenarioError as err:
-        for line in str(err).splitlines():
-            click.echo(f"berth simulate: {line}", err=True)
-        sys.exit(2)
+    sim, lines = _replay(files, until, observers)
     if metrics_out is not None:
         metrics_out.write_text(sink.exposition())
     if record_url is not None:

@@ -76,6 +76,23 @@ class _Timer:
     """The workload's token when set: a newer token makes the timer stale."""
 
 
+class UnsettledError(RuntimeError):
+    """Scheduling at one instant never stopped changing: workloads preempt each other in a loop.
+
+    The run cannot go on; the message names the instant and the workloads of the loop, from the
+    last events, so the scenario that shows it can be reported.
+    """
+
+    def __init__(self, now: float, last: list[dict[str, Any]]) -> None:
+        looping = sorted({str(e["workload"]) for e in last if e.get("event") == "Preempted"})
+        super().__init__(
+            f"scheduling did not settle at t={now:g} after {_MAX_CYCLES_PER_INSTANT} cycles: "
+            f"{', '.join(looping) or 'workloads'} preempt each other in a loop"
+        )
+        self.now = now
+        self.looping = looping
+
+
 def _job_key(doc: documents.Document) -> names.JobKey:
     return names.JobKey(doc.kind[1], doc.namespace, doc.name)
 
@@ -424,8 +441,7 @@ class Simulator:
                 observer.on_cycle(self, result, elapsed)
             if not self.state.apply_cycle(result, self.now, self):
                 return
-        msg = f"scheduling did not settle after {_MAX_CYCLES_PER_INSTANT} cycles at t={self.now}"
-        raise RuntimeError(msg)
+        raise UnsettledError(self.now, self.out.lines[-60:])
 
     def evicting(self, decision: cycle.Preempt) -> None:
         """A victim's eviction takes place at once: released and queued again."""
