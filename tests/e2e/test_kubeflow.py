@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+import adversary
 from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     H100_TOLERATION,
@@ -166,3 +168,54 @@ def test_a_pytorchjob_is_admitted_whole_on_each_roles_flavor_and_preempted_whole
     client.run("delete", "pytorchjobs", "--all", "-n", ns, "--wait=true", "--timeout=60s")
     client.run("delete", "jobs", "--all", "-n", ns, "--wait=true", "--timeout=60s")
     wait_until(lambda: usage_is_zero(plane, f"{ns}-cq"), timeout=60)
+
+
+KUBEFLOW_RULES = ({"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["*"]},)
+"""What a team member gets on PyTorchJobs beside the usual Job rights."""
+
+
+def test_an_ordinary_user_cannot_start_or_grow_a_pytorchjob_around_the_queue(
+    kubeflow_cluster: launcher.ControlPlane,
+    kubeflow_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+    tmp_path: Path,
+) -> None:
+    plane = kubeflow_cluster
+    ns = new_namespace(plane, "pytorch-user")
+    plane.kubectl().apply(two_pool_queue(ns))
+    user = adversary.namespace_user(plane, ns, tmp_path, extra_rules=KUBEFLOW_RULES)
+    # 12 GPUs never fit the 9 of quota: it stays queued, and cannot be started by hand.
+    big = pytorch_job("big", ns, master=False, workers=12, runs_for="600s", priority=f"{ns}-low")
+    user.apply(big)
+    wait_until(lambda: workload_of(plane, ns, "big") != {}, timeout=30)
+    refused = user.denied(
+        "patch",
+        "pytorchjob",
+        "big",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec":{"runPolicy":{"suspend":false}}}',
+    )
+    assert "PyTorchJob" in refused
+    assert "queued in LocalQueue lq" in refused
+    assert _pods(plane, ns, "big") == []
+    # An admitted one cannot grow past its admission.
+    small = pytorch_job("small", ns, master=False, workers=2, runs_for="600s", priority=f"{ns}-mid")
+    user.apply(small)
+    wait_until(lambda: len(_running(plane, ns, "small")) == 2, timeout=90)
+    refused = user.denied(
+        "patch",
+        "pytorchjob",
+        "small",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec":{"pytorchReplicaSpecs":{"Worker":{"replicas":6}}}}',
+    )
+    assert "spec.pytorchReplicaSpecs" in refused
+    assert "admitted for 2 pod(s)" in refused
+    assert len(_pods(plane, ns, "small")) == 2
