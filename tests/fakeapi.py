@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 
 from berth.adapters.kube import errors
 from berth.api import base, crd, kinds
-from berth.core import kubeflow
+from berth.core import integrations, kubeflow
 
 Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -189,17 +189,8 @@ def timestamp(now: float) -> str:
     return dt.datetime.fromtimestamp(int(now), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """Apply an RFC 7386 merge patch: objects merge, ``null`` deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
+merge_patch = integrations.merge_patch
+"""RFC 7386, as the API server applies a merge patch (the operator's own reading of it)."""
 
 
 class FakeKube:

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from berth.adapters.history import store
 from berth.devtools.devcluster import errors, kwok, launcher
 
@@ -262,6 +264,27 @@ def two_pool_queue(ns: str) -> list[dict[str, Any]]:
         priority_class(f"{ns}-mid", 500),
         priority_class(f"{ns}-high", 1000),
     ]
+
+
+def operator_with_frameworks(
+    plane: launcher.ControlPlane, home: Path, frameworks: list[str]
+) -> OperatorProcess:
+    """``berth run`` on ``plane`` (CRDs installed) with these ``integrations.frameworks``."""
+    plane.kubectl().run("apply", "-f", str(ROOT / "crds"))
+    plane.kubectl().run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    config = home / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "berth.dev/v1beta1",
+                "kind": "Configuration",
+                "integrations": {"frameworks": frameworks},
+            }
+        )
+    )
+    operator = OperatorProcess(plane, home / "operator.log", config=config)
+    operator.start()
+    return operator
 
 
 # Reading the cluster in tests -------------------------------------------------------------------

@@ -22,12 +22,12 @@ from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     H100_TOLERATION,
     QUEUE_LABEL,
-    ROOT,
     OperatorProcess,
     condition,
     get,
     gpu_job,
     gpu_model_of_node,
+    operator_with_frameworks,
     two_pool_queue,
     usage_is_zero,
     workload_of,
@@ -45,23 +45,11 @@ ROLE_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 def jobset_operator(
     jobset_cluster: launcher.ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
-    """Berth on the JobSet cluster, with the JobSet integration on."""
-    plane = jobset_cluster
-    plane.kubectl().run("apply", "-f", str(ROOT / "crds"))
-    plane.kubectl().run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    """Berth on the cluster, with the JobSet integration on."""
     home = tmp_path_factory.mktemp("jobset-operator")
-    config = home / "config.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "berth.dev/v1beta1",
-                "kind": "Configuration",
-                "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
-            }
-        )
+    operator = operator_with_frameworks(
+        jobset_cluster, home, ["batch/job", "jobset.x-k8s.io/jobset"]
     )
-    operator = OperatorProcess(plane, home / "operator.log", config=config)
-    operator.start()
     yield operator
     operator.stop()
 

@@ -15,19 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 import adversary
 from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     H100_TOLERATION,
     QUEUE_LABEL,
-    ROOT,
     OperatorProcess,
     condition,
     get,
     gpu_job,
     gpu_model_of_node,
+    operator_with_frameworks,
     two_pool_queue,
     usage_is_zero,
     workload_of,
@@ -43,23 +42,11 @@ ROLE_LABEL = "training.kubeflow.org/replica-type"
 def kubeflow_operator(
     kubeflow_cluster: launcher.ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
-    """Berth on the Kubeflow cluster, with the PyTorchJob integration on."""
-    plane = kubeflow_cluster
-    plane.kubectl().run("apply", "-f", str(ROOT / "crds"))
-    plane.kubectl().run("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    """Berth on the cluster, with the PyTorchJob integration on."""
     home = tmp_path_factory.mktemp("kubeflow-operator")
-    config = home / "config.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "berth.dev/v1beta1",
-                "kind": "Configuration",
-                "integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob"]},
-            }
-        )
+    operator = operator_with_frameworks(
+        kubeflow_cluster, home, ["batch/job", "kubeflow.org/pytorchjob"]
     )
-    operator = OperatorProcess(plane, home / "operator.log", config=config)
-    operator.start()
     yield operator
     operator.stop()
 
