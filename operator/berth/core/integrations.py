@@ -536,6 +536,11 @@ def make(framework: configuration.Framework, *, honor_kueue_labels: bool = False
     return KubeflowJob(honor_kueue_labels=honor_kueue_labels, spec=_KUBEFLOW[framework])
 
 
+EVERY_KIND: tuple[Integration, ...] = tuple(make(f) for f in configuration.Framework)
+"""One integration of every kind Berth knows (Kueue's labels off): what may be read, not what
+a Configuration enables."""
+
+
 def for_configuration(config: configuration.Configuration) -> dict[str, Integration]:
     """The integrations the Configuration enables, by job kind, bound to its settings.
 

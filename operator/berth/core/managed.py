@@ -59,17 +59,20 @@ def decide(
     job: Mapping[str, Any],
     namespace_labels: Mapping[str, str] | None,
     config: configuration.Configuration,
+    enabled: Mapping[str, integrations.Integration] | None = None,
 ) -> Decision:
     """Decide whether Berth manages ``job``; ``namespace_labels`` are its namespace's labels.
 
     Unknown labels (a namespace not seen yet) count as just its ``kubernetes.io/metadata.name``.
+    ``enabled`` are the Configuration's integrations when the caller holds them (the World, on
+    every event and webhook call); without them they are made from ``config``.
     """
     meta = job.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     if namespace in NEVER_MANAGED_NAMESPACES or namespace == config.namespace:
         return Decision(managed=False, why=Why.PROTECTED_NAMESPACE)
     if str(job.get("kind") or "Job") == "Job" and job_sync.parent(
-        dict(job), integrations.for_configuration(config)
+        dict(job), integrations.for_configuration(config) if enabled is None else enabled
     ):
         return Decision(managed=False, why=Why.PART_OF_PARENT)
     if batchjob.queue_name(dict(job), honor_kueue=config.honor_kueue_labels) is not None:

@@ -108,7 +108,7 @@ class Found:
     """Reason and message of its ``QuotaReserved=False`` condition, as the operator wrote them."""
 
 
-JOB_TARGETS = {i.kind.lower(): i.kind for i in map(integrations.make, configuration.Framework)}
+JOB_TARGETS = {i.kind.lower(): i.kind for i in integrations.EVERY_KIND}
 """``berth explain`` targets that name a job, and the job kind each means."""
 
 

@@ -220,7 +220,8 @@ class World:
     def managed(self, job: Body) -> bool:
         """Tell whether Berth manages a job (``core.managed``: the one predicate for every path)."""
         namespace = str((job.get("metadata") or {}).get("namespace") or "default")
-        return managed.decide(job, self.cache.namespace_labels(namespace), self.config).managed
+        labels = self.cache.namespace_labels(namespace)
+        return managed.decide(job, labels, self.config, self.integrations).managed
 
     def parent_admitted(self, job: Body) -> bool | None:
         """For a child Job of an integrated parent: whether that parent is admitted now.

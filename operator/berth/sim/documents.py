@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import yaml
 
-from berth.api import base, configuration, duration, errors, kinds, kueue_convert
+from berth.api import base, duration, errors, kinds, kueue_convert
 from berth.core import integrations
 
 AT = "sim.berth.dev/at"
@@ -26,7 +26,7 @@ READY_AFTER = "sim.berth.dev/ready-after"
 NAMESPACE = ("v1", "Namespace")
 JOB = ("batch/v1", "Job")
 JOBS: dict[tuple[str, str], integrations.Integration] = {
-    (i.api_version, i.kind): i for i in map(integrations.make, configuration.Framework)
+    (i.api_version, i.kind): i for i in integrations.EVERY_KIND
 }
 """The job kinds a scenario may hold, each with the integration that checks it at load time."""
 PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")

@@ -121,6 +121,7 @@ def _check_frameworks(
 
 
 _FRAMEWORK_OF = {integrations.make(name).kind: name.value for name in configuration.Framework}
+"""The framework name that enables each kind, for the error that names it."""
 
 
 def _uid(seq: int, *parts: str) -> str:
