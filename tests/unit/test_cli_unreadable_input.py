@@ -109,3 +109,42 @@ def test_an_unreachable_history_url_exits_2_naming_it(tmp_path: Path, args: list
     assert len(lines) == 1, result.stderr
     assert "postgresql://berth:***@127.0.0.1:1/history" in lines[0]
     assert "s3cret" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("config", "want"),
+    [
+        pytest.param(
+            {"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}},
+            "integrations.frameworks[1]:",
+            id="a framework Berth does not integrate",
+        ),
+        pytest.param(
+            {"waitForPodsReady": {"timeout": "soon"}},
+            "waitForPodsReady.timeout:",
+            id="a duration that is not one",
+        ),
+        pytest.param(
+            {"kind": "ResourceFlavor", "metadata": {"name": "a100"}},
+            "not a Configuration",
+            id="another kind",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", [["run"], ["explain", "job/x"], ["queues"]])
+def test_a_bad_configuration_exits_2_naming_the_field(
+    tmp_path: Path, config: dict[str, object], want: str, command: list[str]
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        yaml.safe_dump({"apiVersion": "berth.dev/v1beta1", "kind": "Configuration", **config})
+    )
+    kubeconfig = tmp_path / "kubeconfig"  # never reached: the Configuration is read first
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    args = [*command, f"--config={path}", f"--kubeconfig={kubeconfig}"]
+    result = CliRunner().invoke(cli.main, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+    assert str(path) in result.stderr
+    assert want in result.stderr

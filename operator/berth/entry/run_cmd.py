@@ -9,23 +9,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from pathlib import Path
 
 import click
 import yaml
 
 from berth.adapters.history import store
-from berth.api import configuration, kinds
+from berth.api import configuration, errors, kinds
 from berth.entry import operator_main
 from berth.entry import options as entry_options
 from berth.operator import cluster_certs
 
 
 def load_configuration(path: Path | None) -> configuration.Configuration:
-    """Read a Configuration file (defaults without one)."""
+    """Read a Configuration file (defaults without one); exit 2 naming every bad field."""
     if path is None:
         return configuration.Configuration()
-    obj = kinds.load(yaml.safe_load(path.read_text()))
+    try:
+        obj = kinds.load(yaml.safe_load(path.read_text()))
+    except errors.ApiError as err:
+        # An admin's bad YAML is bad input: one line per problem, never a traceback.
+        for problem in err.errors:
+            click.echo(f"berth: {path}: {problem}", err=True)
+        sys.exit(2)
     if not isinstance(obj, configuration.Configuration):
         raise click.UsageError(f"{path} holds a {obj.kind}, not a Configuration")
     return obj
