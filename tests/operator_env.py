@@ -366,3 +366,22 @@ def gpu_model_of_node(plane: launcher.ControlPlane) -> dict[str, str]:
         n["metadata"]["name"]: n["metadata"]["labels"].get("nvidia.com/gpu.product", "")
         for n in nodes
     }
+
+
+def live_pods(plane: launcher.ControlPlane, ns: str, selector: str) -> list[dict[str, Any]]:
+    """The pods a label selector finds that are not being deleted."""
+    items = get(plane, "pods", "-n", ns, "-l", selector)["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def running(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Those of ``pods`` that run."""
+    return [p for p in pods if p["status"].get("phase") == "Running"]
+
+
+def roles_on_models(
+    plane: launcher.ControlPlane, pods: list[dict[str, Any]], role_label: str
+) -> set[tuple[str, str]]:
+    """(role, GPU model of its node) of each pod: where each role of a gang landed."""
+    models = gpu_model_of_node(plane)
+    return {(p["metadata"]["labels"][role_label], models[p["spec"]["nodeName"]]) for p in pods}

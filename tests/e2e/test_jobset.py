@@ -26,8 +26,10 @@ from operator_env import (
     condition,
     get,
     gpu_job,
-    gpu_model_of_node,
+    live_pods,
     operator_with_frameworks,
+    roles_on_models,
+    running,
     two_pool_queue,
     usage_is_zero,
     workload_of,
@@ -96,13 +98,12 @@ def gpu_jobset(
     }
 
 
-def _pods(plane: launcher.ControlPlane, ns: str, jobset: str) -> list[dict[str, Any]]:
-    items = get(plane, "pods", "-n", ns, "-l", f"{NAME_LABEL}={jobset}")["items"]
-    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+def _pods(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:
+    return live_pods(plane, ns, f"{NAME_LABEL}={job}")
 
 
-def _running(plane: launcher.ControlPlane, ns: str, jobset: str) -> list[dict[str, Any]]:
-    return [p for p in _pods(plane, ns, jobset) if p["status"].get("phase") == "Running"]
+def _running(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:
+    return running(_pods(plane, ns, job))
 
 
 def test_a_jobset_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
@@ -153,11 +154,7 @@ def test_a_jobset_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
 
     # Once the filler is done the whole gang runs, each role on its flavor's nodes.
     wait_until(lambda: len(_running(plane, ns, "train")) == 9, timeout=90)
-    models = gpu_model_of_node(plane)
-    placed = {
-        (p["metadata"]["labels"][ROLE_LABEL], models[p["spec"]["nodeName"]])
-        for p in _running(plane, ns, "train")
-    }
+    placed = roles_on_models(plane, _running(plane, ns, "train"), ROLE_LABEL)
     assert placed == {
         ("head", kwok.A100_LABELS["nvidia.com/gpu.product"]),
         ("workers", kwok.H100_LABELS["nvidia.com/gpu.product"]),

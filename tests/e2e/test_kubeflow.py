@@ -10,6 +10,7 @@ scheduled by the real kube-scheduler and run by kwok.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,10 @@ from operator_env import (
     condition,
     get,
     gpu_job,
-    gpu_model_of_node,
+    live_pods,
     operator_with_frameworks,
+    roles_on_models,
+    running,
     two_pool_queue,
     usage_is_zero,
     workload_of,
@@ -77,12 +80,11 @@ def pytorch_job(
 
 
 def _pods(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:
-    items = get(plane, "pods", "-n", ns, "-l", f"{JOB_NAME_LABEL}={job}")["items"]
-    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+    return live_pods(plane, ns, f"{JOB_NAME_LABEL}={job}")
 
 
 def _running(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, Any]]:
-    return [p for p in _pods(plane, ns, job) if p["status"].get("phase") == "Running"]
+    return running(_pods(plane, ns, job))
 
 
 def test_a_pytorchjob_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
@@ -118,11 +120,7 @@ def test_a_pytorchjob_is_admitted_whole_on_each_roles_flavor_and_preempted_whole
 
     # Once the filler is done the whole gang runs, each role on its flavor's nodes.
     wait_until(lambda: len(_running(plane, ns, "train")) == 9, timeout=90)
-    models = gpu_model_of_node(plane)
-    placed = {
-        (p["metadata"]["labels"][ROLE_LABEL], models[p["spec"]["nodeName"]])
-        for p in _running(plane, ns, "train")
-    }
+    placed = roles_on_models(plane, _running(plane, ns, "train"), ROLE_LABEL)
     assert placed == {
         ("master", kwok.A100_LABELS["nvidia.com/gpu.product"]),
         ("worker", kwok.H100_LABELS["nvidia.com/gpu.product"]),
@@ -205,4 +203,20 @@ def test_an_ordinary_user_cannot_start_or_grow_a_pytorchjob_around_the_queue(
     )
     assert "spec.pytorchReplicaSpecs" in refused
     assert "admitted for 2 pod(s)" in refused
+    # Nor can its pods ask for more than was admitted: the operator remakes a deleted pod from
+    # the template, so an edited template would run GPUs outside the quota.
+    worker = get(plane, "pytorchjob", "small", "-n", ns)["spec"]["pytorchReplicaSpecs"]["Worker"]
+    template = worker["template"]
+    template["spec"]["containers"][0]["resources"] = {"limits": {kwok.GPU_RESOURCE: "4"}}
+    refused = user.denied(
+        "patch",
+        "pytorchjob",
+        "small",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"pytorchReplicaSpecs": {"Worker": {"template": template}}}}),
+    )
+    assert "pod set worker" in refused
     assert len(_pods(plane, ns, "small")) == 2

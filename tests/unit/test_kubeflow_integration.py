@@ -8,13 +8,14 @@ they change (the replica specs are a map); status from the training-operator's c
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
 import pytest
 
 from berth.api import configuration
-from berth.core import batchjob, integrations, kubeflow
+from berth.core import batchjob, integrations, job_updates, kubeflow
 
 PYTORCH = integrations.make(configuration.Framework.PYTORCHJOB)
 H100_TOLERATION = {"key": "berth.dev/flavor", "operator": "Equal", "value": "h100"}
@@ -201,3 +202,46 @@ def test_its_pods_are_selected_by_the_training_operators_labels() -> None:
         "training.kubeflow.org/job-name=train,"
         "training.kubeflow.org/operator-name=pytorchjob-controller"
     )
+
+
+RUNNING = {
+    **training_job(Master=replica(1), Worker=replica(2)),
+    "spec": {
+        **training_job(Master=replica(1), Worker=replica(2))["spec"],
+        "runPolicy": {"suspend": False},
+    },
+}
+ADMITTED = job_updates.WorkloadState(
+    exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=3
+)
+
+
+def _with_worker(job: dict[str, Any], **pod: Any) -> dict[str, Any]:
+    out = copy.deepcopy(job)
+    out["spec"]["pytorchReplicaSpecs"]["Worker"] = replica(2, gpus=pod.pop("gpus", 1), **pod)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("new", "refused"),
+    [
+        pytest.param(_with_worker(RUNNING, gpus=4), ["spec"], id="more-gpus-per-pod-refused"),
+        pytest.param(
+            _with_worker(RUNNING, nodeSelector={"gpu": "h100"}),
+            ["spec"],
+            id="another-flavors-nodes-refused",
+        ),
+        pytest.param(
+            {**RUNNING, "metadata": {**RUNNING["metadata"], "annotations": {"note": "x"}}},
+            [],
+            id="metadata-allowed",
+        ),
+    ],
+)
+def test_the_pods_of_a_running_training_job_cannot_change(
+    new: dict[str, Any], refused: list[str]
+) -> None:
+    # The training-operator makes pods from the templates for as long as the job runs (a pod
+    # deleted is made again): a template edited past admission runs pods outside its quota.
+    problems = job_updates.refusals(RUNNING, new, ADMITTED, PYTORCH)
+    assert [p.path for p in problems] == refused

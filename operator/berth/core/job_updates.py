@@ -19,11 +19,16 @@ field and what to do instead; the validating webhook denies an update with any. 
    of a running job under partial admission (``jobs/job/job_webhook.go``,
    ``validatePartialAdmissionUpdate``) and otherwise stops and requeues it; Berth refuses every
    raise, and the job controller holds a running Job at its admitted count if one gets past.
+5. **The pods of a running job** — while the job is not suspended, no pod set's template may
+   change: a Kubeflow training-operator makes pods from its templates for as long as the job
+   runs (a deleted pod is made again), so an edit would run pods — more GPUs, another flavor's
+   nodes — outside what was admitted. Kubernetes already keeps a started Job's template fixed
+   and JobSet's webhook a running JobSet's; Kueue has no such rule for training jobs
+   (docs/scheduling.md). While suspended the templates may change: Berth's own start and
+   restore write them, and a queued job's Workload follows an edit (``core.job_sync``).
 
-The rules read the job through its integration (suspension, size, queue); a JobSet's size can
-only change through its replicated jobs, which JobSet's own webhook keeps immutable. The pod
-template needs no rule here: Kubernetes keeps it immutable once a Job started, and
-Berth's start writes the admitted template over any scheduling change made while suspended.
+The rules read the job through its integration (suspension, size, queue, pod sets); a JobSet's
+size can only change through its replicated jobs, which JobSet's own webhook keeps immutable.
 """
 
 from __future__ import annotations
@@ -126,7 +131,31 @@ def refusals(
                     "be resized and is queued again at its new size",
                 )
             )
+    if not was_suspended and old_queue is not None:
+        out += _template_refusals(old, new, name, integration)
     return out
+
+
+def _templates(job: Body, integration: integrations.Integration) -> dict[str, Any]:
+    obj, _problems = integration.to_workload(job, uid="check")
+    return {} if obj is None else {ps.name: ps.template for ps in obj.spec.pod_sets}
+
+
+def _template_refusals(
+    old: Body, new: Body, name: str, integration: integrations.Integration
+) -> list[errors.FieldError]:
+    """Rule 5: the pod templates of a running job are fixed."""
+    before, after = _templates(old, integration), _templates(new, integration)
+    return [
+        errors.FieldError(
+            "spec",
+            f"{name} is running: the pod template of pod set {pod_set} may not change (its "
+            "controller makes pods from it while it runs, outside what was admitted); suspend "
+            "it first, or create a new one",
+        )
+        for pod_set, template in before.items()
+        if pod_set in after and after[pod_set] != template
+    ]
 
 
 def _change(old: str | None, new: str | None) -> str:
