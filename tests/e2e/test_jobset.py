@@ -108,7 +108,7 @@ def _running(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, 
 
 def test_a_jobset_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
     jobset_cluster: launcher.ControlPlane,
-    jobset_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    jobset_operator: OperatorProcess,
     new_namespace: Callable[[launcher.ControlPlane, str], str],
     wait_until: Wait,
 ) -> None:
@@ -165,6 +165,14 @@ def test_a_jobset_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
         for a in wl["status"]["admission"]["podSetAssignments"]
     }
     assert assigned == {"head": f"{ns}-a100", "workers": f"{ns}-h100"}
+
+    # The operator is killed and started again mid-run: it finds the running JobSet as it left
+    # it (one Workload, still admitted, no pod stopped), then goes on below.
+    jobset_operator.kill()
+    jobset_operator.start()
+    assert len(_running(plane, ns, "train")) == 9
+    assert condition(workload_of(plane, ns, "train"), "Admitted").get("status") == "True"
+    assert len(get(plane, "workloads", "-n", ns)["items"]) == 2
 
     # A higher-priority JobSet needs 4 H100 GPUs: train is preempted whole, its pods all go,
     # and its templates come back exactly as submitted.
