@@ -16,7 +16,7 @@ import pytest
 
 import builders
 from berth.api import configuration
-from berth.core import batchjob, integrations, job_sync, jobset, managed
+from berth.core import batchjob, integrations, job_kind, job_sync, jobset, managed
 
 JOBSET = integrations.JobSetJob()
 ENABLED = integrations.for_configuration(
@@ -119,7 +119,7 @@ def _template(js: dict[str, Any], index: int) -> dict[str, Any]:
     return found
 
 
-def _originals(js: dict[str, Any]) -> list[integrations.PodSetOriginal]:
+def _originals(js: dict[str, Any]) -> list[job_kind.PodSetOriginal]:
     obj, _ = JOBSET.to_workload(js, uid="uid-1")
     assert obj is not None
     return integrations.originals(obj.to_yaml_dict()["spec"]["podSets"])
@@ -135,8 +135,8 @@ def _merged(js: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 def test_start_puts_each_role_on_its_own_flavor_and_unsuspends() -> None:
     js = trainer().obj()
     runs = [
-        integrations.PodSetRun("driver", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
-        integrations.PodSetRun(
+        job_kind.PodSetRun("driver", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
+        job_kind.PodSetRun(
             "workers", 8, (batchjob.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
         ),
     ]
@@ -170,8 +170,8 @@ def test_restore_gives_back_every_recorded_template() -> None:
     js = trainer().obj()
     originals = _originals(js)
     runs = [
-        integrations.PodSetRun("driver", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
-        integrations.PodSetRun(
+        job_kind.PodSetRun("driver", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
+        job_kind.PodSetRun(
             "workers", 8, (batchjob.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
         ),
     ]

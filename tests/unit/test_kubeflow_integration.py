@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from berth.api import configuration
-from berth.core import batchjob, integrations, job_updates, kubeflow
+from berth.core import batchjob, integrations, job_kind, job_updates, kubeflow
 
 PYTORCH = integrations.make(configuration.Framework.PYTORCHJOB)
 H100_TOLERATION = {"key": "berth.dev/flavor", "operator": "Equal", "value": "h100"}
@@ -144,8 +144,8 @@ def test_start_and_restore_touch_only_each_replicas_scheduling_fields() -> None:
     assert obj is not None
     originals = integrations.originals(obj.to_yaml_dict()["spec"]["podSets"])
     runs = [
-        integrations.PodSetRun("master", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
-        integrations.PodSetRun(
+        job_kind.PodSetRun("master", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
+        job_kind.PodSetRun(
             "worker", 4, (batchjob.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
         ),
     ]

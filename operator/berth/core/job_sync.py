@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from berth.api import workload as api_workload
-from berth.core import integrations
+from berth.core import integrations, job_kind
 
 _BATCH_JOB = integrations.BatchJob()
 """The integration the rules read a Job through when the caller binds none (unit tables)."""
@@ -59,7 +59,7 @@ def _controller(job: Body) -> dict[str, Any] | None:
     return None
 
 
-def parent(job: Body, enabled: Mapping[str, integrations.Integration]) -> Parent | None:
+def parent(job: Body, enabled: Mapping[str, job_kind.Integration]) -> Parent | None:
     """The Job's controller when it is another job kind Berth integrates, else None."""
     ref = _controller(job)
     if ref is None:
@@ -72,7 +72,7 @@ def parent(job: Body, enabled: Mapping[str, integrations.Integration]) -> Parent
     return Parent(found.kind, str(ref.get("name") or ""), str(ref.get("uid") or ""))
 
 
-def foreign_owner(job: Body, enabled: Mapping[str, integrations.Integration] = {}) -> str | None:
+def foreign_owner(job: Body, enabled: Mapping[str, job_kind.Integration] = {}) -> str | None:
     """``Kind/name`` of the Job's controller when it is a kind Berth does not integrate.
 
     None for any other Job: one whose controller is one of ``enabled`` is a parent's child.
@@ -102,7 +102,7 @@ class Drift(enum.Enum):
 def drift(
     job: Body,
     workload: api_workload.Workload,
-    integration: integrations.Integration = _BATCH_JOB,
+    integration: job_kind.Integration = _BATCH_JOB,
 ) -> tuple[Drift, str | None]:
     """How ``job`` differs from ``workload``, and the Job's queue."""
     queue = integration.queue_name(job)
@@ -119,7 +119,7 @@ def drift(
 
 
 def over_admission(
-    job: Body, admitted_count: int, integration: integrations.Integration = _BATCH_JOB
+    job: Body, admitted_count: int, integration: job_kind.Integration = _BATCH_JOB
 ) -> bool:
     """Whether a running job asks for more pods at once than its admission counts."""
     return not integration.is_suspended(job) and integration.pod_count(job) > admitted_count

@@ -37,7 +37,7 @@ import dataclasses
 from typing import Any
 
 from berth.api import errors
-from berth.core import batchjob, integrations
+from berth.core import batchjob, integrations, job_kind
 
 _BATCH_JOB = integrations.BatchJob()
 """The integration the rules read a Job through when the caller binds none (unit tables)."""
@@ -68,7 +68,7 @@ def refusals(
     old: Body,
     new: Body,
     state: WorkloadState,
-    integration: integrations.Integration = _BATCH_JOB,
+    integration: job_kind.Integration = _BATCH_JOB,
 ) -> list[errors.FieldError]:
     """Every rule the update ``old`` → ``new`` breaks (empty: allowed)."""
     out: list[errors.FieldError] = []
@@ -136,13 +136,13 @@ def refusals(
     return out
 
 
-def _templates(job: Body, integration: integrations.Integration) -> dict[str, Any]:
+def _templates(job: Body, integration: job_kind.Integration) -> dict[str, Any]:
     obj, _problems = integration.to_workload(job, uid="check")
     return {} if obj is None else {ps.name: ps.template for ps in obj.spec.pod_sets}
 
 
 def _template_refusals(
-    old: Body, new: Body, name: str, integration: integrations.Integration
+    old: Body, new: Body, name: str, integration: job_kind.Integration
 ) -> list[errors.FieldError]:
     """Rule 5: the pod templates of a running job are fixed."""
     before, after = _templates(old, integration), _templates(new, integration)

@@ -25,7 +25,7 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
-from berth.core import batchjob, integrations, job_sync
+from berth.core import batchjob, integrations, job_kind, job_sync
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -59,7 +59,7 @@ def decide(
     job: Mapping[str, Any],
     namespace_labels: Mapping[str, str] | None,
     config: configuration.Configuration,
-    enabled: Mapping[str, integrations.Integration] | None = None,
+    enabled: Mapping[str, job_kind.Integration] | None = None,
 ) -> Decision:
     """Decide whether Berth manages ``job``; ``namespace_labels`` are its namespace's labels.
 

@@ -27,7 +27,7 @@ from berth.adapters.kube import client, errors, events, jobs, workloads
 from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
 from berth.core import integrations, job_sync
-from berth.core.integrations import Integration
+from berth.core.job_kind import Integration
 from berth.operator import ports, webhooks
 from berth.operator import world as world_mod
 

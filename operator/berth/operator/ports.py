@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from berth.api import configuration, names, workload_view
 from berth.core import cycle, job_updates, priority, workload
-from berth.core.integrations import Integration
+from berth.core.job_kind import Integration
 from berth.operator import mailbox
 from berth.state import cache as cache_mod
 from berth.state import lifecycle, priorities

@@ -39,6 +39,7 @@ from berth.core import (
     admission,
     cycle,
     integrations,
+    job_kind,
     job_sync,
     job_updates,
     managed,
@@ -213,7 +214,7 @@ class World:
         """Ask the job controller to look at a job again."""
         self.dirty_jobs.add(key)
 
-    def integration(self, job: Body) -> integrations.Integration:
+    def integration(self, job: Body) -> job_kind.Integration:
         """The integration of a job body (a body without ``kind`` is a ``batch/v1`` Job)."""
         return self.integrations.get(str(job.get("kind") or "Job"), self.integrations["Job"])
 

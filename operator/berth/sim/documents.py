@@ -16,7 +16,7 @@ from typing import IO, Any
 import yaml
 
 from berth.api import base, duration, errors, kinds, kueue_convert
-from berth.core import integrations
+from berth.core import integrations, job_kind
 
 AT = "sim.berth.dev/at"
 DELETE_AT = "sim.berth.dev/delete-at"
@@ -25,7 +25,7 @@ READY_AFTER = "sim.berth.dev/ready-after"
 
 NAMESPACE = ("v1", "Namespace")
 JOB = ("batch/v1", "Job")
-JOBS: dict[tuple[str, str], integrations.Integration] = {
+JOBS: dict[tuple[str, str], job_kind.Integration] = {
     (i.api_version, i.kind): i for i in integrations.EVERY_KIND
 }
 """The job kinds a scenario may hold, each with the integration that checks it at load time."""

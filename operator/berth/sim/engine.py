@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from berth.api import conditions, configuration, errors, names, priorityclass
 from berth.api import workload as api_workload
-from berth.core import cycle, integrations, podsready, workload
+from berth.core import cycle, integrations, job_kind, podsready, workload
 from berth.sim import documents, events, intake, summary
 from berth.sim.workloads import Phase, SimWorkload
 from berth.state import cache as cache_mod
@@ -98,7 +98,7 @@ def _job_key(doc: documents.Document) -> names.JobKey:
 
 
 def _check_frameworks(
-    docs: Sequence[documents.Document], enabled: Mapping[str, integrations.Integration]
+    docs: Sequence[documents.Document], enabled: Mapping[str, job_kind.Integration]
 ) -> None:
     """Refuse job documents of a kind the Configuration does not integrate.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from berth.api import errors
 from berth.api import workload as api_workload
-from berth.core import integrations, priority
+from berth.core import integrations, job_kind, priority
 from berth.sim import documents
 
 
@@ -23,7 +23,7 @@ def _unknown_class(
 
 def from_job(
     doc: documents.Document,
-    job: integrations.Integration,
+    job: job_kind.Integration,
     classes: priority.PriorityClasses,
     uid: str,
 ) -> integrations.NewWorkload:
@@ -60,7 +60,7 @@ def from_workload(
 
 def job_priority_change(
     doc: documents.Document,
-    job: integrations.Integration,
+    job: job_kind.Integration,
     classes: priority.PriorityClasses,
     current: tuple[str | None, str | None],
 ) -> priority.Resolved | None:

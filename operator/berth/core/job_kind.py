@@ -1,0 +1,124 @@
+"""The job-integration interface: ``Integration`` and the values it passes.
+
+After Kueue's ``GenericJob`` (``pkg/controller/jobframework``): what Berth needs to know about
+a kind of job — its queue and priority class, its Workload (one pod set per role), the merge
+patches that start, stop and restore it, and finished, pods-ready and active pods from its
+status — pure and over the job's raw body. ``Labelled`` is what every kind reads alike (the
+queue and priority class from the job's labels).
+
+Implemented by the kinds in ``core.integrations`` (batch Job, JobSet, Kubeflow) and
+``core.ray`` (RayJob, RayCluster); ``core.integrations`` makes them by framework name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol
+
+from berth.api import errors, workload
+from berth.core import batchjob
+
+Body = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PodSetRun:
+    """How one pod set runs for an admission: its admitted count and its flavors' placements."""
+
+    name: str
+    count: int
+    placements: tuple[batchjob.FlavorPlacement, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PodSetOriginal:
+    """A pod set as the Workload recorded it: its template before any start, and its count."""
+
+    name: str
+    template: Body
+    count: int
+
+
+class Integration(Protocol):
+    """One kind of job, as Berth reads, starts and stops it."""
+
+    @property
+    def kind(self) -> str:
+        """The job's kind (``Job``)."""
+
+    @property
+    def api_version(self) -> str:
+        """The job's apiVersion (``batch/v1``)."""
+
+    @property
+    def plural(self) -> str:
+        """The job's resource name in the API (``jobs``)."""
+
+    @property
+    def size_field(self) -> str:
+        """The field that sets how many pods the job runs at once, for error messages."""
+
+    def pod_selector(self, job: Body) -> str:
+        """A label selector for every pod the job runs, through its children if it has any."""
+
+    def before_restore(self, job: Body) -> Body | None:
+        """A status merge patch the job needs before its templates may change, if any."""
+
+    def queue_name(self, job: Body) -> str | None:
+        """The LocalQueue the job names, if any."""
+
+    def priority_class(self, job: Body) -> str | None:
+        """The WorkloadPriorityClass the job names, if any."""
+
+    def pod_count(self, job: Body) -> int:
+        """Pods the job runs at once, over all its pod sets."""
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The PriorityClass its pods name, where Kueue reads it for this kind."""
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The job's Workload (one pod set per role), or the field errors that prevent it."""
+
+    def start_patch(
+        self, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
+    ) -> Body:
+        """The merge patch that starts the job with each pod set on its admitted flavors."""
+
+    def stop_patch(self, job: Body) -> Body:
+        """The merge patch that stops (suspends) the job."""
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
+        """The merge patch that gives a stopped job its recorded templates back (None if none)."""
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:
+        """The merge patch that holds a running job at ``count`` pods (None: it cannot grow)."""
+
+    def is_suspended(self, job: Body) -> bool:
+        """Tell whether the job is suspended."""
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """Tell whether the job finished and, if so, whether it succeeded."""
+
+    def pods_ready(self, job: Body, count: int) -> bool:
+        """Tell whether the admitted ``count`` pods are ready or done."""
+
+    def active_pods(self, job: Body) -> int:
+        """Pods of the job that run or are still terminating, by its status."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Labelled:
+    """What every kind reads alike: the queue and priority class from the job's labels."""
+
+    honor_kueue_labels: bool = False
+    """Also read Kueue's ``kueue.x-k8s.io/*`` labels and annotations (migration)."""
+
+    def queue_name(self, job: Body) -> str | None:
+        """The LocalQueue the job names, if any."""
+        return batchjob.queue_name(job, honor_kueue=self.honor_kueue_labels)
+
+    def priority_class(self, job: Body) -> str | None:
+        """The WorkloadPriorityClass the job names, if any."""
+        return batchjob.priority_class(job, honor_kueue=self.honor_kueue_labels)
