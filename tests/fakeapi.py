@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 
 from berth.adapters.kube import errors
 from berth.api import base, crd, kinds
-from berth.core import integrations, kubeflow
+from berth.core import integrations, kubeflow, ray
 
 Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -122,6 +122,10 @@ RESOURCES: tuple[Resource, ...] = (
             k.kind, "kubeflow.org", "v1", k.plural, True, True, generation=True, initial_status={}
         )
         for k in kubeflow.KINDS
+    ),
+    *(
+        Resource(k.kind, ray.GROUP, "v1", k.plural, True, True, generation=True, initial_status={})
+        for k in (ray.RAYJOB, ray.RAYCLUSTER)
     ),
     Resource("Lease", "coordination.k8s.io", "v1", "leases", True, False),
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False, False),

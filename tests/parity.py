@@ -6,11 +6,13 @@ instant until nothing changes: the scheduler loop (``Scheduler.step``), the job 
 (``JobController.reconcile`` over its mailbox) and the lifecycle task (``Lifecycle.pass_once``,
 first at each round, as its writes let workloads queue again).
 Those are the tasks the operator runs, unchanged. Where the simulator's timers stand for the pods,
-the driver plays kube-controller-manager, the JobSet controller and the kubelet for jobs:
+the driver plays kube-controller-manager, the JobSet controller, the training-operator, KubeRay
+and the kubelet for jobs:
 - an unsuspended Job has ``status.active`` pods at once, ready after the document's
   ``ready-after``; an unsuspended JobSet has every child Job active, then ready, in
   ``status.replicatedJobsStatus``; an unsuspended training job has every replica active, then
-  ``Running``;
+  ``Running``; an unsuspended RayJob is ``Initializing``, then ``Running`` on a ``ready``
+  cluster (a RayCluster: its head, then ``ready``);
 - it completes after its ``duration`` (a JobSet with its ``Completed`` condition);
 - a suspended job's pods are gone at once.
 
@@ -44,7 +46,7 @@ from typing import Any, cast
 import fakeapi
 from berth.adapters.kube import client, errors, workloads
 from berth.api import conditions, configuration, names, workload_view
-from berth.core import integrations, jobset, kubeflow
+from berth.core import integrations, jobset, kubeflow, ray
 from berth.operator import jobcontroller, lifecycle, scheduler, world
 from berth.sim import documents
 
@@ -327,6 +329,8 @@ class Driver:
             status = _jobset_status(job, action, self._running, key)
         elif kind == "Job":
             status = self._batch_status(job, action, key)
+        elif job.get("apiVersion", "").startswith(f"{ray.GROUP}/"):
+            status = _ray_status(job, action, self._running, key)
         else:
             status = _training_status(job, action, self._running, key)
         await self.fake.request(
@@ -472,6 +476,37 @@ def _training_status(
     elif action == _Do.JOB_FINISH:
         status["conditions"] = [{"type": "Succeeded", "status": "True"}]
         running.discard(key)
+    return status
+
+
+def _ray_status(
+    job: dict[str, Any], action: _Do, running: set[names.WorkloadKey], key: names.WorkloadKey
+) -> dict[str, Any]:
+    """A RayJob's or RayCluster's status as KubeRay reports it."""
+    shape = ray.RAYJOB if job["kind"] == ray.RAYJOB.kind else ray.RAYCLUSTER
+    workers = sum(ray.group_count(g) for g in ray.worker_groups(shape, job))
+    cluster: dict[str, Any] | None = {
+        _Do.JOB_START: {"head": {"podName": "head"}, "state": None},
+        _Do.JOB_READY: {"state": "ready", "readyWorkerReplicas": workers},
+    }.get(action)
+    if action == _Do.JOB_STOP:
+        cluster = {"state": "suspended", "head": None, "readyWorkerReplicas": None}
+    if shape is ray.RAYCLUSTER:
+        return cluster or {}
+    deployment = {
+        _Do.JOB_START: "Initializing",
+        _Do.JOB_READY: "Running",
+        _Do.JOB_FINISH: "Complete",
+        _Do.JOB_STOP: "Suspended",
+    }.get(action)
+    status: dict[str, Any] = {"jobDeploymentStatus": deployment}
+    if action == _Do.JOB_FINISH:
+        status["jobStatus"] = "SUCCEEDED"
+        running.discard(key)
+    if action == _Do.JOB_STOP:
+        status["rayClusterStatus"] = None
+    elif cluster is not None:
+        status["rayClusterStatus"] = cluster
     return status
 
 

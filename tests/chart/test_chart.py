@@ -147,6 +147,11 @@ NEEDS = (
         "Kubeflow training jobs (integrations.frameworks) likewise",
     ),
     Need(
+        _rules("ClusterRole", "ray.io", "rayjobs rayclusters", "get list watch patch"),
+        "berth.adapters.kube.jobs:patch",
+        "KubeRay's RayJobs and RayClusters (integrations.frameworks) likewise",
+    ),
+    Need(
         _rules("ClusterRole", "batch", "jobs/status", "patch"),
         "berth.adapters.kube.jobs:patch_status",
         "a restored Job's startTime is cleared before it starts again",
@@ -351,11 +356,14 @@ def _comparable(hook: dict[str, Any]) -> dict[str, Any]:
             "kubeflow.org/paddlejob",
             "kubeflow.org/xgboostjob",
             "kubeflow.org/jaxjob",
+            "ray.io/rayjob",
+            "ray.io/raycluster",
         ),
         ("batch/job", "kubeflow.org/pytorchjob", "jobset.x-k8s.io/jobset", "kubeflow.org/jaxjob"),
         ("batch/job", "kubeflow.org/tfjob"),
+        ("batch/job", "ray.io/rayjob"),
     ],
-    ids=["default-frameworks", "kubeflow-too", "no-jobset"],
+    ids=["default-frameworks", "kubeflow-too", "no-jobset", "rayjob-alone"],
 )
 def test_chart_webhooks_are_the_ones_the_operator_registers(
     helm: Path, *, without_queue_name: bool, frameworks: tuple[str, ...]

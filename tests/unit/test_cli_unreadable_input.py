@@ -115,7 +115,7 @@ def test_an_unreachable_history_url_exits_2_naming_it(tmp_path: Path, args: list
     ("config", "want"),
     [
         pytest.param(
-            {"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}},
+            {"integrations": {"frameworks": ["batch/job", "ray.io/rayservice"]}},
             "integrations.frameworks[1]:",
             id="a framework Berth does not integrate",
         ),

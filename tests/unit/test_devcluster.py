@@ -129,10 +129,12 @@ def test_binaries_are_found_by_component_and_pinned_version(tmp_path: Path) -> N
         helm_unittest="v1.0.0",
         jobset="v0.9.0",
         training_operator="v1.9.0",
+        kuberay="v1.6.0",
     )
     cache = binaries.BinaryCache(tmp_path, versions)
     assert cache.path("kubectl") == tmp_path / "bin" / "kubectl-v1.2.3" / "kubectl"
     assert cache.path("jobset") == tmp_path / "bin" / "jobset-v0.9.0" / "jobset"
+    assert cache.path("kuberay") == tmp_path / "bin" / "kuberay-v1.6.0" / "kuberay"
     etcd = cache.path("etcd")
     etcd.parent.mkdir(parents=True)
     etcd.write_text("#!/bin/sh\n")

@@ -129,7 +129,7 @@ RESTORE_CASES = [
         {
             "spec": {
                 "template": {
-                    "metadata": {"labels": None},
+                    "metadata": None,
                     "spec": {"nodeSelector": {"gpu": None}, "tolerations": None},
                 }
             }

@@ -218,6 +218,6 @@ def test_the_webhook_configurations_cover_jobsets_and_child_jobs() -> None:
         for r in rule["resources"]
     }
     assert resources == {("batch", "jobs"), ("jobset.x-k8s.io", "jobsets")}
-    for name in ("mjob-children.berth.dev", "vjob-children.berth.dev"):
+    for name in ("mjob-jobset-children.berth.dev", "vjob-jobset-children.berth.dev"):
         selector = hooks[name]["objectSelector"]["matchExpressions"]
         assert selector == [{"key": jobset.NAME_LABEL, "operator": "Exists"}]

@@ -59,4 +59,6 @@ kubeflow.org/tfjob: [kubeflow.org, v1, tfjobs]
 kubeflow.org/paddlejob: [kubeflow.org, v1, paddlejobs]
 kubeflow.org/xgboostjob: [kubeflow.org, v1, xgboostjobs]
 kubeflow.org/jaxjob: [kubeflow.org, v1, jaxjobs]
+ray.io/rayjob: [ray.io, v1, rayjobs]
+ray.io/raycluster: [ray.io, v1, rayclusters]
 {{- end -}}

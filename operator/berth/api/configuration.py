@@ -129,6 +129,8 @@ class Framework(enum.StrEnum):
     PADDLEJOB = "kubeflow.org/paddlejob"
     XGBOOSTJOB = "kubeflow.org/xgboostjob"
     JAXJOB = "kubeflow.org/jaxjob"
+    RAYJOB = "ray.io/rayjob"
+    RAYCLUSTER = "ray.io/raycluster"
 
 
 class Integrations(base.Model):

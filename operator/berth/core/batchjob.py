@@ -15,6 +15,7 @@ still active). The operator's job controller applies these patches.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 from typing import Any
@@ -195,7 +196,11 @@ def template_patch(
     pod_spec = template.get("spec") or {}
     out: dict[str, Any] = {}
     label_patch = _map_patch(current_labels, labels)
-    if label_patch is not _UNCHANGED:
+    if label_patch is None and set(template.get("metadata") or {}) <= {"labels"}:
+        # The labels were all the metadata: it goes too, so a custom resource (whose templates
+        # the API server stores as written) gets back exactly the template it was given.
+        out["metadata"] = None
+    elif label_patch is not _UNCHANGED:
         out["metadata"] = {"labels": label_patch}
     spec: dict[str, Any] = {}
     selector_patch = _map_patch(pod_spec.get("nodeSelector") or {}, node_selector)
@@ -205,6 +210,33 @@ def template_patch(
         spec["tolerations"] = tolerations or None  # none left: the field goes, as before start
     if spec:
         out["spec"] = spec
+    return out
+
+
+def with_fields(
+    template: dict[str, Any],
+    labels: dict[str, Any],
+    selector: dict[str, Any],
+    tolerations: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A copy of a pod template with these labels, node selector and tolerations.
+
+    For kinds that keep templates in a list (a merge patch replaces a list whole).
+    """
+    out = copy.deepcopy(template)
+    meta = out.setdefault("metadata", {})
+    spec = out.setdefault("spec", {})
+    for holder, key, value in (
+        (meta, "labels", labels),
+        (spec, "nodeSelector", selector),
+        (spec, "tolerations", tolerations),
+    ):
+        if value:
+            holder[key] = value
+        else:
+            holder.pop(key, None)
+    if not meta:
+        del out["metadata"]  # empty metadata means none; a restored template compares equal
     return out
 
 

@@ -1,18 +1,16 @@
-"""The job-integration seam: what Berth needs to know about a kind of job, after Kueue's GenericJob.
+"""The job kinds Berth integrates, made by Kueue's framework names, and what they share.
 
-Kueue's ``pkg/controller/jobframework`` (``GenericJob``) asks each kind for its queue name, its pod
-sets, how to run it on an admission and how to stop it, and whether it finished. ``Integration``
-is that interface here, pure and over the job's raw body: the queue and priority class it names,
-the full Workload body (one pod set per role), the merge patch that starts it on its admitted
-flavors and counts, the patch that suspends it, the patch that restores its templates once
-stopped, and finished, pods-ready and active pods from its status. The configuration is bound
-when the integration is made (``for_configuration``), so no flag is threaded through calls.
+``Integration`` (``core.job_kind``, after Kueue's ``GenericJob``) is read, started and stopped
+the same way for every kind. Here: ``BatchJob`` (``batch/v1`` Job, on ``core.batchjob``),
+``JobSetJob`` (on ``core.jobset``) and ``KubeflowJob`` (the training-operator v1 kinds, on
+``core.kubeflow``); ``core.ray.RayKind`` is RayJob and RayCluster. ``make`` builds one by its
+framework name, ``for_configuration`` those ``integrations.frameworks`` enables, bound to the
+Configuration so no flag is threaded through calls. Shared by every kind: the Workload body to
+create (``new_workload``), the pod sets as recorded (``originals``) and how each admitted pod
+set runs (``runs``).
 
-``BatchJob`` (``batch/v1`` Job, built on ``core.batchjob``) and ``JobSetJob`` (JobSet, built on
-``core.jobset``) implement it; ``for_configuration`` enables them by Kueue's framework names
-(``integrations.frameworks``). The simulator (``sim.intake``), the operator's job controller and
-webhooks, and the pure rules of ``core.job_sync``, ``core.job_updates`` and ``core.managed`` all
-reach a job through it.
+The simulator (``sim.intake``), the operator's job controller and webhooks, and the pure rules
+of ``core.job_sync``, ``core.job_updates`` and ``core.managed`` all reach a job through it.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from berth.api import configuration, errors, names, resourceflavor, workload
-from berth.core import batchjob, job_kind, jobset, kubeflow, priority
+from berth.core import batchjob, job_kind, jobset, kubeflow, priority, ray
 from berth.core.job_kind import Body, Integration, PodSetOriginal, PodSetRun
 
 UNSUPPORTED_OWNER_LABEL = "berth.dev/unsupported-owner"
@@ -417,9 +415,10 @@ def runs(
     return out
 
 
-CHILD_LABELS = {jobset.KIND: jobset.NAME_LABEL}
-"""By parent kind, the label its controller puts on the child Jobs it makes (JobSet's name): the
-webhooks watch Jobs that carry one, so a child cannot be started before its parent is admitted."""
+CHILD_LABELS = {jobset.KIND: jobset.NAME_LABEL, ray.RAYJOB.kind: ray.ORIGIN_KIND_LABEL}
+"""By parent kind, the label its controller puts on the child Jobs it makes (JobSet's name, the
+kind a RayJob's submitter Job comes from): the webhooks watch Jobs that carry one, so a child
+cannot be started before its parent is admitted."""
 
 _KUBEFLOW = {k.framework: k for k in kubeflow.KINDS}
 
@@ -430,6 +429,10 @@ def make(framework: configuration.Framework, *, honor_kueue_labels: bool = False
         return BatchJob(honor_kueue_labels=honor_kueue_labels)
     if framework is configuration.Framework.JOBSET:
         return JobSetJob(honor_kueue_labels=honor_kueue_labels)
+    if framework is configuration.Framework.RAYJOB:
+        return ray.RayKind(honor_kueue_labels=honor_kueue_labels, shape=ray.RAYJOB)
+    if framework is configuration.Framework.RAYCLUSTER:
+        return ray.RayKind(honor_kueue_labels=honor_kueue_labels, shape=ray.RAYCLUSTER)
     return KubeflowJob(honor_kueue_labels=honor_kueue_labels, spec=_KUBEFLOW[framework])
 
 

@@ -142,25 +142,6 @@ def _js_path(path: str) -> str:
     return f"spec.replicatedJobs[{index}]{rest}"
 
 
-def _with_fields(template: Body, labels: Body, selector: Body, tolerations: list[Body]) -> Body:
-    """A copy of a pod template with these labels, node selector and tolerations."""
-    out = copy.deepcopy(template)
-    meta = out.setdefault("metadata", {})
-    spec = out.setdefault("spec", {})
-    for holder, key, value in (
-        (meta, "labels", labels),
-        (spec, "nodeSelector", selector),
-        (spec, "tolerations", tolerations),
-    ):
-        if value:
-            holder[key] = value
-        else:
-            holder.pop(key, None)
-    if not meta:
-        del out["metadata"]  # empty metadata means none; a restored template compares equal
-    return out
-
-
 def _rewritten(js: Body, templates: dict[str, Body]) -> list[Body] | None:
     """The replicated jobs with these pod templates by name (None when nothing changes)."""
     out = []
@@ -191,7 +172,7 @@ def start_patch(
         labels, selector, tolerations = batchjob.placed(
             original, pod_set=name, flavors=placements.get(name, [])
         )
-        templates[name] = _with_fields(current, labels, selector, tolerations)
+        templates[name] = batchjob.with_fields(current, labels, selector, tolerations)
     patch: Body = {"spec": {"suspend": False}}
     rjobs = _rewritten(js, templates)
     if rjobs is not None:
@@ -207,7 +188,7 @@ def restore_patch(js: Body, originals: dict[str, Body]) -> Body | None:
         current: Body = _job_spec(rjob).get("template") or {}
         original = originals.get(name) or current
         spec = original.get("spec") or {}
-        templates[name] = _with_fields(
+        templates[name] = batchjob.with_fields(
             current,
             dict((original.get("metadata") or {}).get("labels") or {}),
             dict(spec.get("nodeSelector") or {}),

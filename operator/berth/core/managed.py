@@ -4,10 +4,10 @@ Numbered rules, the first that applies decides:
 
 1. A Job in ``kube-system`` or in the operator's own namespace is never managed, whatever its
    labels: Berth must never hold back the cluster's own work or itself.
-2. A ``batch/v1`` Job controlled by another kind Berth integrates (a JobSet's child Job) is not
-   managed on its own: its parent is (``core.job_sync.parent``; Kueue's
-   ``IsOwnerManagedByKueue``). The webhooks still keep it from running while its parent is not
-   admitted (``operator.webhooks``).
+2. A job controlled by another kind Berth integrates (a JobSet's child Job, a RayJob's
+   RayCluster or submitter Job) is not managed on its own: its parent is
+   (``core.job_sync.parent``; Kueue's ``IsOwnerManagedByKueue``). The webhooks still keep it
+   from running while its parent is not admitted (``operator.webhooks``).
 3. A Job that names a LocalQueue (``berth.dev/queue-name``, and ``kueue.x-k8s.io/queue-name``
    when ``honorKueueLabels``) is managed.
 4. A Job that names none is managed only with ``manageJobsWithoutQueueName`` and only in a
@@ -71,7 +71,7 @@ def decide(
     namespace = str(meta.get("namespace") or "default")
     if namespace in NEVER_MANAGED_NAMESPACES or namespace == config.namespace:
         return Decision(managed=False, why=Why.PROTECTED_NAMESPACE)
-    if str(job.get("kind") or "Job") == "Job" and job_sync.parent(
+    if job_sync.parent(
         dict(job), integrations.for_configuration(config) if enabled is None else enabled
     ):
         return Decision(managed=False, why=Why.PART_OF_PARENT)

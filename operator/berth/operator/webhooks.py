@@ -108,18 +108,19 @@ def _child_refusals(
             return None
     integ = world.integration(job)
     problems = []
+    kind = integ.kind
     if integ.is_suspended(old) and not integ.is_suspended(job) and not parent_admitted:
         problems.append(
-            "spec.suspend: this Job is part of a job Berth queues (its ownerReferences name "
-            "the controller) and that job is not admitted: its controller starts the Job once "
-            "Berth admits it; setting spec.suspend to false by hand is not allowed"
+            f"spec.suspend: this {kind} is part of a job Berth queues (its ownerReferences name "
+            f"the controller) and that job is not admitted: its controller starts the {kind} "
+            "once Berth admits it; unsuspending it by hand is not allowed"
         )
     for label in integrations.CHILD_LABELS.values():
         had = label in ((old.get("metadata") or {}).get("labels") or {})
         if had and label not in ((job.get("metadata") or {}).get("labels") or {}):
             problems.append(
-                f"metadata.labels[{label}]: this Job is part of a job Berth queues; the label "
-                "may not be removed while its ownerReferences name that controller"
+                f"metadata.labels[{label}]: this {kind} is part of a job Berth queues; the "
+                "label may not be removed while its ownerReferences name that controller"
             )
     return problems
 
@@ -294,7 +295,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
     job_namespaces = {"matchExpressions": [protected]}
     children = [
         hook(
-            f"{prefix}job-children",
+            f"{prefix}job-{parent.lower()}-children",
             path,
             [rule("batch", ["jobs"], operations, "v1")],
             objectSelector={"matchExpressions": [{"key": label, "operator": "Exists"}]},

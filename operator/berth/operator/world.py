@@ -160,7 +160,7 @@ class World:
 
     def _dispatch(self, kind: str, body: Body, *, deleted: bool) -> None:
         if kind in self.integrations:
-            owner = job_sync.parent(body, self.integrations) if kind == "Job" else None
+            owner = job_sync.parent(body, self.integrations)
             job = self.index.take_job(
                 kind, body, deleted=deleted, parent_uid=None if owner is None else owner.uid
             )

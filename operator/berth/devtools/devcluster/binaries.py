@@ -28,7 +28,7 @@ KUBERNETES_COMMANDS = (
 )
 """The commands built from ``k8s.io/kubernetes``; they share its version."""
 
-FRAMEWORKS = ("jobset", "training-operator")
+FRAMEWORKS = ("jobset", "training-operator", "kuberay")
 """The job frameworks' controllers, each built with its CRDs and webhook manifests beside it."""
 
 COMPONENTS = ("etcd", *KUBERNETES_COMMANDS, "kwok", "helm", "helm-unittest", *FRAMEWORKS)
@@ -52,6 +52,8 @@ class Versions:
     """The JobSet controller (``sigs.k8s.io/jobset``)."""
     training_operator: str
     """The Kubeflow training-operator v1 (``github.com/kubeflow/training-operator``)."""
+    kuberay: str
+    """The KubeRay operator (``github.com/ray-project/kuberay/ray-operator``)."""
 
     def of(self, component: str) -> str:
         """Return the version ``component`` is built at."""
@@ -79,6 +81,7 @@ def load_versions() -> Versions:
         helm_unittest=str(raw["helm-unittest"]),
         jobset=str(raw["jobset"]),
         training_operator=str(raw["training-operator"]),
+        kuberay=str(raw["kuberay"]),
     )
 
 

@@ -14,6 +14,8 @@ written here, as it would one from cert-manager:
   folder (``/tmp/k8s-webhook-server/serving-certs``) a kubelet would mount. The Secret is made
   here with a certificate valid for that name and for 127.0.0.1 (RSA, as the rotator parses it),
   so the rotator keeps it, and the same files are put in that folder.
+- **KubeRay** runs without its webhook (off unless ``ENABLE_WEBHOOKS`` is set, as in KubeRay's
+  default install), so nothing needs a certificate.
 
 The webhooks of pods are narrowed to the framework's own pods (as JobSet's kustomize patches
 do), so pods of other jobs never wait on it. Used by the e2e tests of Berth's integrations.
@@ -70,6 +72,8 @@ class Framework:
     prepare: Callable[[launcher.ControlPlane, Path, int, int], Launch]
     """Puts its certificate in place (given the plane, a folder of its own, its webhook and
     health ports) and says how to run it."""
+    serves_webhooks: bool = True
+    """Whether it runs a webhook server (its manifest's configurations are then installed)."""
 
 
 TRAINING_OPERATOR_NAMESPACE = "kubeflow"
@@ -195,6 +199,20 @@ def _prepare_training_operator(
     return Launch(args, {**os.environ, "MY_POD_NAMESPACE": namespace}, ca_pem)
 
 
+def _prepare_kuberay(
+    plane: launcher.ControlPlane,  # noqa: ARG001 - KubeRay needs nothing of the plane
+    home: Path,  # noqa: ARG001 - nor a folder: it serves no webhook
+    webhook_port: int,  # noqa: ARG001 - see above
+    health_port: int,
+) -> Launch:
+    args = [
+        "--metrics-addr=0",
+        f"--health-probe-bind-address=127.0.0.1:{health_port}",
+        "--enable-leader-election=false",
+    ]
+    return Launch(args, None, b"")
+
+
 JOBSET = Framework(
     name="jobset",
     pod_label="jobset.sigs.k8s.io/jobset-name",
@@ -211,7 +229,14 @@ TRAINING_OPERATOR = Framework(
     webhook_names={"validating-webhook-configuration": "validator.training-operator.kubeflow.org"},
     prepare=_prepare_training_operator,
 )
-FRAMEWORKS = {f.name: f for f in (JOBSET, TRAINING_OPERATOR)}
+KUBERAY = Framework(
+    name="kuberay",
+    pod_label="ray.io/cluster",
+    webhook_names={},
+    prepare=_prepare_kuberay,
+    serves_webhooks=False,
+)
+FRAMEWORKS = {f.name: f for f in (JOBSET, TRAINING_OPERATOR, KUBERAY)}
 
 
 def webhook_configurations(
@@ -285,7 +310,6 @@ def start(plane: launcher.ControlPlane, name: str) -> processes.ManagedProcess:
     framework = FRAMEWORKS[name]
     binary = plane.cache.find(name)
     crds = plane.cache.framework_manifest(name, "crds.yaml")
-    hooks = plane.cache.framework_manifest(name, "webhooks.yaml")
     client = plane.kubectl()
     client.run("apply", "--server-side", "-f", str(crds))
     _wait_established(client, crds.read_text())
@@ -294,16 +318,18 @@ def start(plane: launcher.ControlPlane, name: str) -> processes.ManagedProcess:
     home.mkdir(parents=True, exist_ok=True)
     webhook_port, health_port = processes.free_port(), processes.free_port()
     launch = framework.prepare(plane, home, webhook_port, health_port)
-    # Registered before the controller starts: a cert rotator is ready only once its CA is in
-    # them, and nothing calls them before the controller serves (the tests wait for that).
-    client.apply(
-        webhook_configurations(
-            hooks.read_text(),
-            f"https://127.0.0.1:{webhook_port}",
-            base64.b64encode(launch.ca_pem).decode(),
-            framework,
+    if framework.serves_webhooks:
+        # Registered before the controller starts: a cert rotator is ready only once its CA is
+        # in them, and nothing calls them before the controller serves (the tests wait for that).
+        hooks = plane.cache.framework_manifest(name, "webhooks.yaml")
+        client.apply(
+            webhook_configurations(
+                hooks.read_text(),
+                f"https://127.0.0.1:{webhook_port}",
+                base64.b64encode(launch.ca_pem).decode(),
+                framework,
+            )
         )
-    )
     process = processes.ManagedProcess(
         name,
         [str(binary), *launch.args, f"--kubeconfig={plane.kubeconfig}"],
@@ -315,7 +341,7 @@ def start(plane: launcher.ControlPlane, name: str) -> processes.ManagedProcess:
     process.wait_ready(
         lambda: (
             _healthy(f"http://127.0.0.1:{health_port}/readyz")
-            and _serving(webhook_port, launch.ca_pem)
+            and (not framework.serves_webhooks or _serving(webhook_port, launch.ca_pem))
         ),
         90.0,
     )

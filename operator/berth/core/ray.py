@@ -1,0 +1,503 @@
+"""The KubeRay integrations (``ray.io/v1`` RayJob and RayCluster): pure half and ``Integration``.
+
+After Kueue's ``pkg/controller/jobs/rayjob`` and ``pkg/controller/jobs/raycluster``:
+
+- **Pod sets**: ``head`` (one pod, the head group's template), then one per worker group in the
+  cluster's order, named by the lower-cased ``groupName`` and counting ``replicas`` (default 1)
+  x ``numOfHosts`` (default 1); a RayJob in ``K8sJobMode`` (KubeRay's default) adds
+  ``submitter``, one pod of ``spec.submitterPodTemplate`` or of KubeRay's default submitter
+  template (the head's image, 500m CPU and 200Mi memory). No partial admission, as in Kueue.
+- **What Berth refuses** (Kueue's webhooks): a RayJob without ``rayClusterSpec`` or that selects
+  an existing cluster (``clusterSelector``), or whose cluster outlives it
+  (``shutdownAfterJobFinishes`` false); the in-tree autoscaler (it would grow the cluster past
+  its admission); more than 7 worker groups (a Workload holds 8 pod sets); a worker group named
+  ``head`` (or ``submitter`` for a RayJob that submits with a Job).
+- **Priority class**: the first pod set's template, in that order, that names one.
+- **Start**: ``spec.suspend`` false, and each role's template gets its pod set's flavor node
+  labels and tolerations (``batchjob.placed``) and the ``berth.dev/job-uid`` label, which is how
+  Berth finds the job's pods once KubeRay forgets which cluster it made (``pod_selector``). The
+  worker groups are a list, sent whole; the default submitter template is not in the RayJob,
+  so (as in Kueue) it is placed only when ``submitterPodTemplate`` is given.
+- **Stop**: ``spec.suspend`` true (KubeRay deletes the cluster and the submitter Job);
+  **restore**: each template's labels, node selector and tolerations as recorded.
+- **Status**: a RayJob finished when its deployment status is ``Complete`` or ``Failed``,
+  succeeded when its job status is ``SUCCEEDED``; a RayCluster never finishes. Pods are ready
+  when the cluster's state is ``ready``.
+
+The RayCluster a RayJob makes, and the submitter Job, are children of the RayJob
+(``core.job_sync.parent``): never queued on their own. Used through ``RayKind`` by the
+simulator and the operator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from berth.api import base, errors, kinds, workload
+from berth.core import batchjob
+from berth.core.job_kind import Body, Labelled, PodSetOriginal, PodSetRun
+
+GROUP = "ray.io"
+API_VERSION = f"{GROUP}/v1"
+ORIGIN_KIND_LABEL = "ray.io/originated-from-crd"
+"""Put by KubeRay on the submitter Job (and cluster) it makes for a RayJob."""
+JOB_UID_LABEL = "berth.dev/job-uid"
+"""Put by Berth on each role's template at start: the pods of the job, whatever cluster ran them."""
+HEAD = "head"
+SUBMITTER = "submitter"
+MAX_WORKER_GROUPS = 7
+"""A Workload holds at most 8 pod sets; one is the head."""
+_SUBMIT_WITH_JOB = "K8sJobMode"
+_FINISHED = {"Complete", "Failed"}
+_IDLE = {"", "New", "Suspended", "Complete", "Failed", "ValidationFailed"}
+"""RayJob deployment statuses with no cluster running for the job."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Shape:
+    """Which KubeRay kind: where its cluster spec lives."""
+
+    kind: str
+    plural: str
+    cluster_field: str | None
+    """The spec field holding the cluster spec (``rayClusterSpec``); None: the spec is one."""
+
+    def path(self, rest: str) -> str:
+        """A field path under the cluster spec, for error messages."""
+        return f"spec.{rest}" if self.cluster_field is None else f"spec.{self.cluster_field}.{rest}"
+
+
+RAYJOB = Shape("RayJob", "rayjobs", "rayClusterSpec")
+RAYCLUSTER = Shape("RayCluster", "rayclusters", None)
+
+
+def _spec(job: Body) -> Body:
+    spec = job.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def cluster(shape: Shape, job: Body) -> Body:
+    """The cluster spec (a RayJob's ``rayClusterSpec``, a RayCluster's ``spec``)."""
+    spec = _spec(job)
+    found = spec if shape.cluster_field is None else spec.get(shape.cluster_field)
+    return found if isinstance(found, dict) else {}
+
+
+def _head_template(shape: Shape, job: Body) -> Body:
+    head = cluster(shape, job).get("headGroupSpec") or {}
+    found = head.get("template") if isinstance(head, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def worker_groups(shape: Shape, job: Body) -> list[Body]:
+    """The worker groups, in the cluster's order."""
+    groups = cluster(shape, job).get("workerGroupSpecs")
+    return [g if isinstance(g, dict) else {} for g in groups] if isinstance(groups, list) else []
+
+
+def group_count(group: Body) -> int:
+    """Pods a worker group runs: ``replicas`` (default 1) x ``numOfHosts`` (default 1)."""
+    replicas = group.get("replicas")
+    hosts = group.get("numOfHosts")
+    return (1 if replicas is None else int(replicas)) * (int(hosts) if hosts else 1)
+
+
+def _submits_with_job(shape: Shape, job: Body) -> bool:
+    mode = _spec(job).get("submissionMode") or _SUBMIT_WITH_JOB
+    return shape is RAYJOB and mode == _SUBMIT_WITH_JOB
+
+
+def _default_submitter(job: Body) -> Body:
+    containers = (_head_template(RAYJOB, job).get("spec") or {}).get("containers") or [{}]
+    return {
+        "spec": {
+            "containers": [
+                {
+                    "name": "ray-job-submitter",
+                    "image": containers[0].get("image") or "",
+                    "resources": {
+                        "limits": {"cpu": "1", "memory": "1Gi"},
+                        "requests": {"cpu": "500m", "memory": "200Mi"},
+                    },
+                }
+            ],
+            "restartPolicy": "Never",
+        }
+    }
+
+
+def pod_sets(shape: Shape, job: Body) -> list[tuple[str, int, Body]]:
+    """Each role's pod set: name, count and template, in Kueue's order."""
+    out = [(HEAD, 1, _head_template(shape, job))]
+    for group in worker_groups(shape, job):
+        template = group.get("template")
+        out.append(
+            (
+                str(group.get("groupName") or "").lower(),
+                group_count(group),
+                template if isinstance(template, dict) else {},
+            )
+        )
+    if _submits_with_job(shape, job):
+        given = _spec(job).get("submitterPodTemplate")
+        out.append((SUBMITTER, 1, given if isinstance(given, dict) else _default_submitter(job)))
+    return out
+
+
+def pod_count(shape: Shape, job: Body) -> int:
+    """Pods over every role."""
+    return sum(count for _, count, _ in pod_sets(shape, job))
+
+
+def priority_class(shape: Shape, job: Body) -> str | None:
+    """The first role's template, in pod-set order, that names a ``priorityClassName``."""
+    for _, _, template in pod_sets(shape, job):
+        name = (template.get("spec") or {}).get("priorityClassName")
+        if name:
+            return str(name)
+    return None
+
+
+def _non_negative(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _job_problems(job: Body) -> list[errors.FieldError]:
+    spec = _spec(job)
+    if spec.get("clusterSelector"):
+        return [
+            errors.FieldError(
+                "spec.clusterSelector",
+                "a RayJob Berth queues brings its own cluster (spec.rayClusterSpec); to run on "
+                "an existing RayCluster, queue that RayCluster and remove this field",
+            )
+        ]
+    if not isinstance(spec.get("rayClusterSpec"), dict):
+        return [errors.FieldError("spec.rayClusterSpec", "required; give the cluster to run on")]
+    if spec.get("shutdownAfterJobFinishes") is not True:
+        return [
+            errors.FieldError(
+                "spec.shutdownAfterJobFinishes",
+                "must be true: the cluster of a queued RayJob must go when the job ends, or it "
+                "keeps holding the queue's quota",
+            )
+        ]
+    return []
+
+
+def _problems(shape: Shape, job: Body) -> list[errors.FieldError]:
+    if shape is RAYJOB:
+        problems = _job_problems(job)
+        if problems:
+            return problems
+    spec = cluster(shape, job)
+    problems = []
+    if spec.get("enableInTreeAutoscaling") is True:
+        problems.append(
+            errors.FieldError(
+                shape.path("enableInTreeAutoscaling"),
+                "the autoscaler would grow the cluster past what was admitted; set it to false",
+            )
+        )
+    if not isinstance((spec.get("headGroupSpec") or {}).get("template"), dict):
+        problems.append(
+            errors.FieldError(shape.path("headGroupSpec.template"), "required; give a template")
+        )
+    groups = worker_groups(shape, job)
+    if len(groups) > MAX_WORKER_GROUPS:
+        problems.append(
+            errors.FieldError(
+                shape.path("workerGroupSpecs"),
+                f"at most {MAX_WORKER_GROUPS} worker groups (a Workload holds 8 pod sets, one "
+                f"is the head); {len(groups)} given",
+            )
+        )
+    return problems + _group_problems(shape, job)
+
+
+def _group_problems(shape: Shape, job: Body) -> list[errors.FieldError]:
+    problems = []
+    reserved = {HEAD, SUBMITTER} if _submits_with_job(shape, job) else {HEAD}
+    seen: set[str] = set()
+    for i, group in enumerate(worker_groups(shape, job)):
+        path = shape.path(f"workerGroupSpecs[{i}]")
+        name = str(group.get("groupName") or "").lower()
+        if not name:
+            problems.append(errors.FieldError(f"{path}.groupName", "required"))
+        elif name in reserved:
+            problems.append(
+                errors.FieldError(f"{path}.groupName", f"{name!r} is the name of another role")
+            )
+        elif name in seen:
+            problems.append(
+                errors.FieldError(f"{path}.groupName", f"{name!r} names two worker groups")
+            )
+        seen.add(name)
+        if group.get("replicas") is not None and not _non_negative(group.get("replicas")):
+            problems.append(errors.FieldError(f"{path}.replicas", "must be a non-negative integer"))
+        hosts = group.get("numOfHosts")
+        if hosts is not None and not (_non_negative(hosts) and hosts > 0):
+            problems.append(errors.FieldError(f"{path}.numOfHosts", "must be a positive integer"))
+        if not isinstance(group.get("template"), dict):
+            problems.append(errors.FieldError(f"{path}.template", "required; give a template"))
+    return problems
+
+
+def to_workload(
+    shape: Shape, job: Body, *, uid: str, honor_kueue: bool = False
+) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+    """Build the Workload of a RayJob or RayCluster, or return the field errors that prevent it."""
+    problems = _problems(shape, job)
+    if problems:
+        return None, problems
+    meta = job.get("metadata") or {}
+    doc: Body = {
+        "apiVersion": base.API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": batchjob.workload_name(
+                str(meta.get("name") or ""), uid, kind=shape.kind, group=GROUP
+            ),
+            "namespace": str(meta.get("namespace") or "default"),
+            "labels": {JOB_UID_LABEL: uid},
+        },
+        "spec": {
+            "podSets": [
+                {"name": name, "count": count, "template": template}
+                for name, count, template in pod_sets(shape, job)
+            ],
+            "queueName": batchjob.queue_name(job, honor_kueue=honor_kueue),
+        },
+    }
+    obj, load_problems = kinds.try_load(doc)
+    if obj is None or load_problems:
+        return None, [
+            errors.FieldError(_job_path(shape, job, p.path), p.message) for p in load_problems
+        ]
+    assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
+    return obj, []
+
+
+def _template_path(shape: Shape, job: Body, index: int) -> str:
+    if index == 0:
+        return shape.path("headGroupSpec.template")
+    if index <= len(worker_groups(shape, job)):
+        return shape.path(f"workerGroupSpecs[{index - 1}].template")
+    return "spec.submitterPodTemplate"
+
+
+def _job_path(shape: Shape, job: Body, path: str) -> str:
+    # Report errors in the job's own terms: pod set i is role i's pod template.
+    prefix = "spec.podSets["
+    if not path.startswith(prefix):
+        return path
+    index, _, rest = path[len(prefix) :].partition("]")
+    if not index.isdigit() or not rest.startswith(".template"):
+        return path
+    return _template_path(shape, job, int(index)) + rest[len(".template") :]
+
+
+_Fields = tuple[Body, Body, list[Body]]
+"""A template's labels, node selector and tolerations."""
+
+
+def _placed(original: Body, name: str, uid: str, runs: dict[str, PodSetRun]) -> _Fields:
+    run = runs.get(name)
+    labels, selector, tolerations = batchjob.placed(
+        original, pod_set=name, flavors=[] if run is None else list(run.placements)
+    )
+    labels[JOB_UID_LABEL] = uid
+    return labels, selector, tolerations
+
+
+def _recorded(original: Body) -> _Fields:
+    spec = original.get("spec") or {}
+    return (
+        dict((original.get("metadata") or {}).get("labels") or {}),
+        dict(spec.get("nodeSelector") or {}),
+        list(spec.get("tolerations") or []),
+    )
+
+
+def _templates_patch(shape: Shape, job: Body, wanted: dict[str, _Fields]) -> tuple[Body, bool]:
+    """A merge patch giving each role's template the wanted (labels, selector, tolerations).
+
+    The head and submitter templates are maps and patched field by field; the worker groups are
+    a list, so every group goes in, as last read, when one changes.
+    """
+    spec = _spec(job)
+    patch: Body = {}
+    cluster_patch: Body = {}
+    head = _head_template(shape, job)
+    if HEAD in wanted:
+        head_patch = batchjob.template_patch(head, *wanted[HEAD])
+        if head_patch:
+            cluster_patch["headGroupSpec"] = {"template": head_patch}
+    groups = worker_groups(shape, job)
+    rewritten = []
+    changed = False
+    for group in groups:
+        current = group.get("template") or {}
+        fields = wanted.get(str(group.get("groupName") or "").lower())
+        new_template = current if fields is None else batchjob.with_fields(current, *fields)
+        changed = changed or new_template != current
+        rewritten.append({**group, "template": new_template})
+    if changed:
+        cluster_patch["workerGroupSpecs"] = rewritten
+    if cluster_patch:
+        if shape.cluster_field is None:
+            patch.update(cluster_patch)
+        else:
+            patch[shape.cluster_field] = cluster_patch
+    given = spec.get("submitterPodTemplate")
+    if isinstance(given, dict) and SUBMITTER in wanted and _submits_with_job(shape, job):
+        submitter_patch = batchjob.template_patch(given, *wanted[SUBMITTER])
+        if submitter_patch:
+            patch["submitterPodTemplate"] = submitter_patch
+    return patch, bool(patch)
+
+
+def start_patch(
+    shape: Shape, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
+) -> Body:
+    """Unsuspend the job, each role's template on its pod set's flavors."""
+    uid = str((job.get("metadata") or {}).get("uid") or "")
+    recorded = {o.name: o.template for o in originals}
+    by_name = {r.name: r for r in runs}
+    wanted = {
+        name: _placed(recorded.get(name) or current, name, uid, by_name)
+        for name, _, current in pod_sets(shape, job)
+    }
+    templates, _ = _templates_patch(shape, job, wanted)
+    return {"spec": {"suspend": False, **templates}}
+
+
+def restore_patch(shape: Shape, job: Body, originals: list[PodSetOriginal]) -> Body | None:
+    """Each role's recorded labels, node selector and tolerations back (None if equal)."""
+    wanted = {o.name: _recorded(o.template) for o in originals}
+    templates, changed = _templates_patch(shape, job, wanted)
+    return {"spec": templates} if changed else None
+
+
+def _status(job: Body) -> Body:
+    status = job.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def _cluster_status(shape: Shape, job: Body) -> Body:
+    status = _status(job)
+    if shape is RAYJOB:
+        found = status.get("rayClusterStatus")
+        return found if isinstance(found, dict) else {}
+    return status
+
+
+def finished(shape: Shape, job: Body) -> tuple[bool, bool]:
+    """A RayJob's deployment ``Complete`` or ``Failed`` (success: job ``SUCCEEDED``)."""
+    if shape is not RAYJOB:
+        return False, False  # a RayCluster runs until deleted, as in Kueue
+    status = _status(job)
+    if status.get("jobDeploymentStatus") in _FINISHED:
+        return True, status.get("jobStatus") == "SUCCEEDED"
+    return False, False
+
+
+def pods_ready(shape: Shape, job: Body) -> bool:
+    """The cluster's state is ``ready`` (KubeRay saw every pod run and be ready)."""
+    return _cluster_status(shape, job).get("state") == "ready"
+
+
+def active_pods(shape: Shape, job: Body) -> int:
+    """Pods KubeRay runs for the job, by its status (a RayJob's cluster while deployed)."""
+    status = _cluster_status(shape, job)
+    workers = int(status.get("readyWorkerReplicas") or 0)
+    if shape is RAYJOB:
+        idle = _status(job).get("jobDeploymentStatus", "") in _IDLE
+        return 0 if idle else 1 + workers
+    if status.get("state") == "suspended":
+        return 0  # KubeRay says so once every pod of a suspended cluster is gone
+    head = 1 if status.get("state") or (status.get("head") or {}).get("podName") else 0
+    return head + workers
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RayKind(Labelled):
+    """The RayJob or RayCluster integration: head, worker groups and the submitter."""
+
+    shape: Shape = RAYJOB
+
+    @property
+    def kind(self) -> str:
+        """The job's kind."""
+        return self.shape.kind
+
+    @property
+    def api_version(self) -> str:
+        """``ray.io/v1``."""
+        return API_VERSION
+
+    @property
+    def plural(self) -> str:
+        """``rayjobs`` or ``rayclusters``."""
+        return self.shape.plural
+
+    @property
+    def size_field(self) -> str:
+        """The worker groups (each one's ``replicas`` and ``numOfHosts``)."""
+        return self.shape.path("workerGroupSpecs")
+
+    def pod_selector(self, job: Body) -> str:
+        """The label Berth puts on every role's template at start: the job's uid."""
+        return f"{JOB_UID_LABEL}={(job.get('metadata') or {}).get('uid')}"
+
+    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - templates of a suspended job may change
+        """Nothing: KubeRay reads the templates only when it makes a cluster."""
+        return None
+
+    def pod_count(self, job: Body) -> int:
+        """Pods over every role."""
+        return pod_count(self.shape, job)
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The first role's template that names a ``priorityClassName``."""
+        return priority_class(self.shape, job)
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The job's Workload, or the field errors that prevent it."""
+        return to_workload(self.shape, job, uid=uid, honor_kueue=self.honor_kueue_labels)
+
+    def start_patch(
+        self, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
+    ) -> Body:
+        """Unsuspend, each role's template on its pod set's flavors (whole only)."""
+        return start_patch(self.shape, job, originals, runs)
+
+    def stop_patch(self, job: Body) -> Body:  # noqa: ARG002 - the same patch stops every job
+        """``spec.suspend`` (KubeRay deletes the cluster and the submitter Job)."""
+        return {"spec": {"suspend": True}}
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
+        """The recorded templates back."""
+        return restore_patch(self.shape, job, originals)
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - see below
+        """None: a raise of replicas is refused by the webhook; it is not undone here."""
+        return None
+
+    def is_suspended(self, job: Body) -> bool:
+        """``spec.suspend``."""
+        return bool(_spec(job).get("suspend"))
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """A RayJob's deployment finished; a RayCluster never."""
+        return finished(self.shape, job)
+
+    def pods_ready(self, job: Body, count: int) -> bool:  # noqa: ARG002 - KubeRay reports it
+        """The cluster's state is ``ready``."""
+        return pods_ready(self.shape, job)
+
+    def active_pods(self, job: Body) -> int:
+        """Pods KubeRay runs for the job, by its status."""
+        return active_pods(self.shape, job)
