@@ -50,7 +50,11 @@ class JobIndex:
         """Names of the pods that exist and have not finished, by the uid of the job they count
         for (a child Job's pods count for its parent)."""
         self.parent_of: dict[str, str] = {}
-        """The parent's uid by the uid of a child Job of an integrated parent."""
+        """The parent's uid by the uid of a child job of an integrated parent. Kept after the
+        child is deleted, until its parent is: the garbage collector deletes a child's pods
+        after the child (a RayJob's RayCluster), and they still count as the parent's."""
+        self.children_of: dict[str, set[str]] = {}
+        """The reverse of ``parent_of``: a parent's children, forgotten with it."""
 
     def take_job(
         self, kind: str, body: Body, *, deleted: bool, parent_uid: str | None = None
@@ -66,12 +70,14 @@ class JobIndex:
         if deleted:
             self.jobs.pop(key, None)
             self.job_of_uid.pop(uid, None)
-            self.parent_of.pop(uid, None)
+            for child in self.children_of.pop(uid, ()):
+                self.parent_of.pop(child, None)
             return None if parent_uid is None else self.job_of_uid.get(parent_uid)
         self.jobs[key] = body
         self.job_of_uid[uid] = key
         if parent_uid is not None:
             self.parent_of[uid] = parent_uid
+            self.children_of.setdefault(parent_uid, set()).add(uid)
             return self.job_of_uid.get(parent_uid)
         return key
 
