@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from berth.api import configuration
-from berth.core import batchjob, integrations, job_kind, job_sync, managed, ray
+from berth.core import batchjob, integrations, job_kind, job_sync, job_updates, managed, ray
 
 RAYJOB = integrations.make(configuration.Framework.RAYJOB)
 RAYCLUSTER = integrations.make(configuration.Framework.RAYCLUSTER)
@@ -436,3 +436,54 @@ def test_a_rayjobs_children_follow_the_frameworks_enabled() -> None:
     only_batch = {"Job": integrations.make(configuration.Framework.BATCH_JOB)}
     assert job_sync.parent(_child("Job"), only_batch) is None
     assert integrations.CHILD_LABELS["RayJob"] == ray.ORIGIN_KIND_LABEL
+
+
+def _running(replicas: int = 2, **gpu_group: Any) -> dict[str, Any]:
+    job = rayjob(group("gpu", replicas, **gpu_group))
+    job["spec"]["suspend"] = False
+    return job
+
+
+ADMITTED = job_updates.WorkloadState(
+    exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=4
+)
+QUEUED = job_updates.WorkloadState(
+    exists_unfinished=True, holds_quota=False, admitted=False, admitted_count=None
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "state", "refused"),
+    [
+        pytest.param(
+            rayjob(group("gpu", 2)), _running(), QUEUED, ["spec.suspend"], id="unsuspend-queued"
+        ),
+        pytest.param(
+            _running(),
+            _running(replicas=6),
+            ADMITTED,
+            ["spec.rayClusterSpec.workerGroupSpecs"],
+            id="more-workers-refused",
+        ),
+        pytest.param(
+            _running(),
+            _running(template=template(4)),
+            ADMITTED,
+            ["spec"],
+            id="more-gpus-per-worker-refused",
+        ),
+        pytest.param(
+            _running(),
+            {**_running(), "metadata": {**_running()["metadata"], "annotations": {"note": "x"}}},
+            ADMITTED,
+            [],
+            id="metadata-allowed",
+        ),
+    ],
+)
+def test_a_queued_or_running_rayjob_cannot_be_started_or_grown_by_hand(
+    old: dict[str, Any], new: dict[str, Any], state: job_updates.WorkloadState, refused: list[str]
+) -> None:
+    problems = job_updates.refusals(old, new, state, RAYJOB)
+    assert [p.path for p in problems] == refused
+    assert all("RayJob ml/train" in p.message for p in problems)

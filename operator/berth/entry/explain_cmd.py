@@ -170,7 +170,7 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
     kubeconfig: str | None,
     config_file: Path | None,
 ) -> None:
-    """Say why TARGET (job/NAME or workload/NAME) is not admitted, and what would change it."""
+    """Say why TARGET (job/x, rayjob/x, ... or workload/x) is not admitted, and what would help."""
     kind, name = _parse_target(target)
     live_state.check_source(files, at, kubeconfig, config_file)
     if files:
