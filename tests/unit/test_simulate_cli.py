@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,33 @@ def test_a_run_that_never_settles_exits_1_naming_the_loop(
     assert "did not settle at t=15" in result.stderr
     assert "ns/w0, ns/w10, ns/w8 preempt each other in a loop" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(
+            lambda text: text.replace(
+                "reclaimWithinCohort: Any", "reclaimWithinCohort: LowerPriority", 1
+            ),
+            id="reclaim-lower-priority-only",
+        ),
+        pytest.param(
+            lambda text: (
+                "apiVersion: berth.dev/v1beta1\nkind: Configuration\nmetadata:\n"
+                "  name: config\nfairSharing: {}\n---\n" + text
+            ),
+            id="fair-sharing",
+        ),
+    ],
+)
+def test_the_loop_is_broken_as_docs_scheduling_says(
+    change: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "_MAX_CYCLES_PER_INSTANT", 2_000)
+    loop = (Path(__file__).parent / "data" / "preemption-loop.yaml").read_text()
+    scenario = tmp_path / "settles.yaml"
+    scenario.write_text(change(loop))
+    result = CliRunner().invoke(cli.main, ["simulate", str(scenario), "--output", "summary"])
+    assert result.exit_code == 0, result.stderr
+    assert "virtual time" in result.stdout
