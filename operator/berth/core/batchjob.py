@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from berth.api import base, errors, kinds, workload
@@ -28,6 +29,8 @@ MIN_PARALLELISM = "berth.dev/job-min-parallelism"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 KUEUE_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+JOB_UID_LABEL = "berth.dev/job-uid"
+"""On a job's Workload (and on a RayJob's pods): the uid of the job."""
 _MAX_NAME = 253
 _HASH = 5
 
@@ -80,8 +83,6 @@ def to_workload(
     """Build the Workload of a Job, or return the field errors that prevent it."""
     meta = job.get("metadata") or {}
     spec = job.get("spec") or {}
-    name = str(meta.get("name") or "")
-    namespace = str(meta.get("namespace") or "default")
     problems = spec_problems(spec)
     if problems:
         return None, problems
@@ -92,21 +93,65 @@ def to_workload(
     pod_set: dict[str, Any] = {"name": "main", "count": count, "template": spec["template"]}
     if min_count is not None:
         pod_set["minCount"] = min_count
+    return build_workload(
+        job,
+        uid=uid,
+        pod_sets=[pod_set],
+        honor_kueue=honor_kueue,
+        role=lambda _: (None, "spec.template"),
+    )
+
+
+RolePaths = Callable[[int], tuple[str | None, str]]
+"""Where pod set ``i`` lives in its job: the role's path (None: leave other paths as they are)
+and its pod template's path. Errors are named in the job's own terms."""
+
+
+def build_workload(
+    job: dict[str, Any],
+    *,
+    uid: str,
+    pod_sets: Sequence[dict[str, Any]],
+    honor_kueue: bool,
+    role: RolePaths,
+    kind: str = "Job",
+    group: str = "batch",
+) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+    """The Workload of a job of any kind from its pod sets, or the field errors that prevent it.
+
+    Named as Kueue names it (``workload_name``), owned by nothing yet (``core.integrations``
+    adds the owner), labelled with the job's uid, in the job's LocalQueue.
+    """
+    meta = job.get("metadata") or {}
     doc: dict[str, Any] = {
         "apiVersion": base.API_VERSION,
         "kind": "Workload",
         "metadata": {
-            "name": workload_name(name, uid),
-            "namespace": namespace,
-            "labels": {"berth.dev/job-uid": uid},
+            "name": workload_name(str(meta.get("name") or ""), uid, kind=kind, group=group),
+            "namespace": str(meta.get("namespace") or "default"),
+            "labels": {JOB_UID_LABEL: uid},
         },
-        "spec": {"podSets": [pod_set], "queueName": queue_name(job, honor_kueue=honor_kueue)},
+        "spec": {"podSets": list(pod_sets), "queueName": queue_name(job, honor_kueue=honor_kueue)},
     }
     obj, problems = kinds.try_load(doc)
     if obj is None or problems:
-        return None, [errors.FieldError(_template_path(p.path), p.message) for p in problems]
+        return None, [errors.FieldError(_job_path(p.path, role), p.message) for p in problems]
     assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
     return obj, []
+
+
+def _job_path(path: str, role: RolePaths) -> str:
+    """A Workload field path in the job's terms: pod set i is role i, its template the role's."""
+    prefix = "spec.podSets["
+    if not path.startswith(prefix):
+        return path
+    index, _, rest = path[len(prefix) :].partition("]")
+    if not index.isdigit():
+        return path
+    role_path, template_path = role(int(index))
+    if rest.startswith(".template"):
+        return template_path + rest[len(".template") :]
+    return path if role_path is None else role_path + rest
 
 
 def spec_problems(spec: dict[str, Any]) -> list[errors.FieldError]:
@@ -144,14 +189,6 @@ def _min_count(
             )
         ]
     return min_count, []
-
-
-def _template_path(path: str) -> str:
-    # Report errors in the Job's own terms: the pod set's template is the Job's spec.template.
-    prefix = "spec.podSets[0].template"
-    if path.startswith(prefix):
-        return "spec.template" + path[len(prefix) :]
-    return path
 
 
 # Running a Job for an admission, stopping it, reading its status -----------------------------

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from berth.api import base, errors, kinds, workload
+from berth.api import errors, workload
 from berth.core import batchjob
 
 Body = dict[str, Any]
@@ -97,7 +97,6 @@ def to_workload(
     js: Body, *, uid: str, honor_kueue: bool = False
 ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
     """Build the Workload of a JobSet, or return the field errors that prevent it."""
-    meta = js.get("metadata") or {}
     problems = _problems(js)
     if problems:
         return None, problems
@@ -109,37 +108,21 @@ def to_workload(
         }
         for rjob in _replicated(js)
     ]
-    doc: Body = {
-        "apiVersion": base.API_VERSION,
-        "kind": "Workload",
-        "metadata": {
-            "name": batchjob.workload_name(
-                str(meta.get("name") or ""), uid, kind=KIND, group=GROUP
-            ),
-            "namespace": str(meta.get("namespace") or "default"),
-            "labels": {"berth.dev/job-uid": uid},
-        },
-        "spec": {
-            "podSets": pod_sets,
-            "queueName": batchjob.queue_name(js, honor_kueue=honor_kueue),
-        },
-    }
-    obj, load_problems = kinds.try_load(doc)
-    if obj is None or load_problems:
-        return None, [errors.FieldError(_js_path(p.path), p.message) for p in load_problems]
-    assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
-    return obj, []
+    return batchjob.build_workload(
+        js,
+        uid=uid,
+        pod_sets=pod_sets,
+        honor_kueue=honor_kueue,
+        role=_role,
+        kind=KIND,
+        group=GROUP,
+    )
 
 
-def _js_path(path: str) -> str:
-    # Report errors in the JobSet's own terms: pod set i is replicated job i's pod template.
-    prefix = "spec.podSets["
-    if not path.startswith(prefix):
-        return path
-    index, _, rest = path[len(prefix) :].partition("]")
-    if rest.startswith(".template"):
-        return f"spec.replicatedJobs[{index}].template.spec.template{rest[len('.template') :]}"
-    return f"spec.replicatedJobs[{index}]{rest}"
+def _role(index: int) -> tuple[str, str]:
+    # Pod set i is replicated job i; its template is that job's pod template.
+    role = f"spec.replicatedJobs[{index}]"
+    return role, f"{role}.template.spec.template"
 
 
 def _rewritten(js: Body, templates: dict[str, Body]) -> list[Body] | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from berth.api import base, configuration, errors, kinds, workload
+from berth.api import configuration, errors, workload
 from berth.core import batchjob
 
 Body = dict[str, Any]
@@ -149,45 +149,24 @@ def to_workload(
     problems = _problems(kind, job)
     if problems:
         return None, problems
-    meta = job.get("metadata") or {}
     present = replicas(kind, job)
-    doc: Body = {
-        "apiVersion": base.API_VERSION,
-        "kind": "Workload",
-        "metadata": {
-            "name": batchjob.workload_name(
-                str(meta.get("name") or ""), uid, kind=kind.kind, group=GROUP
-            ),
-            "namespace": str(meta.get("namespace") or "default"),
-            "labels": {"berth.dev/job-uid": uid},
-        },
-        "spec": {
-            "podSets": [
-                {"name": t.lower(), "count": _count(r), "template": r["template"]}
-                for t, r in present
-            ],
-            "queueName": batchjob.queue_name(job, honor_kueue=honor_kueue),
-        },
-    }
-    obj, load_problems = kinds.try_load(doc)
-    if obj is None or load_problems:
-        names = [t for t, _ in present]
-        return None, [
-            errors.FieldError(_kf_path(kind, names, p.path), p.message) for p in load_problems
-        ]
-    assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
-    return obj, []
 
+    def role(index: int) -> tuple[str, str]:
+        # Pod set i is replica type i (in the kind's order); its template is the replica's.
+        path = f"spec.{kind.replica_specs}[{present[index][0]}]"
+        return path, f"{path}.template"
 
-def _kf_path(kind: Kind, types: list[str], path: str) -> str:
-    # Report errors in the job's own terms: pod set i is replica type i's pod template.
-    prefix = "spec.podSets["
-    if not path.startswith(prefix):
-        return path
-    index, _, rest = path[len(prefix) :].partition("]")
-    if not index.isdigit() or int(index) >= len(types):
-        return path
-    return f"spec.{kind.replica_specs}[{types[int(index)]}]{rest}"
+    return batchjob.build_workload(
+        job,
+        uid=uid,
+        pod_sets=[
+            {"name": t.lower(), "count": _count(r), "template": r["template"]} for t, r in present
+        ],
+        honor_kueue=honor_kueue,
+        role=role,
+        kind=kind.kind,
+        group=GROUP,
+    )
 
 
 def priority_class(kind: Kind, job: Body) -> str | None:

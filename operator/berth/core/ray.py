@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from berth.api import base, errors, kinds, workload
+from berth.api import errors, workload
 from berth.core import batchjob
 from berth.core.job_kind import Body, Labelled, PodSetOriginal, PodSetRun
 
@@ -41,7 +41,7 @@ GROUP = "ray.io"
 API_VERSION = f"{GROUP}/v1"
 ORIGIN_KIND_LABEL = "ray.io/originated-from-crd"
 """Put by KubeRay on the submitter Job (and cluster) it makes for a RayJob."""
-JOB_UID_LABEL = "berth.dev/job-uid"
+JOB_UID_LABEL = batchjob.JOB_UID_LABEL
 """Put by Berth on each role's template at start: the pods of the job, whatever cluster ran them."""
 HEAD = "head"
 SUBMITTER = "submitter"
@@ -250,51 +250,27 @@ def to_workload(
     problems = _problems(shape, job)
     if problems:
         return None, problems
-    meta = job.get("metadata") or {}
-    doc: Body = {
-        "apiVersion": base.API_VERSION,
-        "kind": "Workload",
-        "metadata": {
-            "name": batchjob.workload_name(
-                str(meta.get("name") or ""), uid, kind=shape.kind, group=GROUP
-            ),
-            "namespace": str(meta.get("namespace") or "default"),
-            "labels": {JOB_UID_LABEL: uid},
-        },
-        "spec": {
-            "podSets": [
-                {"name": name, "count": count, "template": template}
-                for name, count, template in pod_sets(shape, job)
-            ],
-            "queueName": batchjob.queue_name(job, honor_kueue=honor_kueue),
-        },
-    }
-    obj, load_problems = kinds.try_load(doc)
-    if obj is None or load_problems:
-        return None, [
-            errors.FieldError(_job_path(shape, job, p.path), p.message) for p in load_problems
-        ]
-    assert isinstance(obj, workload.Workload)  # noqa: S101 - kinds.try_load returns the kind asked for
-    return obj, []
+    return batchjob.build_workload(
+        job,
+        uid=uid,
+        pod_sets=[
+            {"name": name, "count": count, "template": template}
+            for name, count, template in pod_sets(shape, job)
+        ],
+        honor_kueue=honor_kueue,
+        role=lambda index: (None, _template_path(shape, job, index)),
+        kind=shape.kind,
+        group=GROUP,
+    )
 
 
 def _template_path(shape: Shape, job: Body, index: int) -> str:
+    # Pod set i is role i: the head, the worker groups in order, then the submitter.
     if index == 0:
         return shape.path("headGroupSpec.template")
     if index <= len(worker_groups(shape, job)):
         return shape.path(f"workerGroupSpecs[{index - 1}].template")
     return "spec.submitterPodTemplate"
-
-
-def _job_path(shape: Shape, job: Body, path: str) -> str:
-    # Report errors in the job's own terms: pod set i is role i's pod template.
-    prefix = "spec.podSets["
-    if not path.startswith(prefix):
-        return path
-    index, _, rest = path[len(prefix) :].partition("]")
-    if not index.isdigit() or not rest.startswith(".template"):
-        return path
-    return _template_path(shape, job, int(index)) + rest[len(".template") :]
 
 
 _Fields = tuple[Body, Body, list[Body]]
