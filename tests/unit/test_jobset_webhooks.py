@@ -221,3 +221,22 @@ def test_the_webhook_configurations_cover_jobsets_and_child_jobs() -> None:
     for name in ("mjob-jobset-children.berth.dev", "vjob-jobset-children.berth.dev"):
         selector = hooks[name]["objectSelector"]["matchExpressions"]
         assert selector == [{"key": jobset.NAME_LABEL, "operator": "Exists"}]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open hole: a child of an admitted parent runs whatever it asks for; only the "
+    "children the parent's controller makes should (RayJob's cluster alike)",
+)
+def test_a_forged_child_of_an_admitted_jobset_gets_no_pods() -> None:
+    # The JobSet's admission counts 2 x 4 pods; a Job that claims to be one of its children
+    # but is not one the JobSet controller makes (another name, 64 pods) must not run.
+    world = world_mod.World(CONFIG, lambda: 0.0)
+    world.apply("JobSet", parent())
+    world.apply("Workload", parent_workload(admitted=True))
+    forged = child(suspended=False)
+    forged["metadata"]["name"] = "train-extra-0"
+    forged["spec"]["parallelism"] = 64
+    request = {"uid": "r", "kind": {"kind": "Job"}, "operation": "CREATE", "object": forged}
+    answer = webhooks.mutate_job(world, request)
+    assert "patch" in answer  # created suspended, as a child of a pending parent is
