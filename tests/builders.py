@@ -375,6 +375,31 @@ class PriorityClassBuilder(_ObjectBuilder[priorityclass.PriorityClass]):
         return self
 
 
+def admitted_status(
+    cluster_queue: str, counts: Mapping[str, int], flavors: Mapping[str, str]
+) -> dict[str, Any]:
+    """A stored Workload's status: admitted to ``cluster_queue``, each pod set on ``flavors``."""
+    return {
+        "admission": {
+            "clusterQueue": cluster_queue,
+            "podSetAssignments": [
+                {"name": name, "flavors": dict(flavors), "count": count}
+                for name, count in counts.items()
+            ],
+        },
+        "conditions": [
+            {
+                "type": kind,
+                "status": "True",
+                "reason": kind,
+                "message": "",
+                "lastTransitionTime": "2026-11-26T00:00:00Z",
+            }
+            for kind in ("QuotaReserved", "Admitted")
+        ],
+    }
+
+
 def _template(
     requests: Mapping[str, Quantity] | None,
     node_selector: Mapping[str, str] | None,

@@ -106,6 +106,24 @@ def _running(plane: launcher.ControlPlane, ns: str, job: str) -> list[dict[str, 
     return running(_pods(plane, ns, job))
 
 
+def _forged_child(name: str, js: dict[str, Any], *, gpus: int) -> dict[str, Any]:
+    """A running Job a user makes that claims the JobSet ``js`` as its controller."""
+    meta = js["metadata"]
+    forged = gpu_job(name, meta["namespace"], "lq", gpus, runs_for="600s")
+    forged["metadata"]["labels"][NAME_LABEL] = meta["name"]
+    forged["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+        }
+    ]
+    forged["spec"]["suspend"] = False
+    return forged
+
+
 def test_a_jobset_is_admitted_whole_on_each_roles_flavor_and_preempted_whole(
     jobset_cluster: launcher.ControlPlane,
     jobset_operator: OperatorProcess,
@@ -228,18 +246,64 @@ def test_an_ordinary_user_cannot_start_a_child_job_of_a_pending_jobset(
     assert "JobSet" in refused
     assert "queued in LocalQueue lq" in refused
     # A Job that claims the JobSet as its controller is created suspended and stays so.
-    forged = gpu_job("forged", ns, "lq", 2, runs_for="600s")
-    forged["metadata"]["labels"][NAME_LABEL] = "big"
-    forged["metadata"]["ownerReferences"] = [
-        {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "name": "big",
-            "uid": get(plane, "jobset", "big", "-n", ns)["metadata"]["uid"],
-            "controller": True,
-        }
-    ]
-    forged["spec"]["suspend"] = False
+    forged = _forged_child("forged", get(plane, "jobset", "big", "-n", ns), gpus=2)
     user.kubectl.run("create", "-f", "-", stdin=yaml.safe_dump(forged))
     assert get(plane, "job", "forged", "-n", ns)["spec"]["suspend"] is True
     assert _pods(plane, ns, "big") == []
+
+
+def test_an_ordinary_user_cannot_run_more_than_an_admitted_jobsets_children(
+    jobset_cluster: launcher.ControlPlane,
+    jobset_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+    tmp_path: Path,
+) -> None:
+    plane = jobset_cluster
+    ns = new_namespace(plane, "jobset-forge")
+    client = plane.kubectl()
+    client.apply(two_pool_queue(ns))
+    small = gpu_jobset("small", ns, head=0, workers=(1, 2), runs_for="600s", priority=f"{ns}-low")
+    # A NonIndexed child Job without completions runs as many pods as its parallelism says,
+    # and a Job's parallelism may change while it runs.
+    job_spec = small["spec"]["replicatedJobs"][0]["template"]["spec"]
+    job_spec.pop("completions")
+    job_spec["completionMode"] = "NonIndexed"
+    client.apply([small])
+    wait_until(lambda: len(_running(plane, ns, "small")) == 2, timeout=90)
+    user = adversary.namespace_user(plane, ns, tmp_path, extra_rules=JOBSET_RULES)
+
+    # A Job under a name the JobSet controller never gives, claiming the admitted JobSet as its
+    # controller: created suspended, and it cannot be started.
+    forged = _forged_child("small-extra-0", get(plane, "jobset", "small", "-n", ns), gpus=8)
+    user.kubectl.run("create", "-f", "-", stdin=yaml.safe_dump(forged))
+    assert get(plane, "job", "small-extra-0", "-n", ns)["spec"]["suspend"] is True
+    refused = user.denied(
+        "patch",
+        "job",
+        "small-extra-0",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec":{"suspend":false}}',
+    )
+    assert "makes the Jobs small-workers-0; small-extra-0 is none of them" in refused
+    # Nor may the JobSet's own running child grow past what the JobSet makes.
+    refused = user.denied(
+        "patch",
+        "job",
+        "small-workers-0",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec":{"parallelism":8}}',
+    )
+    assert "pod set main: 8 pods at once, more than the 2 made" in refused
+    assert "Traceback" not in refused
+    assert len(_pods(plane, ns, "small")) == 2
+
+    client.run("delete", "jobset", "--all", "-n", ns, "--wait=true", "--timeout=60s")
+    client.run("delete", "jobs", "--all", "-n", ns, "--wait=true", "--timeout=60s")
+    wait_until(lambda: usage_is_zero(plane, f"{ns}-cq"), timeout=60)

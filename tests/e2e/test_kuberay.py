@@ -116,6 +116,14 @@ def ray_cluster(name: str, ns: str, *, workers: int, priority: str) -> dict[str,
     }
 
 
+def _claiming(cluster: dict[str, Any], rayjob: dict[str, Any]) -> dict[str, Any]:
+    """``cluster``, made by a user, with an owner reference naming ``rayjob`` its controller."""
+    meta = rayjob["metadata"]
+    ref = {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": meta["name"], "uid": meta["uid"]}
+    cluster["metadata"]["ownerReferences"] = [{**ref, "controller": True}]
+    return cluster
+
+
 def _pods_of(plane: launcher.ControlPlane, ns: str, kind: str, name: str) -> list[dict[str, Any]]:
     uid = get(plane, kind, name, "-n", ns)["metadata"]["uid"]
     return live_pods(plane, ns, f"{JOB_UID_LABEL}={uid}")
@@ -215,16 +223,7 @@ def test_an_ordinary_user_cannot_start_a_rayjob_or_its_cluster_around_the_queue(
     # A RayCluster claiming to be that RayJob's (as KubeRay's own would) is held with it: it is
     # created suspended and cannot be started while the RayJob is not admitted.
     big = get(plane, "rayjob", "big", "-n", ns)
-    forged = ray_cluster("big-cluster", ns, workers=8, priority=f"{ns}-low")
-    forged["metadata"]["ownerReferences"] = [
-        {
-            "apiVersion": "ray.io/v1",
-            "kind": "RayJob",
-            "name": "big",
-            "uid": big["metadata"]["uid"],
-            "controller": True,
-        }
-    ]
+    forged = _claiming(ray_cluster("big-cluster", ns, workers=8, priority=f"{ns}-low"), big)
     user.apply(forged)
     assert get(plane, "raycluster", "big-cluster", "-n", ns)["spec"]["suspend"] is True
     refused = user.denied(
@@ -247,3 +246,50 @@ def test_an_ordinary_user_cannot_start_a_rayjob_or_its_cluster_around_the_queue(
     refused = user.denied("apply", "-f", "-", stdin=yaml.safe_dump(autoscaled))
     assert "spec.rayClusterSpec.enableInTreeAutoscaling" in refused
     assert "Traceback" not in refused
+
+
+def test_an_ordinary_user_cannot_run_more_than_an_admitted_rayjobs_cluster(
+    kuberay_cluster: launcher.ControlPlane,
+    ray_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+    tmp_path: Path,
+) -> None:
+    plane = kuberay_cluster
+    ns = new_namespace(plane, "ray-forge")
+    client = plane.kubectl()
+    client.apply(two_pool_queue(ns))
+    user = adversary.namespace_user(plane, ns, tmp_path, extra_rules=RAY_RULES)
+    user.apply(ray_job("small", ns, workers=2, priority=f"{ns}-low"))
+    # head, 2 workers and the submitter
+    wait_until(lambda: len(running(_pods_of(plane, ns, "rayjob", "small"))) == 4, timeout=120)
+    small = get(plane, "rayjob", "small", "-n", ns)
+    cluster = small["status"]["rayClusterName"]
+
+    # A RayCluster claiming the admitted RayJob under another name than KubeRay's: created
+    # suspended, and it cannot be started.
+    forged = _claiming(ray_cluster("small-extra", ns, workers=8, priority=f"{ns}-low"), small)
+    user.apply(forged)
+    assert get(plane, "raycluster", "small-extra", "-n", ns)["spec"]["suspend"] is True
+    refused = user.denied(
+        "patch",
+        "raycluster",
+        "small-extra",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec":{"suspend":false}}',
+    )
+    assert f"status.rayClusterName ({cluster}); small-extra is not it" in refused
+    assert live_pods(plane, ns, "ray.io/cluster=small-extra") == []
+    # Nor may KubeRay's own cluster grow past what the RayJob makes.
+    grow = '[{"op":"replace","path":"/spec/workerGroupSpecs/0/replicas","value":8}]'
+    refused = user.denied("patch", "raycluster", cluster, "-n", ns, "--type=json", "-p", grow)
+    assert "pod set gpu: 8 pods at once, more than the 2 made" in refused
+    assert "Traceback" not in refused
+    assert len(_pods_of(plane, ns, "rayjob", "small")) == 4
+
+    for kind in ("rayjobs", "rayclusters", "jobs"):
+        client.run("delete", kind, "--all", "-n", ns, "--wait=true", "--timeout=60s")
+    wait_until(lambda: usage_is_zero(plane, f"{ns}-cq"), timeout=60)

@@ -1,10 +1,12 @@
 """What the job webhooks let through for a JobSet and for the child Jobs its controller makes.
 
 A JobSet is suspended at creation and may not be started by hand, as a Job. Its child Jobs are
-never jobs of their own, but a child may run only while its parent's Workload is admitted: an
-ordinary user who creates a Job that claims a JobSet as its controller (a made-up uid, or a
-pending JobSet of theirs), or who unsuspends a child of a pending JobSet, gets no pods past the
-queue. Decisions come from ``operator.webhooks`` reading a ``World`` fed with the objects.
+never jobs of their own, but a child may run only while its parent's Workload is admitted, and
+only if it is one the JobSet controller makes, no larger (``core.child_jobs``): an ordinary user
+who creates a Job that claims a JobSet as its controller (a made-up uid, a pending JobSet of
+theirs, or an admitted one under another name or larger), who unsuspends a child of a pending
+JobSet, or who grows a running child, gets no pods past the queue. Decisions come from
+``operator.webhooks`` reading a ``World`` fed with the objects.
 """
 
 from __future__ import annotations
@@ -47,24 +49,7 @@ def parent_workload(*, admitted: bool) -> dict[str, Any]:
     body = new.body(js, integrations.JobSetJob())
     body["metadata"]["resourceVersion"] = "4"
     if admitted:
-        body["status"] = {
-            "admission": {
-                "clusterQueue": "cq",
-                "podSetAssignments": [
-                    {"name": "workers", "flavors": {"nvidia.com/gpu": "a100"}, "count": 8}
-                ],
-            },
-            "conditions": [
-                {
-                    "type": t,
-                    "status": "True",
-                    "reason": t,
-                    "message": "",
-                    "lastTransitionTime": "2026-11-26T00:00:00Z",
-                }
-                for t in ("QuotaReserved", "Admitted")
-            ],
-        }
+        body["status"] = builders.admitted_status("cq", {"workers": 8}, {"nvidia.com/gpu": "a100"})
     return body
 
 
@@ -89,6 +74,11 @@ def child(*, suspended: bool, uid: str = JS_UID, labels: bool = True) -> dict[st
     if labels:
         b.label(jobset.NAME_LABEL, "train")
     return b.obj()
+
+
+def sized(job: dict[str, Any], parallelism: int) -> dict[str, Any]:
+    job["spec"]["parallelism"] = parallelism
+    return job
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +132,42 @@ ROWS = [
         child(suspended=False),
         child(suspended=True),
         "admitted",
+        True,
+    ),
+    Row(
+        "its-controller-starts-a-larger-child",
+        "UPDATE",
+        sized(child(suspended=False), 64),
+        sized(child(suspended=True), 64),
+        "admitted",
+        False,
+        want_message="spec.suspend: this Job is part of a job Berth queues: it is no child "
+        "JobSet team/train's controller makes: pod set main: 64 pods at once, more than the 4",
+    ),
+    Row(
+        "a-running-child-may-not-grow",
+        "UPDATE",
+        sized(child(suspended=False), 64),
+        child(suspended=False),
+        "admitted",
+        False,
+        want_message="spec: this Job is part of a job Berth queues: it is no child JobSet "
+        "team/train's controller makes: pod set main: 64 pods at once, more than the 4 made",
+    ),
+    Row(
+        "a-running-child-may-shrink",
+        "UPDATE",
+        sized(child(suspended=False), 2),
+        child(suspended=False),
+        "admitted",
+        True,
+    ),
+    Row(
+        "a-running-child-of-an-evicted-jobset-may-change",
+        "UPDATE",
+        sized(child(suspended=False), 2),
+        child(suspended=False),
+        "pending",
         True,
     ),
     Row(
@@ -223,11 +249,6 @@ def test_the_webhook_configurations_cover_jobsets_and_child_jobs() -> None:
         assert selector == [{"key": jobset.NAME_LABEL, "operator": "Exists"}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open hole: a child of an admitted parent runs whatever it asks for; only the "
-    "children the parent's controller makes should (RayJob's cluster alike)",
-)
 def test_a_forged_child_of_an_admitted_jobset_gets_no_pods() -> None:
     # The JobSet's admission counts 2 x 4 pods; a Job that claims to be one of its children
     # but is not one the JobSet controller makes (another name, 64 pods) must not run.
@@ -240,3 +261,10 @@ def test_a_forged_child_of_an_admitted_jobset_gets_no_pods() -> None:
     request = {"uid": "r", "kind": {"kind": "Job"}, "operation": "CREATE", "object": forged}
     answer = webhooks.mutate_job(world, request)
     assert "patch" in answer  # created suspended, as a child of a pending parent is
+    assert answer["warnings"] == [
+        (
+            "Berth created this Job suspended: it is no child JobSet team/train's controller "
+            "makes: metadata.name: JobSet team/train makes the Jobs train-workers-0 to "
+            "train-workers-1; train-extra-0 is none of them"
+        )
+    ]

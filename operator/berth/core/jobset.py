@@ -72,6 +72,38 @@ def priority_class(js: Body) -> str | None:
     return None
 
 
+def child_as_made(js: Body, child: Body) -> Body | str:
+    """The child Job as the JobSet controller makes it under the child's name, or why none is.
+
+    The controller names each child ``<jobset>-<replicatedJob>-<index>``, index below the
+    replicated job's ``replicas``, and gives it the replicated job's Job spec.
+    """
+    meta = child.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    js_meta = js.get("metadata") or {}
+    js_name = str(js_meta.get("name") or "")
+    if str(child.get("kind") or "Job") != "Job":
+        return f"kind: the JobSet controller makes Jobs only, not a {child.get('kind')}"
+    made = []
+    for rjob in _replicated(js):
+        prefix = f"{js_name}-{rjob.get('name')}-"
+        count = replicas(rjob)
+        if count:
+            made.append(f"{prefix}0" + (f" to {prefix}{count - 1}" if count > 1 else ""))
+        index = name.removeprefix(prefix)
+        if name.startswith(prefix) and index.isdigit() and int(index) < replicas(rjob):
+            return {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": meta,
+                "spec": _job_spec(rjob),
+            }
+    return (
+        f"metadata.name: JobSet {js_meta.get('namespace')}/{js_name} makes the Jobs "
+        f"{', '.join(made) or '(none)'}; {name} is none of them"
+    )
+
+
 def _problems(js: Body) -> list[errors.FieldError]:
     rjobs = (js.get("spec") or {}).get("replicatedJobs")
     if not isinstance(rjobs, list) or not rjobs:

@@ -31,6 +31,7 @@ simulator and the operator.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 from berth.api import errors, workload
@@ -48,6 +49,7 @@ SUBMITTER = "submitter"
 MAX_WORKER_GROUPS = 7
 """A Workload holds at most 8 pod sets; one is the head."""
 _SUBMIT_WITH_JOB = "K8sJobMode"
+_SUBMIT_IN_HEAD = "SidecarMode"
 _FINISHED = {"Complete", "Failed"}
 _IDLE = {"", "New", "Suspended", "Complete", "Failed", "ValidationFailed"}
 """RayJob deployment statuses with no cluster running for the job."""
@@ -142,6 +144,45 @@ def pod_sets(shape: Shape, job: Body) -> list[tuple[str, int, Body]]:
         given = _spec(job).get("submitterPodTemplate")
         out.append((SUBMITTER, 1, given if isinstance(given, dict) else _default_submitter(job)))
     return out
+
+
+def child_as_made(rayjob: Body, child: Body) -> Body | str:
+    """A RayJob's child as KubeRay makes it under the child's name, or why it makes none such.
+
+    KubeRay makes one RayCluster, named as the RayJob's ``status.rayClusterName`` (written
+    before the cluster is made), of the RayJob's ``rayClusterSpec`` (in ``SidecarMode`` the
+    head also runs KubeRay's default submitter container), and in ``K8sJobMode`` one submitter
+    Job named as the RayJob.
+    """
+    meta = rayjob.get("metadata") or {}
+    ref = f"RayJob {meta.get('namespace')}/{meta.get('name')}"
+    name = str((child.get("metadata") or {}).get("name") or "")
+    kind = str(child.get("kind") or "Job")
+    made = {"metadata": child.get("metadata") or {}}
+    if kind == RAYCLUSTER.kind:
+        status = rayjob.get("status")
+        expected = (status.get("rayClusterName") if isinstance(status, dict) else None) or ""
+        if not expected:
+            return f"metadata.name: {ref} has named no RayCluster yet (status.rayClusterName)"
+        if name != expected:
+            return (
+                f"metadata.name: {ref} runs one RayCluster, named in its "
+                f"status.rayClusterName ({expected}); {name} is not it"
+            )
+        spec = copy.deepcopy(cluster(RAYJOB, rayjob))
+        if _spec(rayjob).get("submissionMode") == _SUBMIT_IN_HEAD:
+            head = (spec.get("headGroupSpec") or {}).get("template") or {}
+            containers = (head.get("spec") or {}).get("containers")
+            if isinstance(containers, list):
+                containers.append(_default_submitter(rayjob)["spec"]["containers"][0])
+        return {"apiVersion": API_VERSION, "kind": RAYCLUSTER.kind, **made, "spec": spec}
+    if kind == "Job" and _submits_with_job(RAYJOB, rayjob):
+        if name != meta.get("name"):
+            return f"metadata.name: {ref} submits with one Job, named {meta.get('name')}"
+        given = _spec(rayjob).get("submitterPodTemplate")
+        template = given if isinstance(given, dict) else _default_submitter(rayjob)
+        return {"apiVersion": "batch/v1", "kind": "Job", **made, "spec": {"template": template}}
+    return f"kind: KubeRay makes no {kind} for {ref}"
 
 
 def pod_count(shape: Shape, job: Body) -> int:

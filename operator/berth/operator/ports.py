@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from berth.api import configuration, names, workload_view
-from berth.core import cycle, job_updates, priority, workload
+from berth.core import cycle, job_sync, job_updates, priority, workload
 from berth.core.job_kind import Integration
 from berth.operator import mailbox
 from berth.state import cache as cache_mod
@@ -211,8 +211,14 @@ class WebhookWorld(Protocol):
     def managed(self, job: Body) -> bool:
         """Tell whether Berth manages a Job."""
 
-    def parent_admitted(self, job: Body) -> bool | None:
-        """For a child Job of an integrated parent: whether the parent is admitted."""
+    def parent_of(self, job: Body) -> job_sync.Parent | None:
+        """The integrated parent a child job's controller reference names (None: no child)."""
+
+    def job_seen(self, uid: str) -> Body | None:
+        """The job of this uid, as last seen."""
+
+    def admitted_for_job(self, job: Body) -> bool:
+        """Tell whether a job's Workload is admitted now."""
 
     def workload_state(self, job: Body) -> job_updates.WorkloadState:
         """Where a Job's Workload stands."""

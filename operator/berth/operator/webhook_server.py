@@ -22,7 +22,8 @@ from typing import Any
 from aiohttp import web
 
 from berth.adapters import tls
-from berth.adapters.kube import client, errors
+from berth.adapters.kube import client, errors, jobs
+from berth.core import job_sync
 from berth.operator import cluster_certs, webhooks
 from berth.operator import world as world_mod
 
@@ -60,7 +61,18 @@ class WebhookServer:
                 kube, world.config.namespace, cluster, tls.ServingContext()
             )
             context = serving.context.context
-        runner = web.AppRunner(webhooks.app(world), access_log=None)
+
+        async def read_parent(ref: job_sync.Parent, namespace: str) -> dict[str, Any] | None:
+            integration = world.integrations.get(ref.kind)
+            if integration is None:
+                return None
+            try:
+                return await jobs.get(kube, integration, namespace, ref.name)
+            except errors.KubeError as e:
+                log.warning("could not read %s %s/%s: %s", ref.kind, namespace, ref.name, e)
+                return None
+
+        runner = web.AppRunner(webhooks.app(world, read_parent), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=context)
         await site.start()

@@ -24,14 +24,22 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from berth.adapters import tls
 from berth.api import base, kinds, validation
-from berth.core import batchjob, integrations, job_updates, managed, workload_updates
+from berth.core import (
+    batchjob,
+    child_jobs,
+    integrations,
+    job_sync,
+    job_updates,
+    managed,
+    workload_updates,
+)
 from berth.operator import ports
 from berth.operator import world as world_mod
 
@@ -78,43 +86,94 @@ def _job(request: dict[str, Any], key: str = "object") -> dict[str, Any]:
     return body
 
 
-def mutate_job(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
-    """Suspend a managed job at creation, and a child Job whose parent is not admitted."""
+def mutate_job(
+    world: ports.WebhookWorld, request: dict[str, Any], parent: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Suspend a managed job at creation, and a child job that may not run (``why_child_waits``).
+
+    ``parent``: a child's parent as just read from the API, instead of as last seen.
+    """
     job = _job(request)
     if request.get("operation") != "CREATE":
         return _allow()
     integ = world.integration(job)
     if integ.is_suspended(job):
         return _allow()
-    child_may_run = world.parent_admitted(job)
-    if child_may_run is True or (child_may_run is None and not world.managed(job)):
+    warnings = []
+    if world.parent_of(job) is not None:
+        why = why_child_waits(world, job, parent)
+        if not why:
+            return _allow()
+        warnings.append(f"Berth created this {integ.kind} suspended: {why}")
+    elif not world.managed(job):
         return _allow()
     # The whole spec, suspended where the job's kind keeps the switch (a Job's spec.suspend, a
     # training job's spec.runPolicy.suspend): one patch for every kind, parent fields included.
     spec = integrations.suspended_spec(integ, job)
-    return _allow(
+    answer = _allow(
         [{"op": "add" if "spec" not in job else "replace", "path": "/spec", "value": spec}]
     )
+    if warnings:
+        answer["warnings"] = warnings
+    return answer
+
+
+def why_child_waits(
+    world: ports.WebhookWorld,
+    job: dict[str, Any],
+    parent: dict[str, Any] | None = None,
+    *,
+    running: bool = False,
+) -> str:
+    """Why a child job of an integrated parent may not run now ('' when it may).
+
+    It runs only while its parent is admitted, and only if it is a child the parent's
+    controller makes, no larger (``core.child_jobs``). ``parent``: the parent as just read from
+    the API, instead of as last seen. ``running``: the child runs already and changes; its
+    parent's admission is not asked again (a parent gone or evicted stops it anyway).
+    """
+    ref = world.parent_of(job)
+    if ref is None:
+        return ""
+    namespace = (job.get("metadata") or {}).get("namespace")
+    name = f"{ref.kind} {namespace}/{ref.name}"
+    found = parent if parent is not None else world.job_seen(ref.uid)
+    if found is None or (found.get("metadata") or {}).get("uid") != ref.uid:
+        if running:
+            return ""
+        return f"metadata.ownerReferences: its controller {name} (uid {ref.uid}) does not exist"
+    if not running and not world.admitted_for_job(found):
+        kind = world.integration(job).kind
+        return (
+            f"{name} is not admitted; its controller starts the {kind} once Berth admits it, "
+            "and unsuspending it by hand is not allowed"
+        )
+    refused = child_jobs.refusal(found, job, world.integration(job))
+    return "" if refused is None else f"it is no child {name}'s controller makes: {refused}"
 
 
 def _child_refusals(
-    world: ports.WebhookWorld, old: dict[str, Any], job: dict[str, Any]
+    world: ports.WebhookWorld,
+    old: dict[str, Any],
+    job: dict[str, Any],
+    parent: dict[str, Any] | None,
 ) -> list[str] | None:
-    """What a child Job of an integrated parent may not do (None: the Job is no such child)."""
-    parent_admitted = world.parent_admitted(job)
-    if parent_admitted is None:
-        parent_admitted = world.parent_admitted(old)
-        if parent_admitted is None:
-            return None
+    """What a child job of an integrated parent may not do (None: the job is no such child)."""
+    if world.parent_of(job) is None and world.parent_of(old) is None:
+        return None
     integ = world.integration(job)
     problems = []
     kind = integ.kind
-    if integ.is_suspended(old) and not integ.is_suspended(job) and not parent_admitted:
-        problems.append(
-            f"spec.suspend: this {kind} is part of a job Berth queues (its ownerReferences name "
-            f"the controller) and that job is not admitted: its controller starts the {kind} "
-            "once Berth admits it; unsuspending it by hand is not allowed"
-        )
+    if not integ.is_suspended(job):
+        field, why = "spec.suspend", ""
+        if integ.is_suspended(old):
+            why = why_child_waits(world, job, parent)
+        elif job.get("spec") != old.get("spec"):
+            # A running child may change only within what its controller makes (a Job's
+            # parallelism may change while it runs).
+            field, why = "spec", why_child_waits(world, job, parent, running=True)
+        if why:
+            problems.append(f"{field}: this {kind} is part of a job Berth queues: {why}")
     for label in integrations.CHILD_LABELS.values():
         had = label in ((old.get("metadata") or {}).get("labels") or {})
         if had and label not in ((job.get("metadata") or {}).get("labels") or {}):
@@ -125,8 +184,13 @@ def _child_refusals(
     return problems
 
 
-def validate_job(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
-    """Check a new job makes a valid Workload, and an update keeps ``core.job_updates``' rules."""
+def validate_job(
+    world: ports.WebhookWorld, request: dict[str, Any], parent: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Check a new job makes a valid Workload, and an update keeps ``core.job_updates``' rules.
+
+    ``parent``: a child's parent as just read from the API, instead of as last seen.
+    """
     job = _job(request)
     old = _job(request, "oldObject")
     meta = job.get("metadata") or {}
@@ -140,7 +204,7 @@ def validate_job(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str
         return _allow()
     if request.get("operation") != "UPDATE":
         return _allow()
-    child = _child_refusals(world, old, job)
+    child = _child_refusals(world, old, job, parent)
     if child is not None:
         return _deny("; ".join(child)) if child else _allow()
     # A job gaining a queue label is managed as the new object: it is checked too.
@@ -206,8 +270,17 @@ def _content(body: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (body or {}).items() if k not in {"metadata", "status"}}
 
 
-def app(world: world_mod.World) -> web.Application:
-    """The aiohttp application serving every route."""
+ParentReader = Callable[[job_sync.Parent, str], Awaitable[dict[str, Any] | None]]
+"""Reads a child's parent (named by its owner reference, in a namespace) as stored now."""
+
+
+def app(world: world_mod.World, read_parent: ParentReader | None = None) -> web.Application:
+    """The aiohttp application serving every route.
+
+    A child job that its parent as last seen would hold back is decided again on its parent as
+    ``read_parent`` reads it now: the watch may lag behind the parent's controller (KubeRay names
+    the cluster in the RayJob's status just before it makes it).
+    """
 
     def route(decide: Any) -> Any:  # noqa: ANN401 - an aiohttp handler
         async def handle(request: web.Request) -> web.Response:
@@ -217,9 +290,26 @@ def app(world: world_mod.World) -> web.Application:
 
         return handle
 
+    def job_route(decide: Callable[..., dict[str, Any]]) -> Any:  # noqa: ANN401 - an aiohttp handler
+        async def handle(request: web.Request) -> web.Response:
+            review = await request.json()
+            req = review.get("request") or {}
+            answer = decide(world, req)
+            held = not answer["allowed"] or "patch" in answer
+            job = _job(req)
+            ref = world.parent_of(job) or world.parent_of(_job(req, "oldObject"))
+            if held and ref is not None and read_parent is not None:
+                namespace = str((job.get("metadata") or {}).get("namespace") or "")
+                parent = await read_parent(ref, namespace)
+                if parent is not None:
+                    answer = decide(world, req, parent)
+            return web.json_response(_review(req, answer))
+
+        return handle
+
     application = web.Application()
-    application.router.add_post("/mutate-job", route(lambda r: mutate_job(world, r)))
-    application.router.add_post("/validate-job", route(lambda r: validate_job(world, r)))
+    application.router.add_post("/mutate-job", job_route(mutate_job))
+    application.router.add_post("/validate-job", job_route(validate_job))
     application.router.add_post("/mutate-berth", route(mutate_berth))
     application.router.add_post(
         "/validate-berth",

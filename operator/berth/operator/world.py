@@ -224,17 +224,13 @@ class World:
         labels = self.cache.namespace_labels(namespace)
         return managed.decide(job, labels, self.config, self.integrations).managed
 
-    def parent_admitted(self, job: Body) -> bool | None:
-        """For a child Job of an integrated parent: whether that parent is admitted now.
+    def parent_of(self, job: Body) -> job_sync.Parent | None:
+        """The integrated parent a child job's controller reference names (None: no child)."""
+        return job_sync.parent(job, self.integrations)
 
-        False when the parent is not known (an owner reference that names none); None for any
-        other job.
-        """
-        owner = job_sync.parent(job, self.integrations)
-        if owner is None:
-            return None
-        found = self.index.job_of(owner.uid)
-        return found is not None and self.admitted_for_job(found)
+    def job_seen(self, uid: str) -> Body | None:
+        """The job of this uid, as last seen (None: not known)."""
+        return self.index.job_of(uid)
 
     # Workloads ----------------------------------------------------------------------------------
 

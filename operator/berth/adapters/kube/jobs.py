@@ -1,14 +1,15 @@
-"""Job writes, for every integrated kind: merge patches of a job's spec and of its status.
+"""Job reads and writes, for every integrated kind: one job read fresh, and merge patches.
 
 The patches themselves are computed by the job's integration (``berth.core.integrations``); this
-module only sends them to the job's resource path. Called by the operator's job controller.
+module only sends them to the job's resource path. Called by the operator's job controller, and
+by the job webhooks (``get``: a child's parent as stored now, when the watch may lag).
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from berth.adapters.kube import client
+from berth.adapters.kube import client, errors
 
 
 class Resource(Protocol):
@@ -27,6 +28,16 @@ def path(resource: Resource, namespace: str, name: str | None = None) -> str:
     """The API path of a namespace's jobs of one kind, or of one job."""
     out = f"/apis/{resource.api_version}/namespaces/{namespace}/{resource.plural}"
     return out if name is None else f"{out}/{name}"
+
+
+async def get(
+    kube: client.Kube, resource: Resource, namespace: str, name: str
+) -> dict[str, Any] | None:
+    """A job as stored now (None: there is none of that name)."""
+    try:
+        return await kube.request("GET", path(resource, namespace, name))
+    except errors.NotFoundError:
+        return None
 
 
 async def patch(
