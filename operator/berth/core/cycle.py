@@ -463,6 +463,12 @@ def get_assignment(
     return full, []
 
 
+_Question = tuple[
+    frozenset[resources.FlavorResource], tuple[tuple[resources.FlavorResource, int], ...]
+]
+"""Which flavor-resources need room, and how much of each."""
+
+
 class _TargetFinder:
     """The two questions flavor assignment and the cycle ask about preemption."""
 
@@ -471,6 +477,9 @@ class _TargetFinder:
     ) -> None:
         self.classical = classical
         self.fair = fair
+        self.found: dict[_Question, list[preemption.Target]] = {}
+        """Victims by question. One finder serves one workload on one snapshot, and flavor
+        assignment's question is often the cycle's own (one pod set, one resource)."""
 
     def oracle(
         self, fr: resources.FlavorResource, amount: int
@@ -482,9 +491,15 @@ class _TargetFinder:
         self, frs: set[resources.FlavorResource], usage: resources.FlavorResourceAmounts
     ) -> list[preemption.Target]:
         """Victims that let ``usage`` fit, under fair sharing or classical preemption."""
-        if self.fair is not None:
-            return self.fair.targets(frs, usage)
-        return self.classical.targets(frs, usage)
+        key = (frozenset(frs), tuple(sorted(usage.items())))
+        found = self.found.get(key)
+        if found is None:
+            fair = self.fair
+            found = (
+                fair.targets(frs, usage) if fair is not None else self.classical.targets(frs, usage)
+            )
+            self.found[key] = found
+        return list(found)
 
 
 def _target_finder(

@@ -320,12 +320,18 @@ class Preemptor:
         ):
             return hierarchy, priority
         advantage, remaining = quota.fits_in_quota(node, usage)
+        # Without borrowing within the cohort, every candidate taken by priority is one that may
+        # be reclaimed only without borrowing; a queue already at its nominal quota tries with
+        # borrowing only (``targets``), so those candidates could never be chosen.
+        forbidden, _ = self._borrow_within_cohort()
+        skip_priority = forbidden and not self._under_nominal(frs)
         previous: quota.QuotaNode | None = None
         for subtree_root in node.ancestors():
-            target = hierarchy if advantage else priority
-            self._collect_subtree(
-                subtree_root, subtree_root, previous, frs, target, advantage=advantage
-            )
+            if advantage or not skip_priority:
+                target = hierarchy if advantage else priority
+                self._collect_subtree(
+                    subtree_root, subtree_root, previous, frs, target, advantage=advantage
+                )
             fits, remaining = quota.fits_in_quota(subtree_root, remaining)
             # Once a subtree holds the request, the preemptor keeps its advantage above it.
             advantage = advantage or fits

@@ -160,9 +160,9 @@ class Scheduler:
         w = self.world
         self.cycles += 1
         started = time.perf_counter()
-        result = w.state.schedule(
-            now, w.policy, all_pods_ready=all(k in w.ready for k in w.cache.admitted)
-        )
+        # Read only under waitForPodsReady's blockAdmission: it walks every admitted workload.
+        all_ready = not w.policy.block_admission or all(k in w.ready for k in w.cache.admitted)
+        result = w.state.schedule(now, w.policy, all_pods_ready=all_ready)
         if result is None:
             return [], False
         if w.observer is not None:

@@ -429,6 +429,9 @@ class Simulator:
     # Scheduling: the cycle's effects, each taking place at once ---------------------------------
 
     def _all_ready(self) -> bool:
+        # Read only under waitForPodsReady's blockAdmission: it walks every admitted workload.
+        if not self.policy.block_admission:
+            return True
         return all(self.workloads[k].ready for k in self.cache.admitted)
 
     def _settle(self) -> None:
