@@ -2,6 +2,10 @@
 
 ``berth bench core`` runs Kueue's scheduler-performance shapes through the simulator and reports
 admission decisions per CPU-second and the cost of one scheduling cycle (p50/p99) at that scale.
+``berth bench trace`` replays a public GPU trace (``berth.devtools.tracebench``) under each
+queueing strategy and prints utilisation beside the work-conserving bound, time queued by gang
+size, preemptions and the simulator's jobs per CPU-second; ``--sizes`` prints its cost against
+the number of jobs instead.
 ``berth bench harness`` (``berth.devtools.bench_harness``) runs them against the operator on a real
 API server.
 """
@@ -11,12 +15,13 @@ from __future__ import annotations
 import resource
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import click
 
 from berth.core import cycle, fairsharing
-from berth.devtools import perfshape
+from berth.devtools import perfshape, tracebench
 from berth.devtools.bench_harness import command as harness_command
 from berth.sim import engine
 
@@ -124,3 +129,129 @@ def core(shapes: tuple[str, ...], fair_sharing: bool) -> None:
                 f"  {cls}: average time to admission {statistics.fmean(values):.2f}s "
                 f"(virtual), p95 {_percentile(values, 95):.2f}s"
             )
+
+
+def _default_traces_dir() -> Path:
+    # The project sits beside the shared folder that holds the public traces.
+    return Path(__file__).resolve().parents[4] / "shared" / "traces"
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f}h"
+
+
+def _trace_row(f: tracebench.Figures, bound: tracebench.Figures | None) -> str:
+    waits = "  ".join(
+        f"{_hours(f.waits[b.name].mean):>6} {_hours(f.waits[b.name].p95):>7}"
+        for b in tracebench.BUCKETS
+    )
+    bound_util = f"{100 * bound.utilisation:5.1f}%" if bound is not None else "     -"
+    return (
+        f"{f.label:<16} {100 * f.utilisation:5.1f}% {bound_util} {100 * f.lost:5.1f}%  {waits}  "
+        f"{_hours(f.longest_wait):>8} {f.preemptions:>7} {f.never_admitted:>5} "
+        f"{f.jobs_per_cpu_second:>10,.0f} {f.cpu_seconds:>7.1f}"
+    )
+
+
+@command.command(name="trace")
+@click.option(
+    "--trace",
+    "trace_name",
+    type=click.Choice([t.value for t in tracebench.TraceName]),
+    default=tracebench.TraceName.PHILLY.value,
+    show_default=True,
+    help="Which public trace to replay.",
+)
+@click.option(
+    "--traces-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="BERTH_TRACES_DIR",
+    help="The shared/traces folder (default: the one beside the project).",
+)
+@click.option("--jobs", type=click.IntRange(min=1), help="Replay only the first N jobs.")
+@click.option("--gpus", type=click.IntRange(min=1), help="Capacity in GPUs (default: by --load).")
+@click.option(
+    "--load",
+    type=click.FloatRange(min=0.01, max=10),
+    default=0.9,
+    show_default=True,
+    help="Size the capacity so the jobs' average demand fills this share of it.",
+)
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    type=click.Choice([p.value for p in tracebench.Policy]),
+    help="Queueing strategies to replay (default: all).",
+)
+@click.option(
+    "--sizes",
+    help="Comma-separated job counts: print the simulator's cost against size instead.",
+)
+def trace(  # click passes every option by name
+    *,
+    trace_name: str,
+    traces_dir: Path | None,
+    jobs: int | None,
+    gpus: int | None,
+    load: float,
+    policies: tuple[str, ...],
+    sizes: str | None,
+) -> None:
+    """Replay a public GPU trace under each queueing strategy and print what it measured."""
+    folder = traces_dir or _default_traces_dir()
+    name = tracebench.TraceName(trace_name)
+    try:
+        all_jobs = tracebench.read(name, folder)
+    except (OSError, KeyError, ValueError) as e:
+        msg = f"cannot read the {name.value} trace under {folder}: {e}; give --traces-dir"
+        raise click.ClickException(msg) from e
+    if sizes is not None:
+        _cost_against_size(all_jobs, sizes, load, gpus)
+        return
+    selected = all_jobs[:jobs] if jobs else all_jobs
+    if not selected:
+        raise click.ClickException(f"the {name.value} trace under {folder} holds no GPU job")
+    capacity = gpus or tracebench.default_capacity(selected, load)
+    teams = len({j.team for j in selected})
+    window = selected[-1].arrival
+    click.echo(
+        f"{name.value}: {len(selected):,} jobs arriving over {window / 86400:.1f} days, "
+        f"{teams} teams, capacity {capacity} GPUs"
+        + ("" if gpus else f" (average demand {load:.0%} of it)")
+    )
+    bound = tracebench.replay(
+        "bound", selected, tracebench.Policy.BEST_EFFORT_FIFO, capacity, bound=True
+    )
+    buckets = "  ".join(f"{'wait ' + b.name + ' mean/p95':>14}" for b in tracebench.BUCKETS)
+    click.echo(
+        f"{'policy':<16} {'util':>6} {'bound':>6} {'lost':>6}  {buckets}  {'longest':>8} "
+        f"{'preempt':>7} {'never':>5} {'jobs/CPU-s':>10} {'CPU s':>7}"
+    )
+    for value in policies or tuple(p.value for p in tracebench.Policy):
+        policy = tracebench.Policy(value)
+        figures = tracebench.replay(policy.value, selected, policy, capacity)
+        click.echo(_trace_row(figures, bound))
+    click.echo(_trace_row(bound, None))
+    counts = "  ".join(f"{b.name}: {bound.waits[b.name].jobs:,}" for b in tracebench.BUCKETS)
+    click.echo(f"jobs per gang-size bucket (GPUs) {counts}")
+
+
+def _cost_against_size(
+    jobs: list[tracebench.TraceJob], sizes: str, load: float, gpus: int | None
+) -> None:
+    try:
+        counts = [int(s) for s in sizes.split(",") if s.strip()]
+    except ValueError as e:
+        raise click.BadParameter(
+            f"{sizes!r}: give job counts, e.g. 1000,2000,4000", param_hint="--sizes"
+        ) from e
+    click.echo(f"{'jobs':>8} {'capacity':>8} {'CPU s':>8} {'jobs/CPU-s':>10} {'CPU ms/job':>10}")
+    for count in counts:
+        selected = jobs[:count]
+        capacity = gpus or tracebench.default_capacity(selected, load)
+        f = tracebench.replay(str(count), selected, tracebench.Policy.BEST_EFFORT_FIFO, capacity)
+        click.echo(
+            f"{f.jobs:>8,} {capacity:>8} {f.cpu_seconds:>8.1f} {f.jobs_per_cpu_second:>10,.0f} "
+            f"{1000 * f.cpu_seconds / max(f.jobs, 1):>10.2f}"
+        )

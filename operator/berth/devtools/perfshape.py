@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from berth.api import base, duration, kinds
+from berth.api import base, duration
 from berth.sim import documents
 
 
@@ -75,23 +75,6 @@ LARGE_SCALE = Shape(
 SHAPES = {s.name: s for s in (BASELINE, LARGE_SCALE)}
 
 
-def _doc(
-    raw: dict[str, Any], index: int, *, at: float = 0.0, run_for: float | None = None
-) -> documents.Document:
-    obj: base.Object | None = None
-    if raw["apiVersion"] == base.API_VERSION:
-        obj = kinds.load(raw)
-    return documents.Document(
-        location=documents.Location("<generated>", index),
-        raw=raw,
-        obj=obj,
-        at=at,
-        delete_at=None,
-        duration=run_for,
-        ready_after=0.0,
-    )
-
-
 def queue_documents(shape: Shape) -> list[dict[str, Any]]:
     """The flavor, cohorts, ClusterQueues, LocalQueues and namespace of a shape, as YAML dicts."""
     out: list[dict[str, Any]] = [
@@ -146,7 +129,7 @@ def queue_documents(shape: Shape) -> list[dict[str, Any]]:
 
 def scenario(shape: Shape) -> list[documents.Document]:
     """The whole shape as simulator documents: queues at t=0, workloads at their intervals."""
-    docs = [_doc(raw, i) for i, raw in enumerate(queue_documents(shape))]
+    docs = [documents.generated(raw, i) for i, raw in enumerate(queue_documents(shape))]
     index = len(docs)
     for c in range(shape.cohorts):
         for q in range(shape.queues_per_cohort):
@@ -181,7 +164,11 @@ def scenario(shape: Shape) -> list[documents.Document]:
                             ],
                         },
                     }
-                    docs.append(_doc(raw, index, at=round(n * wc.interval, 6), run_for=wc.runtime))
+                    docs.append(
+                        documents.generated(
+                            raw, index, at=round(n * wc.interval, 6), run_for=wc.runtime
+                        )
+                    )
                     index += 1
     return docs
 

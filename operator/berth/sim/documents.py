@@ -86,6 +86,27 @@ class Document:
         return str((self.raw.get("metadata") or {}).get("namespace") or "default")
 
 
+def generated(
+    raw: dict[str, Any], index: int, *, at: float = 0.0, run_for: float | None = None
+) -> Document:
+    """A document a benchmark built in memory (a Berth kind, loaded here), read as if from a file.
+
+    ``at`` and ``run_for`` stand for the ``sim.berth.dev/at`` and ``duration`` annotations.
+    """
+    obj: base.Object | None = None
+    if raw["apiVersion"] == base.API_VERSION:
+        obj = kinds.load(raw)
+    return Document(
+        location=Location("<generated>", index),
+        raw=raw,
+        obj=obj,
+        at=at,
+        delete_at=None,
+        duration=run_for,
+        ready_after=0.0,
+    )
+
+
 def _annotation_time(
     annotations: dict[str, Any], key: str, *, allow_never: bool = False
 ) -> tuple[float | None, errors.FieldError | None]:

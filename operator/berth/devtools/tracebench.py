@@ -1,0 +1,371 @@
+"""Public GPU traces replayed through the simulator, and the figures ``berth bench trace`` prints.
+
+Two traces (``shared/traces``; their READMEs give origin and licence):
+
+- **Philly** (``philly-pollux/philly.csv``): arrival, duration and GPUs of 82,247 jobs, and the
+  virtual cluster that submitted each one, read as its team.
+- **ITP** (``itp-elasticflow/raw/clusterNN.csv``): submission time, duration and GPUs of 69,351
+  jobs on ten clusters. There is no team column: each cluster's file stands for one team, a
+  synthetic mapping.
+
+The queue configuration (``scenario``), as ``docs/benchmarks.md`` states it: one ResourceFlavor
+``gpu``; one Cohort; per team one ClusterQueue in that cohort and one LocalQueue. A team's
+``nominalQuota`` of ``nvidia.com/gpu`` is its share of the replayed jobs' GPU-seconds, of the
+whole capacity (largest remainders, so the quotas sum to the capacity); no borrowing limit;
+``reclaimWithinCohort: Any`` (a lender gets its quota back) and ``withinClusterQueue: Never``
+(the traces carry no priorities). The capacity is ``--gpus``, or by default the smallest multiple
+of 8 GPUs that the jobs' average demand over their arrival window fills to ``--load`` (0.9).
+Each job is one Workload of pods of at most 8 GPUs that runs its traced duration once admitted;
+a preempted job starts over.
+
+``bound``: the same jobs in one ClusterQueue holding the whole capacity, BestEffortFIFO, no team
+quotas: a greedy scheduler that never leaves a GPU idle while a job that fits waits, the
+work-conserving reference for utilisation.
+
+Figures (``Figures``): GPU utilisation while the jobs arrive (GPU-seconds held by admitted jobs
+over capacity x that window), the share of GPU-seconds lost to runs a preemption cut short, time
+queued per gang-size bucket (mean and p95), the longest, preemptions, and jobs per CPU-second of
+the simulator. Used by ``berth bench trace``.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime as dt
+import enum
+import math
+import statistics
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from berth.api import base, names
+from berth.sim import documents, engine
+
+FLAVOR = "gpu"
+RESOURCE = "nvidia.com/gpu"
+GPUS_PER_NODE = 8
+"""The node size the traces' own simulators assume (Helios: 8 GPUs per node)."""
+
+
+class TraceName(enum.Enum):
+    """The public traces the benchmark reads."""
+
+    PHILLY = "philly"
+    ITP = "itp"
+
+
+class Policy(enum.Enum):
+    """How the replayed ClusterQueues order their pending jobs."""
+
+    BEST_EFFORT_FIFO = "BestEffortFIFO"
+    STRICT_FIFO = "StrictFIFO"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TraceJob:
+    """One traced job: when it arrived (seconds after the first), how long it ran, its gang."""
+
+    arrival: float
+    duration: float
+    gpus: int
+    team: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Bucket:
+    """A gang-size bucket: jobs of ``low`` to ``high`` GPUs."""
+
+    name: str
+    low: int
+    high: float
+
+
+BUCKETS = (Bucket("1", 1, 1), Bucket("2-4", 2, 4), Bucket("5-8", 5, 8), Bucket(">8", 9, math.inf))
+
+
+def bucket_of(gpus: int) -> Bucket:
+    """The bucket of a gang of ``gpus`` GPUs."""
+    return next(b for b in BUCKETS if b.low <= gpus <= b.high)
+
+
+# Reading the traces -----------------------------------------------------------------------------
+
+
+def read_philly(path: Path) -> list[TraceJob]:
+    """Philly's jobs in arrival order (ties in file order); GPU-less rows are skipped."""
+    rows = []
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            gpus = int(float(row["num_gpus"]))
+            if gpus > 0:
+                when = dt.datetime.fromisoformat(row["timestamp"]).timestamp()
+                rows.append((when, float(row["duration"]), gpus, row["cluster"]))
+    return _relative(rows)
+
+
+def read_itp(directory: Path) -> list[TraceJob]:
+    """ITP's jobs of every cluster file (the file is the team), in arrival order."""
+    rows = []
+    for path in sorted(directory.glob("cluster*.csv")):
+        with path.open(newline="") as f:
+            for row in csv.DictReader(f):
+                gpus = int(float(row["num_gpu"]))
+                if gpus > 0:
+                    rows.append(
+                        (float(row["submission_time"]), float(row["duration"]), gpus, path.stem)
+                    )
+    return _relative(rows)
+
+
+def _relative(rows: list[tuple[float, float, int, str]]) -> list[TraceJob]:
+    if not rows:
+        return []
+    ordered = sorted(enumerate(rows), key=lambda r: (r[1][0], r[0]))
+    start = ordered[0][1][0]
+    return [TraceJob(when - start, dur, gpus, team) for _, (when, dur, gpus, team) in ordered]
+
+
+def read(trace: TraceName, traces_dir: Path) -> list[TraceJob]:
+    """The jobs of one trace under ``traces_dir`` (the ``shared/traces`` folder)."""
+    if trace is TraceName.PHILLY:
+        return read_philly(traces_dir / "philly-pollux" / "philly.csv")
+    return read_itp(traces_dir / "itp-elasticflow" / "raw")
+
+
+# The queue configuration ------------------------------------------------------------------------
+
+
+def default_capacity(jobs: Sequence[TraceJob], load: float) -> int:
+    """The smallest multiple of 8 GPUs that the jobs' average demand fills to ``load``.
+
+    The demand is their GPU-seconds over the window in which they arrive.
+
+    Never smaller than the largest gang, which could not run at all otherwise.
+    """
+    if not jobs:
+        return GPUS_PER_NODE
+    window = max(j.arrival for j in jobs)  # the jobs arrive over this window: their load
+    demand = sum(j.gpus * j.duration for j in jobs) / max(window, 1.0)
+    largest = max(j.gpus for j in jobs)
+    needed = max(demand / load, largest)
+    return GPUS_PER_NODE * max(1, math.ceil(needed / GPUS_PER_NODE))
+
+
+def quotas(jobs: Iterable[TraceJob], capacity: int) -> dict[str, int]:
+    """Each team's nominal quota: its share of the GPU-seconds, by largest remainders.
+
+    The quotas sum to ``capacity``; remainders tie-break by team name.
+    """
+    work: dict[str, float] = {}
+    for j in jobs:
+        work[j.team] = work.get(j.team, 0.0) + j.gpus * j.duration
+    total = sum(work.values())
+    if total <= 0:
+        return dict.fromkeys(sorted(work), 0)
+    exact = {team: capacity * w / total for team, w in work.items()}
+    out = {team: math.floor(x) for team, x in exact.items()}
+    left = capacity - sum(out.values())
+    for team in sorted(exact, key=lambda t: (-(exact[t] - out[t]), t))[:left]:
+        out[team] += 1
+    return out
+
+
+def _queue(name: str, cohort: str | None, nominal: int, policy: Policy) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "queueingStrategy": policy.value,
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"},
+        "resourceGroups": [
+            {
+                "coveredResources": [RESOURCE],
+                "flavors": [
+                    {"name": FLAVOR, "resources": [{"name": RESOURCE, "nominalQuota": nominal}]}
+                ],
+            }
+        ],
+    }
+    if cohort is not None:
+        spec["cohortName"] = cohort
+    return {
+        "apiVersion": base.API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def pod_shape(gpus: int) -> tuple[int, int]:
+    """Pods and GPUs per pod of a gang: pods of at most 8 GPUs, all the same size."""
+    pods = math.ceil(gpus / GPUS_PER_NODE)
+    while gpus % pods:
+        pods += 1
+    return pods, gpus // pods
+
+
+def scenario(
+    jobs: Sequence[TraceJob], policy: Policy, capacity: int, *, bound: bool = False
+) -> list[documents.Document]:
+    """The replay's documents: the queue configuration at t=0, then each job at its arrival.
+
+    ``bound``: one ClusterQueue of the whole capacity, no cohort (the work-conserving bound).
+    """
+    raws: list[dict[str, Any]] = [
+        {"apiVersion": base.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}
+    ]
+    team_queue = {}
+    if bound:
+        raws.append(_queue("all", None, capacity, Policy.BEST_EFFORT_FIFO))
+        team_queue = {j.team: "all" for j in jobs}
+    else:
+        raws.append({"apiVersion": base.API_VERSION, "kind": "Cohort", "metadata": {"name": "all"}})
+        for team, nominal in sorted(quotas(jobs, capacity).items()):
+            raws.append(_queue(f"team-{team}", "all", nominal, policy))
+            team_queue[team] = f"team-{team}"
+    for team, cq in sorted(team_queue.items()):
+        raws.append(
+            {
+                "apiVersion": base.API_VERSION,
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq", "namespace": f"team-{team}"},
+                "spec": {"clusterQueue": cq},
+            }
+        )
+    docs = [documents.generated(raw, i) for i, raw in enumerate(raws)]
+    for i, job in enumerate(jobs):
+        pods, per_pod = pod_shape(job.gpus)
+        raw = {
+            "apiVersion": base.API_VERSION,
+            "kind": "Workload",
+            "metadata": {"name": f"job-{i}", "namespace": f"team-{job.team}"},
+            "spec": {
+                "queueName": "lq",
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": pods,
+                        "template": {
+                            "spec": {
+                                "containers": [
+                                    {"name": "c", "resources": {"requests": {RESOURCE: per_pod}}}
+                                ]
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+        docs.append(documents.generated(raw, len(docs), at=job.arrival, run_for=job.duration))
+    return docs
+
+
+# The figures ------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Waits:
+    """Time queued of one bucket's jobs."""
+
+    jobs: int
+    mean: float
+    p95: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Figures:
+    """What one replay measured."""
+
+    label: str
+    jobs: int
+    capacity: int
+    utilisation: float
+    """GPU-seconds held by admitted jobs while jobs arrive / (capacity x that window)."""
+    lost: float
+    """The share of all GPU-seconds held that went to runs a preemption cut short."""
+    waits: dict[str, Waits]
+    """By bucket name; time queued is the sum of a job's waits before each admission."""
+    longest_wait: float
+    never_admitted: int
+    preemptions: int
+    cpu_seconds: float
+    """CPU time of the replay itself (reading the trace and building documents excluded)."""
+
+    @property
+    def jobs_per_cpu_second(self) -> float:
+        """Replayed jobs per CPU-second of the simulator."""
+        return self.jobs / self.cpu_seconds if self.cpu_seconds > 0 else math.inf
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return float(ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)])
+
+
+def replay(
+    label: str, jobs: Sequence[TraceJob], policy: Policy, capacity: int, *, bound: bool = False
+) -> Figures:
+    """Replay ``jobs`` under ``policy`` on ``capacity`` GPUs and measure it."""
+    sim = engine.Simulator(scenario(jobs, policy, capacity, bound=bound))
+    started = time.process_time()
+    events = sim.run()
+    cpu = time.process_time() - started
+    by_bucket: dict[str, list[float]] = {b.name: [] for b in BUCKETS}
+    never = 0
+    for i, job in enumerate(jobs):
+        wl = sim.workloads.get(_key(job, i))
+        if wl is None or not wl.waited:
+            never += 1
+            continue
+        by_bucket[bucket_of(job.gpus).name].append(sum(wl.waited))
+    held, lost, done = _held(events, jobs)
+    window = max(j.arrival for j in jobs) if jobs else 0.0
+    window = window if window > 0 else sim.now
+    all_waits = [w for values in by_bucket.values() for w in values]
+    return Figures(
+        label=label,
+        jobs=len(jobs),
+        capacity=capacity,
+        utilisation=held / (capacity * window) if window > 0 else 0.0,
+        lost=lost / (lost + done) if lost + done > 0 else 0.0,
+        waits={
+            name: Waits(len(v), statistics.fmean(v) if v else 0.0, percentile(v, 95))
+            for name, v in by_bucket.items()
+        },
+        longest_wait=max(all_waits, default=0.0),
+        never_admitted=never,
+        preemptions=sum(1 for e in events if e["event"] == "Preempted"),
+        cpu_seconds=cpu,
+    )
+
+
+def _held(events: list[dict[str, Any]], jobs: Sequence[TraceJob]) -> tuple[float, float, float]:
+    """GPU-seconds held while jobs arrive, GPU-seconds of runs cut short, of runs completed."""
+    window = max(j.arrival for j in jobs) if jobs else 0.0
+    gpus = {str(_key(j, i)): j.gpus for i, j in enumerate(jobs)}
+    started: dict[str, float] = {}
+    held = lost = done = 0.0
+    for e in events:
+        name = str(e.get("workload") or "")
+        if e["event"] == "Admitted":
+            started[name] = float(e["t"])
+        elif e["event"] in {"Evicted", "Finished"} and name in started:
+            begin, end = started.pop(name), float(e["t"])
+            amount = gpus.get(name, 0)
+            if window > 0:
+                held += amount * (min(end, window) - min(begin, window))
+            else:
+                held += amount * (end - begin)
+            if e["event"] == "Evicted":
+                lost += amount * (end - begin)
+            else:
+                done += amount * (end - begin)
+    return held, lost, done
+
+
+def _key(job: TraceJob, index: int) -> names.WorkloadKey:
+    return names.WorkloadKey(f"team-{job.team}", f"job-{index}")

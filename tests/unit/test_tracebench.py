@@ -1,0 +1,149 @@
+"""The trace benchmark's pieces (``devtools.tracebench``): reading, quotas, gangs, figures.
+
+Reading keeps arrival order and each trace's team; quotas share the capacity by work and sum to
+it; gangs split into pods of at most 8 GPUs; and a replay's figures (utilisation while jobs
+arrive, GPU-seconds lost to preemption, time queued by gang size) come out as worked by hand on
+small traces, one with a reclaim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from berth.devtools import tracebench as tb
+
+Job = tb.TraceJob
+
+
+def test_philly_rows_become_jobs_in_arrival_order(tmp_path: Path) -> None:
+    csv = tmp_path / "philly.csv"
+    csv.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-10-09 07:01:55,66.0,1,66.0,vc-b\n"
+        "2017-10-09 06:13:03,2951.0,8,23608.0,vc-a\n"
+        "2017-10-09 06:20:00,10.0,0,0.0,vc-a\n"
+        "2017-10-09 07:01:55,5.0,2,10.0,vc-a\n"
+    )
+    assert tb.read_philly(csv) == [
+        Job(0.0, 2951.0, 8, "vc-a"),
+        Job(2932.0, 66.0, 1, "vc-b"),  # ties keep file order
+        Job(2932.0, 5.0, 2, "vc-a"),
+    ]
+
+
+def test_each_itp_cluster_file_is_a_team(tmp_path: Path) -> None:
+    for name, rows in (("cluster02", "x,100,600,8\ny,50,700,1\n"), ("cluster01", "z,75,900,2\n")):
+        (tmp_path / f"{name}.csv").write_text(f"job_id,submission_time,duration,num_gpu\n{rows}")
+    assert tb.read_itp(tmp_path) == [
+        Job(0.0, 700.0, 1, "cluster02"),
+        Job(25.0, 900.0, 2, "cluster01"),
+        Job(50.0, 600.0, 8, "cluster02"),
+    ]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("abcdef"), st.integers(1, 64), st.integers(1, 10_000)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(1, 4096),
+)
+def test_quotas_share_the_capacity_by_work(rows: list[tuple[str, int, int]], capacity: int) -> None:
+    jobs = [Job(0.0, float(d), g, team) for team, g, d in rows]
+    got = tb.quotas(jobs, capacity)
+    assert sum(got.values()) == capacity
+    work = {t: sum(g * d for team, g, d in rows if team == t) for t in got}
+    total = sum(work.values())
+    for team, quota in got.items():
+        exact = capacity * work[team] / total
+        assert math.floor(exact) <= quota <= math.ceil(exact)
+    assert tb.quotas(list(reversed(jobs)), capacity) == got  # the order of jobs never matters
+
+
+@pytest.mark.parametrize(
+    ("gpus", "pods"),
+    [(1, (1, 1)), (5, (1, 5)), (8, (1, 8)), (9, (3, 3)), (12, (2, 6)), (16, (2, 8)),
+     (24, (3, 8)), (128, (16, 8))],
+)  # fmt: skip
+def test_gangs_split_into_equal_pods_of_at_most_8_gpus(gpus: int, pods: tuple[int, int]) -> None:
+    assert tb.pod_shape(gpus) == pods
+
+
+@pytest.mark.parametrize(
+    ("gpus", "bucket"), [(1, "1"), (2, "2-4"), (4, "2-4"), (5, "5-8"), (8, "5-8"), (9, ">8")]
+)
+def test_gang_size_buckets(gpus: int, bucket: str) -> None:
+    assert tb.bucket_of(gpus).name == bucket
+
+
+def test_default_capacity_fills_to_the_load_and_fits_the_largest_gang() -> None:
+    # 4 GPUs busy on average over the 100 s window at load 0.5: 8 GPUs.
+    jobs = [Job(0.0, 100.0, 2, "a"), Job(100.0, 100.0, 2, "a")]
+    assert tb.default_capacity(jobs, 0.5) == 8
+    assert tb.default_capacity([*jobs, Job(50.0, 1.0, 20, "b")], 0.5) == 24
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    id: str
+    jobs: list[tb.TraceJob]
+    capacity: int
+    utilisation: float
+    lost: float
+    waits: dict[str, tuple[int, float, float]]
+    preemptions: int
+
+
+CASES = [
+    Case(
+        # Team a did two thirds of the work: 8 of the 12 GPUs, room for both its jobs at once;
+        # while the jobs arrive (10 s) 8 of 12 GPUs are held and nobody queues.
+        "quota-by-work-and-nobody-queues",
+        [Job(0, 100, 4, "a"), Job(0, 100, 4, "b"), Job(10, 100, 4, "a")],
+        12,
+        utilisation=8 / 12,
+        lost=0.0,
+        waits={"2-4": (3, 0.0, 0.0)},
+        preemptions=0,
+    ),
+    Case(
+        # Team b borrows a's half at t=0; a reclaims it at 10, cutting b's run short (80 of 1,680
+        # GPU-seconds); b runs again at 20 once a's job ends, having queued 10 s.
+        "a-reclaim-cuts-a-borrowers-run-short",
+        [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(500, 190, 4, "a")],
+        8,
+        utilisation=(8 * 10 + 4 * 10 + 8 * 100) / (8 * 500),
+        lost=80 / 1680,
+        waits={"2-4": (2, 0.0, 0.0), "5-8": (1, 10.0, 10.0)},
+        preemptions=1,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_replay_figures(case: Case) -> None:
+    got = tb.replay(case.id, case.jobs, tb.Policy.BEST_EFFORT_FIFO, case.capacity)
+    assert got.utilisation == pytest.approx(case.utilisation)
+    assert got.lost == pytest.approx(case.lost)
+    waits = {name: (w.jobs, w.mean, w.p95) for name, w in got.waits.items() if w.jobs}
+    assert waits == case.waits
+    assert got.preemptions == case.preemptions
+    assert got.never_admitted == 0
+    assert got.jobs_per_cpu_second > 0
+
+
+def test_the_bound_replays_one_queue_of_the_whole_capacity() -> None:
+    # Without team quotas nothing is reclaimed: b's 8-GPU run is never cut short, and a's
+    # 4-GPU job waits for it instead.
+    jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(500, 190, 4, "a")]
+    got = tb.replay("bound", jobs, tb.Policy.BEST_EFFORT_FIFO, 8, bound=True)
+    assert got.preemptions == 0
+    assert got.lost == 0.0
+    assert got.waits["2-4"].mean == pytest.approx(90 / 2)
