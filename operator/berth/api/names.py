@@ -25,6 +25,18 @@ class WorkloadKey:
 
     namespace: str
     name: str
+    _hash: int = dataclasses.field(init=False, repr=False, compare=False)
+    """Kept: the queues and the cache look keys up millions of times in a long replay."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.namespace, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[WorkloadKey], tuple[str, str]]:
+        # Pickled by its fields only: a string's hash differs from one process to the next.
+        return (WorkloadKey, (self.namespace, self.name))
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"

@@ -36,6 +36,22 @@ _IMMEDIATE_BEST_EFFORT = {
 }
 
 
+class Shape:
+    """A workload's ``scheduling_shape``, hashed once: the queues file workloads under it."""
+
+    __slots__ = ("_hash", "key")
+
+    def __init__(self, key: tuple[object, ...]) -> None:
+        self.key = key
+        self._hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Shape) and self.key == other.key)
+
+
 @dataclasses.dataclass(slots=True)
 class PendingWorkload:
     """A workload waiting for admission, and what the queue remembers about it."""
@@ -45,7 +61,7 @@ class PendingWorkload:
     progress: cycle.ScanProgress | None = None
     requeue_at: float = 0.0
     """Not before this time (backoff after a pods-ready timeout)."""
-    shape: tuple[object, ...] = ()
+    shape: Shape = dataclasses.field(init=False)
     preemptor: bool = False
     """It issued preemptions and waits for the room they make."""
     preempted_for: tuple[int, ...] | None = None
@@ -55,8 +71,7 @@ class PendingWorkload:
     in its quota tree, and its info never changes while it is queued."""
 
     def __post_init__(self) -> None:
-        if not self.shape:
-            self.shape = self.info.scheduling_shape()
+        self.shape = Shape(self.info.scheduling_shape())
         self.order = ordering.queue_key(self.info)
 
 
@@ -75,7 +90,7 @@ class ClusterQueueQueue:
         order adds none, so parking and requeueing a queue over and over leaves no trail of
         stale entries for ``pop`` to wade through."""
         self._active_by_shape: dict[
-            tuple[object, ...], dict[names.WorkloadKey, PendingWorkload]
+            Shape, dict[names.WorkloadKey, PendingWorkload]
         ] = {}
         self.inadmissible: dict[names.WorkloadKey, PendingWorkload] = {}
         self.sticky: names.WorkloadKey | None = None
@@ -121,7 +136,7 @@ class ClusterQueueQueue:
         self.inadmissible = waiting
         return moved
 
-    def _deactivate(self, key: names.WorkloadKey, shape: tuple[object, ...]) -> None:
+    def _deactivate(self, key: names.WorkloadKey, shape: Shape) -> None:
         if self._active.pop(key, None) is not None:
             same = self._active_by_shape.get(shape)
             if same is not None:
@@ -134,7 +149,7 @@ class ClusterQueueQueue:
         self._deactivate(pw.info.key, pw.shape)
         self.inadmissible[pw.info.key] = pw
 
-    def park_same_shape(self, shape: tuple[object, ...]) -> list[PendingWorkload]:
+    def park_same_shape(self, shape: Shape) -> list[PendingWorkload]:
         """Park every active workload of this shape (they would not fit either); return them."""
         moved = list(self._active_by_shape.get(shape, {}).values())
         for pw in moved:
