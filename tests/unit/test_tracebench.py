@@ -9,6 +9,7 @@ small traces, one with a reclaim.
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from berth.devtools import tracebench as tb
+from berth.sim import documents, engine
 
 Job = tb.TraceJob
 
@@ -99,6 +101,7 @@ class Case:
     lost: float
     waits: dict[str, tuple[int, float, float]]
     preemptions: int
+    peak_pending: int
 
 
 CASES = [
@@ -112,6 +115,7 @@ CASES = [
         lost=0.0,
         waits={"2-4": (3, 0.0, 0.0)},
         preemptions=0,
+        peak_pending=0,
     ),
     Case(
         # Team b borrows a's half at t=0; a reclaims it at 10, cutting b's run short (80 of 1,680
@@ -123,6 +127,7 @@ CASES = [
         lost=80 / 1680,
         waits={"2-4": (2, 0.0, 0.0), "5-8": (1, 10.0, 10.0)},
         preemptions=1,
+        peak_pending=1,
     ),
 ]
 
@@ -135,6 +140,7 @@ def test_replay_figures(case: Case) -> None:
     waits = {name: (w.jobs, w.mean, w.p95) for name, w in got.waits.items() if w.jobs}
     assert waits == case.waits
     assert got.preemptions == case.preemptions
+    assert got.peak_pending == case.peak_pending
     assert got.never_admitted == 0
     assert got.jobs_per_cpu_second > 0
 
@@ -147,3 +153,13 @@ def test_the_bound_replays_one_queue_of_the_whole_capacity() -> None:
     assert got.preemptions == 0
     assert got.lost == 0.0
     assert got.waits["2-4"].mean == pytest.approx(90 / 2)
+    assert got.peak_pending == 1
+
+
+def test_the_written_scenario_replays_the_same() -> None:
+    # berth bench trace --scenario-out writes berth simulate input: read back, it decides alike.
+    jobs = CASES[1].jobs
+    docs = tb.scenario(jobs, tb.Policy.STRICT_FIFO, 8)
+    text = tb.scenario_yaml(docs)
+    read = documents.read_streams([("trace.yaml", io.StringIO(text))])
+    assert engine.Simulator(read).run() == engine.Simulator(docs).run()

@@ -188,6 +188,11 @@ def _trace_row(f: tracebench.Figures, bound: tracebench.Figures | None) -> str:
     "--sizes",
     help="Comma-separated job counts: print the simulator's cost against size instead.",
 )
+@click.option(
+    "--scenario-out",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write the replay (first --policy) as berth simulate input instead, and stop.",
+)
 def trace(  # click passes every option by name
     *,
     trace_name: str,
@@ -197,6 +202,7 @@ def trace(  # click passes every option by name
     load: float,
     policies: tuple[str, ...],
     sizes: str | None,
+    scenario_out: Path | None,
 ) -> None:
     """Replay a public GPU trace under each queueing strategy and print what it measured."""
     folder = traces_dir or _default_traces_dir()
@@ -213,6 +219,12 @@ def trace(  # click passes every option by name
     if not selected:
         raise click.ClickException(f"the {name.value} trace under {folder} holds no GPU job")
     capacity = gpus or tracebench.default_capacity(selected, load)
+    chosen = [tracebench.Policy(v) for v in policies] or list(tracebench.Policy)
+    if scenario_out is not None:
+        docs = tracebench.scenario(selected, chosen[0], capacity)
+        scenario_out.write_text(tracebench.scenario_yaml(docs))
+        click.echo(f"wrote {len(selected):,} jobs on {capacity} GPUs to {scenario_out}")
+        return
     teams = len({j.team for j in selected})
     window = selected[-1].arrival
     click.echo(
@@ -228,8 +240,7 @@ def trace(  # click passes every option by name
         f"{'policy':<16} {'util':>6} {'bound':>6} {'lost':>6}  {buckets}  {'longest':>8} "
         f"{'preempt':>7} {'never':>5} {'jobs/CPU-s':>10} {'CPU s':>7}"
     )
-    for value in policies or tuple(p.value for p in tracebench.Policy):
-        policy = tracebench.Policy(value)
+    for policy in chosen:
         figures = tracebench.replay(policy.value, selected, policy, capacity)
         click.echo(_trace_row(figures, bound))
     click.echo(_trace_row(bound, None))
@@ -246,12 +257,16 @@ def _cost_against_size(
         raise click.BadParameter(
             f"{sizes!r}: give job counts, e.g. 1000,2000,4000", param_hint="--sizes"
         ) from e
-    click.echo(f"{'jobs':>8} {'capacity':>8} {'CPU s':>8} {'jobs/CPU-s':>10} {'CPU ms/job':>10}")
+    click.echo(
+        f"{'jobs':>8} {'capacity':>8} {'peak queued':>11} {'CPU s':>8} {'jobs/CPU-s':>10} "
+        f"{'CPU ms/job':>10}"
+    )
     for count in counts:
         selected = jobs[:count]
         capacity = gpus or tracebench.default_capacity(selected, load)
         f = tracebench.replay(str(count), selected, tracebench.Policy.BEST_EFFORT_FIFO, capacity)
         click.echo(
-            f"{f.jobs:>8,} {capacity:>8} {f.cpu_seconds:>8.1f} {f.jobs_per_cpu_second:>10,.0f} "
+            f"{f.jobs:>8,} {capacity:>8} {f.peak_pending:>11,} {f.cpu_seconds:>8.1f} "
+            f"{f.jobs_per_cpu_second:>10,.0f} "
             f"{1000 * f.cpu_seconds / max(f.jobs, 1):>10.2f}"
         )

@@ -41,7 +41,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from berth.api import base, names
+import yaml
+
+from berth.api import base, duration, names
 from berth.sim import documents, engine
 
 FLAVOR = "gpu"
@@ -261,6 +263,22 @@ def scenario(
     return docs
 
 
+def scenario_yaml(docs: Sequence[documents.Document]) -> str:
+    """The replay as ``berth simulate`` input: each document with its timing annotations."""
+    out = []
+    for doc in docs:
+        raw = dict(doc.raw)
+        notes = {}
+        if doc.at:
+            notes["sim.berth.dev/at"] = duration.format(doc.at)
+        if doc.duration is not None:
+            notes["sim.berth.dev/duration"] = duration.format(doc.duration)
+        if notes:
+            raw["metadata"] = {**raw["metadata"], "annotations": notes}
+        out.append(raw)
+    return yaml.dump_all(out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
+
+
 # The figures ------------------------------------------------------------------------------------
 
 
@@ -289,6 +307,9 @@ class Figures:
     longest_wait: float
     never_admitted: int
     preemptions: int
+    peak_pending: int
+    """The most jobs waiting at once (each queued job is nominated again after every release in
+    its cohort, so this drives the simulator's cost)."""
     cpu_seconds: float
     """CPU time of the replay itself (reading the trace and building documents excluded)."""
 
@@ -339,6 +360,7 @@ def replay(
         longest_wait=max(all_waits, default=0.0),
         never_admitted=never,
         preemptions=sum(1 for e in events if e["event"] == "Preempted"),
+        peak_pending=_peak_pending(events, jobs),
         cpu_seconds=cpu,
     )
 
@@ -365,6 +387,18 @@ def _held(events: list[dict[str, Any]], jobs: Sequence[TraceJob]) -> tuple[float
             else:
                 done += amount * (end - begin)
     return held, lost, done
+
+
+def _peak_pending(events: list[dict[str, Any]], jobs: Sequence[TraceJob]) -> int:
+    """The most jobs waiting at once: arrived or requeued, not admitted again yet."""
+    changes = [(j.arrival, 1) for j in jobs]
+    changes += [(float(e["t"]), -1) for e in events if e["event"] == "Admitted"]
+    changes += [(float(e["t"]), 1) for e in events if e["event"] == "Requeued"]
+    pending = peak = 0
+    for _, step in sorted(changes):  # at one instant arrivals (+1) come after admissions (-1)
+        pending += step
+        peak = max(peak, pending)
+    return peak
 
 
 def _key(job: TraceJob, index: int) -> names.WorkloadKey:

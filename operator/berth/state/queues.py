@@ -89,9 +89,7 @@ class ClusterQueueQueue:
         """The order of an entry each key still has in the heap: pushing a key back with the same
         order adds none, so parking and requeueing a queue over and over leaves no trail of
         stale entries for ``pop`` to wade through."""
-        self._active_by_shape: dict[
-            Shape, dict[names.WorkloadKey, PendingWorkload]
-        ] = {}
+        self._active_by_shape: dict[Shape, dict[names.WorkloadKey, PendingWorkload]] = {}
         self.inadmissible: dict[names.WorkloadKey, PendingWorkload] = {}
         self.sticky: names.WorkloadKey | None = None
         self.pop_cycle = -1
