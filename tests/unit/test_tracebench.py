@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from berth.api.clusterqueue import QueueingStrategy
 from berth.devtools import tracebench as tb
 from berth.sim import documents, engine
 
@@ -134,7 +135,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_replay_figures(case: Case) -> None:
-    got = tb.replay(case.id, case.jobs, tb.Policy.BEST_EFFORT_FIFO, case.capacity)
+    got = tb.replay(case.id, case.jobs, QueueingStrategy.BEST_EFFORT_FIFO, case.capacity)
     assert got.utilisation == pytest.approx(case.utilisation)
     assert got.lost == pytest.approx(case.lost)
     waits = {name: (w.jobs, w.mean, w.p95) for name, w in got.waits.items() if w.jobs}
@@ -149,7 +150,7 @@ def test_the_bound_replays_one_queue_of_the_whole_capacity() -> None:
     # Without team quotas nothing is reclaimed: b's 8-GPU run is never cut short, and a's
     # 4-GPU job waits for it instead.
     jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(500, 190, 4, "a")]
-    got = tb.replay("bound", jobs, tb.Policy.BEST_EFFORT_FIFO, 8, bound=True)
+    got = tb.replay("bound", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, bound=True)
     assert got.preemptions == 0
     assert got.lost == 0.0
     assert got.waits["2-4"].mean == pytest.approx(90 / 2)
@@ -159,7 +160,7 @@ def test_the_bound_replays_one_queue_of_the_whole_capacity() -> None:
 def test_the_written_scenario_replays_the_same() -> None:
     # berth bench trace --scenario-out writes berth simulate input: read back, it decides alike.
     jobs = CASES[1].jobs
-    docs = tb.scenario(jobs, tb.Policy.STRICT_FIFO, 8)
+    docs = tb.scenario(jobs, QueueingStrategy.STRICT_FIFO, 8)
     text = tb.scenario_yaml(docs)
     read = documents.read_streams([("trace.yaml", io.StringIO(text))])
     assert engine.Simulator(read).run() == engine.Simulator(docs).run()

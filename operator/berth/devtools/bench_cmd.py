@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from berth.api.clusterqueue import QueueingStrategy
 from berth.core import cycle, fairsharing
 from berth.devtools import perfshape, tracebench
 from berth.devtools.bench_harness import command as harness_command
@@ -181,7 +182,7 @@ def _trace_row(f: tracebench.Figures, bound: tracebench.Figures | None) -> str:
     "--policy",
     "policies",
     multiple=True,
-    type=click.Choice([p.value for p in tracebench.Policy]),
+    type=click.Choice([p.value for p in tracebench.STRATEGIES]),
     help="Queueing strategies to replay (default: all).",
 )
 @click.option(
@@ -219,7 +220,7 @@ def trace(  # click passes every option by name
     if not selected:
         raise click.ClickException(f"the {name.value} trace under {folder} holds no GPU job")
     capacity = gpus or tracebench.default_capacity(selected, load)
-    chosen = [tracebench.Policy(v) for v in policies] or list(tracebench.Policy)
+    chosen = [QueueingStrategy(v) for v in policies] or list(tracebench.STRATEGIES)
     if scenario_out is not None:
         docs = tracebench.scenario(selected, chosen[0], capacity)
         scenario_out.write_text(tracebench.scenario_yaml(docs))
@@ -233,7 +234,7 @@ def trace(  # click passes every option by name
         + ("" if gpus else f" (average demand {load:.0%} of it)")
     )
     bound = tracebench.replay(
-        "bound", selected, tracebench.Policy.BEST_EFFORT_FIFO, capacity, bound=True
+        "bound", selected, QueueingStrategy.BEST_EFFORT_FIFO, capacity, bound=True
     )
     buckets = "  ".join(f"{'wait ' + b.name + ' mean/p95':>14}" for b in tracebench.BUCKETS)
     click.echo(
@@ -264,7 +265,7 @@ def _cost_against_size(
     for count in counts:
         selected = jobs[:count]
         capacity = gpus or tracebench.default_capacity(selected, load)
-        f = tracebench.replay(str(count), selected, tracebench.Policy.BEST_EFFORT_FIFO, capacity)
+        f = tracebench.replay(str(count), selected, QueueingStrategy.BEST_EFFORT_FIFO, capacity)
         click.echo(
             f"{f.jobs:>8,} {capacity:>8} {f.peak_pending:>11,} {f.cpu_seconds:>8.1f} "
             f"{f.jobs_per_cpu_second:>10,.0f} "

@@ -44,6 +44,7 @@ from typing import Any
 import yaml
 
 from berth.api import base, duration, names
+from berth.api.clusterqueue import QueueingStrategy
 from berth.sim import documents, engine
 
 FLAVOR = "gpu"
@@ -59,11 +60,8 @@ class TraceName(enum.Enum):
     ITP = "itp"
 
 
-class Policy(enum.Enum):
-    """How the replayed ClusterQueues order their pending jobs."""
-
-    BEST_EFFORT_FIFO = "BestEffortFIFO"
-    STRICT_FIFO = "StrictFIFO"
+STRATEGIES = (QueueingStrategy.BEST_EFFORT_FIFO, QueueingStrategy.STRICT_FIFO)
+"""The queueing strategies the benchmark replays, in the order it prints them."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -175,7 +173,7 @@ def quotas(jobs: Iterable[TraceJob], capacity: int) -> dict[str, int]:
     return out
 
 
-def _queue(name: str, cohort: str | None, nominal: int, policy: Policy) -> dict[str, Any]:
+def _queue(name: str, cohort: str | None, nominal: int, policy: QueueingStrategy) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "namespaceSelector": {},
         "queueingStrategy": policy.value,
@@ -208,7 +206,7 @@ def pod_shape(gpus: int) -> tuple[int, int]:
 
 
 def scenario(
-    jobs: Sequence[TraceJob], policy: Policy, capacity: int, *, bound: bool = False
+    jobs: Sequence[TraceJob], policy: QueueingStrategy, capacity: int, *, bound: bool = False
 ) -> list[documents.Document]:
     """The replay's documents: the queue configuration at t=0, then each job at its arrival.
 
@@ -219,7 +217,7 @@ def scenario(
     ]
     team_queue = {}
     if bound:
-        raws.append(_queue("all", None, capacity, Policy.BEST_EFFORT_FIFO))
+        raws.append(_queue("all", None, capacity, QueueingStrategy.BEST_EFFORT_FIFO))
         team_queue = {j.team: "all" for j in jobs}
     else:
         raws.append({"apiVersion": base.API_VERSION, "kind": "Cohort", "metadata": {"name": "all"}})
@@ -328,7 +326,12 @@ def percentile(values: Sequence[float], pct: float) -> float:
 
 
 def replay(
-    label: str, jobs: Sequence[TraceJob], policy: Policy, capacity: int, *, bound: bool = False
+    label: str,
+    jobs: Sequence[TraceJob],
+    policy: QueueingStrategy,
+    capacity: int,
+    *,
+    bound: bool = False,
 ) -> Figures:
     """Replay ``jobs`` under ``policy`` on ``capacity`` GPUs and measure it."""
     sim = engine.Simulator(scenario(jobs, policy, capacity, bound=bound))
