@@ -76,6 +76,11 @@ def child(*, suspended: bool, uid: str = JS_UID, labels: bool = True) -> dict[st
     return b.obj()
 
 
+def orphaned(job: dict[str, Any]) -> dict[str, Any]:
+    job["metadata"].pop("ownerReferences")
+    return job
+
+
 def sized(job: dict[str, Any], parallelism: int) -> dict[str, Any]:
     job["spec"]["parallelism"] = parallelism
     return job
@@ -143,6 +148,24 @@ ROWS = [
         False,
         want_message="spec.suspend: this Job is part of a job Berth queues: it is no child "
         "JobSet team/train's controller makes: pod set main: 64 pods at once, more than the 4",
+    ),
+    Row(
+        "dropping-the-controller-to-start-a-child",
+        "UPDATE",
+        orphaned(child(suspended=False)),
+        child(suspended=True),
+        "pending",
+        False,
+        want_message="metadata.ownerReferences: this Job is part of a job Berth queues: its "
+        "controller reference may be dropped only while it stays suspended",
+    ),
+    Row(
+        "dropping-the-controller-while-suspended",
+        "UPDATE",
+        orphaned(child(suspended=True)),
+        child(suspended=True),
+        "pending",
+        True,
     ),
     Row(
         "a-running-child-may-not-grow",

@@ -166,7 +166,13 @@ def _child_refusals(
     kind = integ.kind
     if not integ.is_suspended(job):
         field, why = "spec.suspend", ""
-        if integ.is_suspended(old):
+        if integ.is_suspended(old) and world.parent_of(job) is None:
+            field = "metadata.ownerReferences"
+            why = (
+                "its controller reference may be dropped only while it stays suspended (it then "
+                "queues as a job of its own); dropping it to start the job is not allowed"
+            )
+        elif integ.is_suspended(old):
             why = why_child_waits(world, job, parent)
         elif job.get("spec") != old.get("spec"):
             # A running child may change only within what its controller makes (a Job's
