@@ -107,6 +107,55 @@ def test_an_admission_decided_while_a_pending_condition_is_written_builds_on_it(
     assert api.bodies["train"]["status"]["admission"]["clusterQueue"] == "cq"
 
 
+def _admit_then_reclaim() -> tuple[_FakeApi, world_mod.World]:
+    """Cycle 1 admits b1 borrowing; cycle 2 of the same batch reclaims that quota for a2.
+
+    a1 (16 GPUs, more than the cohort has) heads queue a in cycle 1 and is parked, so a2 heads
+    it in cycle 2, within a's nominal quota lent to b1: reclaimWithinCohort preempts b1.
+    Admission writes wait for ``api.admission_gate``.
+    """
+    api = _FakeApi()
+    api.admission_gate = asyncio.Event()
+    world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
+    reclaim = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    objects: list[tuple[str, dict[str, Any]]] = [
+        ("ResourceFlavor", flavor("a100", {"gpu": "a100"})),
+        ("ClusterQueue", cluster_queue("a", "ns-a", {"a100": 4}, cohort="c", preemption=reclaim)),
+        ("ClusterQueue", cluster_queue("b", "ns-b", {"a100": 4}, cohort="c", preemption=reclaim)),
+        ("LocalQueue", local_queue("lq", "ns-a", "a")),
+        ("LocalQueue", local_queue("lq", "ns-b", "b")),
+    ]
+    for kind, obj in objects:
+        obj["metadata"]["resourceVersion"] = "1"
+        world.apply(kind, obj)
+    for name, ns, gpus in (("a1", "ns-a", 16), ("a2", "ns-a", 4), ("b1", "ns-b", 8)):
+        wl = _workload(name, "10", namespace=ns, gpus=gpus)
+        api.bodies[name] = copy.deepcopy(wl)
+        world.apply("Workload", wl)
+    return api, world
+
+
+def test_a_batch_cancelled_while_an_eviction_waits_for_its_admission_ends_cleanly() -> None:
+    # The lease is lost while b1's admission write is in flight and its eviction waits for it:
+    # the scheduler is cancelled, and ends as cancelled, with no error of its own.
+    async def scenario() -> BaseException | None:
+        api, world = _admit_then_reclaim()
+        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))  # type: ignore[arg-type]
+        loop = asyncio.create_task(sched.run())
+        await asyncio.wait_for(api.admitting.wait(), 5)
+        await asyncio.sleep(0.01)  # the eviction is waiting for the admission now
+        loop.cancel()
+        try:
+            await loop
+        except asyncio.CancelledError:
+            return None
+        except BaseException as e:  # noqa: BLE001 - what the operator would log as a traceback
+            return e
+        return None
+
+    assert asyncio.run(scenario()) is None
+
+
 def test_an_eviction_decided_in_the_batch_that_admitted_the_victim_builds_on_its_admission() -> (
     None
 ):
@@ -119,30 +168,7 @@ def test_an_eviction_decided_in_the_batch_that_admitted_the_victim_builds_on_its
     """
 
     async def scenario() -> tuple[_FakeApi, world_mod.World]:
-        api = _FakeApi()
-        api.admission_gate = asyncio.Event()
-        world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
-        reclaim = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
-        objects: list[tuple[str, dict[str, Any]]] = [
-            ("ResourceFlavor", flavor("a100", {"gpu": "a100"})),
-            (
-                "ClusterQueue",
-                cluster_queue("a", "ns-a", {"a100": 4}, cohort="c", preemption=reclaim),
-            ),
-            (
-                "ClusterQueue",
-                cluster_queue("b", "ns-b", {"a100": 4}, cohort="c", preemption=reclaim),
-            ),
-            ("LocalQueue", local_queue("lq", "ns-a", "a")),
-            ("LocalQueue", local_queue("lq", "ns-b", "b")),
-        ]
-        for kind, obj in objects:
-            obj["metadata"]["resourceVersion"] = "1"
-            world.apply(kind, obj)
-        for name, ns, gpus in (("a1", "ns-a", 16), ("a2", "ns-a", 4), ("b1", "ns-b", 8)):
-            wl = _workload(name, "10", namespace=ns, gpus=gpus)
-            api.bodies[name] = copy.deepcopy(wl)
-            world.apply("Workload", wl)
+        api, world = _admit_then_reclaim()
         sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))  # type: ignore[arg-type]
         loop = asyncio.create_task(sched.run())
         await asyncio.wait_for(api.admitting.wait(), 5)  # b1's admission is being written

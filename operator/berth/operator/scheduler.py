@@ -274,7 +274,7 @@ class Scheduler:
             key, (reason, message, at) = self.pending.popitem(last=False)
             earlier = self._sending.get(key)
             if earlier is not None:
-                await earlier
+                await asyncio.shield(earlier)  # a cancelled waiter leaves the shared future be
             if key in self._sending:  # another sender took it up meanwhile: after that one
                 self.pending.setdefault(key, (reason, message, at))
                 continue
@@ -292,7 +292,8 @@ class Scheduler:
                 stored = await self._write(x)
             finally:
                 del self._sending[key]
-                sent.set_result((x.rv, stored))
+                if not sent.done():
+                    sent.set_result((x.rv, stored))
 
     async def _write(self, x: _Write) -> str | None:
         """Send one write; return the resourceVersion it stored (None if it failed)."""
@@ -301,7 +302,8 @@ class Scheduler:
             stored = await self._send(x)
         finally:
             admitting = self._admitting.pop(x.key, None) if x.kind == WriteKind.ADMIT else None
-            if admitting is not None:
+            # Done already when the batch was cancelled (the lease was lost) before this write.
+            if admitting is not None and not admitting.done():
                 admitting.set_result(stored)
         return None if stored is None else workload_view.WorkloadView(stored).resource_version
 
@@ -311,7 +313,7 @@ class Scheduler:
         if admitting is not None:
             # Admitted earlier in the same batch: evict what that admission's write stored
             # (built on the older body, the two writes would race and the admission be lost).
-            admitted = await admitting
+            admitted = await asyncio.shield(admitting)
             if admitted is None:
                 return None  # the admission was undone; there is nothing to evict
             stored_view = workload_view.WorkloadView(admitted)
@@ -323,7 +325,7 @@ class Scheduler:
         if earlier is not None:
             # A pending condition of the same workload is being written: wait for it, and
             # build on what it stored if it was built on the same body as this decision.
-            based_on, stored_rv = await earlier
+            based_on, stored_rv = await asyncio.shield(earlier)
             if stored_rv is not None and based_on == x.rv:
                 x.rv = stored_rv
         try:
