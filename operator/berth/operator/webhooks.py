@@ -302,13 +302,14 @@ def app(world: world_mod.World, read_parent: ParentReader | None = None) -> web.
             req = review.get("request") or {}
             answer = decide(world, req)
             held = not answer["allowed"] or "patch" in answer
-            job = _job(req)
-            ref = world.parent_of(job) or world.parent_of(_job(req, "oldObject"))
-            if held and ref is not None and read_parent is not None:
-                namespace = str((job.get("metadata") or {}).get("namespace") or "")
-                parent = await read_parent(ref, namespace)
-                if parent is not None:
-                    answer = decide(world, req, parent)
+            if held and read_parent is not None:  # only a held-back job: most pass untouched
+                job = _job(req)
+                ref = world.parent_of(job) or world.parent_of(_job(req, "oldObject"))
+                if ref is not None:
+                    namespace = str((job.get("metadata") or {}).get("namespace") or "")
+                    parent = await read_parent(ref, namespace)
+                    if parent is not None:
+                        answer = decide(world, req, parent)
             return web.json_response(_review(req, answer))
 
         return handle
