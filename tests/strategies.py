@@ -2,8 +2,9 @@
 
 Everything is drawn as YAML-shaped documents (the simulator's input), so properties exercise the
 same path as ``berth simulate``: cohorts (possibly nested, possibly with their own quota),
-ClusterQueues with random quotas, limits and preemption policies, and workloads arriving over
-a few seconds with random gangs, priorities, durations and partial-admission minimums.
+ClusterQueues with random quotas, limits, queueing strategies (Backfill among them) and
+preemption policies, and workloads arriving over a few seconds with random gangs, priorities,
+durations, runtime estimates and partial-admission minimums.
 """
 
 from __future__ import annotations
@@ -75,12 +76,18 @@ def _queue_pair(
     }
     if reclaim != "Never" and draw(st.booleans()):
         preemption["borrowWithinCohort"] = {"policy": "LowerPriority"}
+    strategy = draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO", "Backfill"]))
     spec = {
         "namespaceSelector": {},
-        "queueingStrategy": draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO"])),
+        "queueingStrategy": strategy,
         "resourceGroups": [{"coveredResources": [GPU], "flavors": flavors}],
         "preemption": preemption,
     }
+    if strategy == "Backfill" and draw(st.booleans()):
+        spec["backfill"] = {
+            "reservationDepth": draw(st.integers(1, 3)),
+            "defaultRuntime": f"{draw(st.integers(1, 8))}s",
+        }
     if cohort is not None:
         spec["cohortName"] = cohort
     if fair_sharing:
@@ -125,6 +132,8 @@ def workload_streams(
         annotations = {"sim.berth.dev/at": f"{draw(st.integers(0, 6))}s"}
         if finishing and draw(st.booleans()):
             annotations["sim.berth.dev/duration"] = f"{draw(st.integers(1, 8))}s"
+        if draw(st.booleans()):  # an estimate, right or wrong (Backfill queues plan with it)
+            annotations["berth.dev/expected-runtime"] = f"{draw(st.integers(1, 8))}s"
         docs.append(
             {
                 "apiVersion": "berth.dev/v1beta1",

@@ -282,7 +282,7 @@ def test_status_subresource(kind: str, want_status: bool) -> None:
         pytest.param(
             "ClusterQueue",
             ".spec.queueingStrategy",
-            {"default": "BestEffortFIFO", "enum": ["StrictFIFO", "BestEffortFIFO"]},
+            {"default": "BestEffortFIFO", "enum": ["StrictFIFO", "BestEffortFIFO", "Backfill"]},
             id="queueing strategy defaults to BestEffortFIFO",
         ),
         pytest.param(

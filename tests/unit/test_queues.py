@@ -6,6 +6,8 @@ Kueue's queue manager is the model (``pkg/cache/queue/cluster_queue.go``, ``mana
   the front, except on a namespace mismatch. BestEffortFIFO parks it as inadmissible, so the next
   workload becomes the head;
 - parked workloads return when something in their quota tree changes;
+- Backfill (Berth's own) requeues as BestEffortFIFO; its first parked workloads are the
+  holders of its reservations, and one held for a reservation is parked alone;
 - a backed-off workload is no head until its time;
 - a workload whose LocalQueue is missing waits outside every queue.
 """
@@ -132,6 +134,27 @@ REQUEUE_ROWS = [
         want_parked=False,
     ),
     RequeueRow(
+        "Backfill parks a head that does not fit, as BestEffortFIFO",
+        "Backfill",
+        cycle.RequeueReason.NO_FIT,
+        "second",
+        want_parked=True,
+    ),
+    RequeueRow(
+        "Backfill parks a head that would delay a reservation",
+        "Backfill",
+        cycle.RequeueReason.RESERVATION,
+        "second",
+        want_parked=True,
+    ),
+    RequeueRow(
+        "a Backfill head waiting for its preemptions stays the head",
+        "Backfill",
+        cycle.RequeueReason.PENDING_PREEMPTION,
+        "first",
+        want_parked=False,
+    ),
+    RequeueRow(
         "a head skipped after nomination goes straight back",
         "BestEffortFIFO",
         cycle.RequeueReason.FAILED_AFTER_NOMINATION,
@@ -229,3 +252,52 @@ def test_heads_follow_priority_then_time(specs: list[tuple[int, int]]) -> None:
     order = _order(w)
     want = sorted(infos, key=lambda i: (-i.priority, i.creation_time, i.uid))
     assert order == [i.key.name for i in want]
+
+
+def test_a_head_held_for_a_reservation_is_parked_alone() -> None:
+    # Same shape, but another estimate may end before the reservation: each is tried.
+    w = _world("Backfill")
+    first, twin = _info(w, "first", at=0), _info(w, "twin", at=1)
+    w.submit(first)
+    w.submit(twin)
+    w.queues.heads()
+    assert w.queues.requeue(_pending(first, cycle.RequeueReason.RESERVATION)) == []
+    [head] = w.queues.heads()
+    assert head.info.key.name == "twin"
+
+
+_OPS = st.lists(
+    st.tuples(st.sampled_from(["park", "push", "remove", "release"]), st.integers(0, 7)),
+    max_size=40,
+)
+
+
+@given(_OPS, st.integers(1, 3))
+def test_holders_are_always_the_first_parked_in_queue_order(
+    ops: list[tuple[str, int]], depth: int
+) -> None:
+    w = _world("Backfill")
+    w.add(
+        builders.ClusterQueueBuilder("cq")
+        .flavor_quotas("a100", {GPU: 4})
+        .strategy("Backfill")
+        .set("spec.backfill", {"reservationDepth": depth})
+    )
+    infos = [_info(w, f"w{i}", priority=i % 3, at=float(7 - i)) for i in range(8)]
+    for info in infos:
+        w.submit(info)
+    q = w.queues.queues[CQ]
+    for op, i in ops:
+        pw = w.queues.pending.get(infos[i].key)
+        if op == "release":
+            w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
+        elif pw is None:
+            w.submit(infos[i])
+        elif op == "park":
+            q.park(pw)
+        elif op == "push":
+            q.push(pw)
+        else:
+            w.queues.delete(infos[i].key)
+        want = sorted(q.inadmissible.values(), key=lambda p: p.order)[:depth]
+        assert w.queues.holders()[CQ] == [p.info for p in want]

@@ -191,6 +191,22 @@ RECIPE_CASES = [
         ),
         want_gpus_at=("25m", {"platform": 12, "vision": 6, "speech": 6}),
     ),
+    Recipe(
+        "backfill: the big gang keeps its reservation, small Jobs fill the gap",
+        _files("backfill.yaml", "jobs/backfill.yaml"),
+        "pretrain (16 GPUs) holds a reservation at 3h; eval ends before it and starts, tune would "
+        "delay it and waits, notebook-batch fits into the gap; pretrain starts when estimated",
+        want_admitted=(
+            ("research/eval", 600.0, "h100"),
+            ("research/notebook-batch", 3900.0, "h100"),
+            ("research/pretrain", 10800.0, "h100"),
+            ("research/tune", 25200.0, "h100"),
+        ),
+        want_pending=(
+            ("research/pretrain", 300.0, "WaitingForQuota", "estimated start at 3h"),
+            ("research/tune", 1800.0, "WaitingForReservation", "would delay the reservation of"),
+        ),
+    ),
 ]
 
 

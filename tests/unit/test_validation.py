@@ -150,8 +150,33 @@ INVALID = [
     pytest.param(
         cq().strategy("FIFO").raw(),
         ["spec.queueingStrategy"],
-        "should be 'StrictFIFO' or 'BestEffortFIFO'",
+        "should be 'StrictFIFO', 'BestEffortFIFO' or 'Backfill'",
         id="unknown queueing strategy",
+    ),
+    pytest.param(
+        cq().set("spec.backfill", {"reservationDepth": 2}).raw(),
+        ["spec.backfill"],
+        "only allowed with queueingStrategy Backfill (it is BestEffortFIFO); set queueingStrategy: "
+        "Backfill or remove backfill",
+        id="backfill settings on a queue of another strategy",
+    ),
+    pytest.param(
+        cq().strategy("Backfill").set("spec.backfill", {"reservationDepth": 0}).raw(),
+        ["spec.backfill.reservationDepth"],
+        "greater than or equal to 1",
+        id="reservation depth below 1",
+    ),
+    pytest.param(
+        cq().strategy("Backfill").set("spec.backfill", {"defaultRuntime": "soon"}).raw(),
+        ["spec.backfill.defaultRuntime"],
+        "'soon' is not a duration; write e.g. 90s, 5m or 1h30m",
+        id="default runtime that is not a duration",
+    ),
+    pytest.param(
+        cq().strategy("Backfill").set("spec.backfill", {"defaultRuntime": "0s"}).raw(),
+        ["spec.backfill.defaultRuntime"],
+        "must be longer than 0s",
+        id="zero default runtime",
     ),
     pytest.param(
         cq().stop_policy("Drain").raw(),

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import pydantic
 
-from berth.api import base, names, quota, selector
+from berth.api import base, duration, names, quota, selector
 from berth.api import conditions as cond
 
 
@@ -19,6 +19,8 @@ class QueueingStrategy(enum.StrEnum):
 
     STRICT_FIFO = "StrictFIFO"
     BEST_EFFORT_FIFO = "BestEffortFIFO"
+    BACKFILL = "Backfill"
+    """Berth's own: BestEffortFIFO whose first blocked heads hold reservations (spec.backfill)."""
 
 
 class StopPolicy(enum.StrEnum):
@@ -98,6 +100,26 @@ class ClusterQueuePreemption(base.Model):
     """Preemption in other queues while the preemptor borrows."""
 
 
+class Backfill(base.Model):
+    """Reservations for blocked heads and backfill around them (``queueingStrategy: Backfill``)."""
+
+    reservation_depth: int = pydantic.Field(default=1, ge=1, le=16)
+    """How many blocked workloads, in queue order, hold a reservation at their earliest start:
+    1 is EASY backfill, more is conservative backfill."""
+    default_runtime: duration.Duration = 3600.0
+    """The runtime assumed for a workload with no limit, no berth.dev/expected-runtime
+    annotation and too little history in its LocalQueue."""
+    learned_percentile: int = pydantic.Field(default=90, ge=1, le=100)
+    """The percentile of the recent runtimes of similar finished workloads in the same LocalQueue
+    taken as the estimate."""
+
+    _durations = pydantic.field_validator("default_runtime", mode="before")(duration.field_parser)
+
+    @pydantic.field_serializer("default_runtime")
+    def _print_duration(self, value: float) -> str:
+        return duration.format(value)
+
+
 class ClusterQueueSpec(base.Model):
     """Quotas, cohort and policies of a ClusterQueue (Kueue v1beta2 names and defaults)."""
 
@@ -109,7 +131,12 @@ class ClusterQueueSpec(base.Model):
     implicitly."""
     queueing_strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
     """StrictFIFO: the head blocks the queue until it is admitted; BestEffortFIFO: a head that
-    cannot be admitted steps aside until something changes in the cohort."""
+    cannot be admitted steps aside until something changes in the cohort; Backfill (Berth's
+    own): as BestEffortFIFO, but the first blocked heads hold reservations at their estimated
+    start and a later workload is admitted only if it does not delay them."""
+    backfill: Backfill | None = None
+    """Reservation depth and runtime estimates of the Backfill strategy (its defaults when
+    unset); only allowed with queueingStrategy Backfill."""
     namespace_selector: selector.LabelSelector | None = None
     """Namespaces whose LocalQueues may submit to this queue; {} selects every namespace and
     an unset selector selects none."""

@@ -62,6 +62,8 @@ class PendingReason(enum.StrEnum):
     WAITING_FOR_PODS_READY = "WaitingForPodsReady"
     INADMISSIBLE = "Inadmissible"
     ON_HOLD = "OnHold"
+    WAITING_FOR_RESERVATION = "WaitingForReservation"
+    """Berth's Backfill strategy: it fits, but would delay a reservation ahead of it."""
 
 
 class EvictionReason(enum.StrEnum):

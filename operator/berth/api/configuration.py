@@ -8,21 +8,14 @@ root (operator) or from a scenario (simulator), then passed down as a value.
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 import pydantic
 
 from berth.api import base, duration, pod, selector
 
-Duration = Annotated[float, pydantic.WithJsonSchema({"type": "string", "format": "duration"})]
-"""Seconds, written in YAML as a Go-style duration (``90s``, ``5m``, ``1h30m``)."""
-
-
-def _parse_duration(value: object) -> object:
-    try:
-        return duration.parse(value)
-    except duration.DurationError as err:
-        raise ValueError(str(err)) from err
+Duration = duration.Duration
+_parse_duration = duration.field_parser
 
 
 class RequeueTimestamp(enum.StrEnum):

@@ -1,12 +1,16 @@
 """Go-style durations (``90s``, ``5m``, ``1h30m``, ``250ms``) as float seconds, and back.
 
-Used by the Configuration (timeouts) and the simulator's annotations. A plain number is seconds.
+Used by the Configuration (timeouts), ClusterQueue backfill settings, runtime annotations and
+the simulator's annotations. A plain number is seconds.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from typing import Annotated
+
+import pydantic
 
 _PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -44,6 +48,20 @@ def _parse_text(value: str) -> float:
     if pos != len(text) or not text:
         raise DurationError(f"{value!r} is not a duration; {_HINT}")
     return total
+
+
+Duration = Annotated[float, pydantic.WithJsonSchema({"type": "string", "format": "duration"})]
+"""Seconds, written in YAML as a Go-style duration (``90s``, ``5m``, ``1h30m``).
+
+A model parses its ``Duration`` fields with ``field_parser`` and prints them with ``format``."""
+
+
+def field_parser(value: object) -> object:
+    """Parse a duration for a pydantic ``before`` validator (a ValueError names the value)."""
+    try:
+        return parse(value)
+    except DurationError as err:
+        raise ValueError(str(err)) from err
 
 
 def parse(value: object) -> float:

@@ -15,6 +15,7 @@ from berth.api import (
     clusterqueue,
     cohort,
     configuration,
+    duration,
     errors,
     localqueue,
     pod,
@@ -305,6 +306,23 @@ def validate_cluster_queue(cq: clusterqueue.ClusterQueue) -> FieldErrors:
             )
         )
     out += _validate_weight(spec.fair_sharing, "spec.fairSharing.weight")
+    if (
+        spec.backfill is not None
+        and spec.queueing_strategy != clusterqueue.QueueingStrategy.BACKFILL
+    ):
+        out.append(
+            errors.FieldError(
+                "spec.backfill",
+                f"only allowed with queueingStrategy Backfill (it is {spec.queueing_strategy}); "
+                "set queueingStrategy: Backfill or remove backfill",
+            )
+        )
+    if spec.backfill is not None and spec.backfill.default_runtime <= 0:
+        out.append(
+            errors.FieldError(
+                "spec.backfill.defaultRuntime", "must be longer than 0s; write e.g. 1h"
+            )
+        )
     return out
 
 
@@ -436,6 +454,7 @@ def validate_workload(wl: workload.Workload) -> FieldErrors:
                 "must fit in a 32-bit signed integer; use a value from -2147483648 to 2147483647",
             )
         )
+    out += validate_runtime_annotations(wl.metadata.annotations)
     ref = spec.priority_class_ref
     if ref is not None:
         out += _validate_priority_class_ref(ref)
@@ -446,6 +465,24 @@ def validate_workload(wl: workload.Workload) -> FieldErrors:
                     "required when priorityClassRef is set; set it to the class's value",
                 )
             )
+    return out
+
+
+def validate_runtime_annotations(annotations: dict[str, str]) -> FieldErrors:
+    """Check ``berth.dev/expected-runtime`` and ``berth.dev/runtime-limit`` are durations > 0."""
+    out: FieldErrors = []
+    for name in workload.RUNTIME_ANNOTATIONS:
+        value = annotations.get(name)
+        if value is None:
+            continue
+        path = f"metadata.annotations[{name}]"
+        try:
+            seconds = duration.parse(value)
+        except duration.DurationError as err:
+            out.append(errors.FieldError(path, str(err)))
+            continue
+        if seconds <= 0:
+            out.append(errors.FieldError(path, "must be longer than 0s; write e.g. 2h"))
     return out
 
 

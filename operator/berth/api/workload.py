@@ -15,6 +15,13 @@ from berth.api import conditions as cond
 
 DEFAULT_POD_SET = names.PodSetName("main")
 
+EXPECTED_RUNTIME_ANNOTATION = "berth.dev/expected-runtime"
+"""On a job or Workload: how long it is expected to run once started (a duration, e.g. 2h)."""
+RUNTIME_LIMIT_ANNOTATION = "berth.dev/runtime-limit"
+"""On a Workload, written by Berth: the job's own hard runtime bound (a Job's
+``activeDeadlineSeconds``)."""
+RUNTIME_ANNOTATIONS = (EXPECTED_RUNTIME_ANNOTATION, RUNTIME_LIMIT_ANNOTATION)
+
 
 class PodSet(base.Model):
     """A group of identical pods: ``count`` of them; at least ``minCount`` if partially admitted."""

@@ -21,7 +21,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from berth.api import base, errors, kinds, workload
+from berth.api import base, duration, errors, kinds, workload
 
 QUEUE_LABEL = "berth.dev/queue-name"
 PRIORITY_LABEL = "berth.dev/priority-class"
@@ -99,7 +99,16 @@ def to_workload(
         pod_sets=[pod_set],
         honor_kueue=honor_kueue,
         role=lambda _: (None, "spec.template"),
+        runtime_limit=deadline(spec),
     )
+
+
+def deadline(spec: dict[str, Any]) -> float | None:
+    """A job's ``activeDeadlineSeconds`` (its controller's hard runtime bound), if positive."""
+    value = spec.get("activeDeadlineSeconds")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
 
 
 RolePaths = Callable[[int], tuple[str | None, str]]
@@ -116,13 +125,22 @@ def build_workload(
     role: RolePaths,
     kind: str = "Job",
     group: str = "batch",
+    runtime_limit: float | None = None,
 ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
     """The Workload of a job of any kind from its pod sets, or the field errors that prevent it.
 
     Named as Kueue names it (``workload_name``), owned by nothing yet (``core.integrations``
-    adds the owner), labelled with the job's uid, in the job's LocalQueue.
+    adds the owner), labelled with the job's uid, in the job's LocalQueue. The job's
+    ``berth.dev/expected-runtime`` annotation is copied and its hard ``runtime_limit`` written
+    as ``berth.dev/runtime-limit``, for the Backfill strategy's estimates.
     """
     meta = job.get("metadata") or {}
+    notes: dict[str, str] = {}
+    expected = (meta.get("annotations") or {}).get(workload.EXPECTED_RUNTIME_ANNOTATION)
+    if expected is not None:
+        notes[workload.EXPECTED_RUNTIME_ANNOTATION] = str(expected)
+    if runtime_limit is not None:
+        notes[workload.RUNTIME_LIMIT_ANNOTATION] = duration.format(runtime_limit)
     doc: dict[str, Any] = {
         "apiVersion": base.API_VERSION,
         "kind": "Workload",
@@ -130,6 +148,7 @@ def build_workload(
             "name": workload_name(str(meta.get("name") or ""), uid, kind=kind, group=group),
             "namespace": str(meta.get("namespace") or "default"),
             "labels": {JOB_UID_LABEL: uid},
+            **({"annotations": notes} if notes else {}),
         },
         "spec": {"podSets": list(pod_sets), "queueName": queue_name(job, honor_kueue=honor_kueue)},
     }

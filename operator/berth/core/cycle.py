@@ -28,6 +28,7 @@ from berth.core import (
     ordering,
     partial,
     preemption,
+    reservations,
     resources,
     snapshot,
     workload,
@@ -44,6 +45,9 @@ class RequeueReason(enum.StrEnum):
     PENDING_PREEMPTION = "PendingPreemption"
     NAMESPACE_MISMATCH = "NamespaceMismatch"
     WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+    RESERVATION = "Reservation"
+    """It fits but would delay a reservation (Backfill); it waits like a workload that does not
+    fit, but alone: others of its shape may end sooner."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -99,6 +103,11 @@ class Pending:
     progress: ScanProgress | None = None
     counts: tuple[int, ...] | None = None
     """PendingPreemption under partial admission: the pod counts the preemptions were for."""
+    estimated_start: float | None = None
+    """Backfill: when its reservation starts (it holds one), by the running work's estimates.
+
+    Not in ``message``, which stays the same while it waits: each driver says it in its terms
+    (the simulator in virtual time, the operator as a wall-clock time)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -154,6 +163,10 @@ class Entry:
 _PENDING = conditions.PendingReason
 
 
+_BLOCKED = (RequeueReason.NO_FIT, RequeueReason.PREEMPTION_NO_CANDIDATES, RequeueReason.RESERVATION)
+"""Decisions after which a Backfill head holds a reservation (if it is among the first)."""
+
+
 def _progress(entry: Entry, cycle: int, generation: int) -> ScanProgress:
     return ScanProgress(tuple(entry.assignment.last_tried), cycle, generation)
 
@@ -167,9 +180,12 @@ def schedule(
     cycle: int = 0,
     generation: Callable[[names.ClusterQueueName], int] = lambda _cq: 0,
     all_pods_ready: bool = True,
+    backfill_inputs: reservations.Inputs | None = None,
 ) -> CycleResult:
     """Decide what to do with each head; the snapshot is left exactly as it was."""
     run = _Cycle(snap, policy, now, cycle, generation, all_pods_ready=all_pods_ready)
+    if backfill_inputs is not None:
+        run.planner = reservations.Planner(snap, now, backfill_inputs, run.preempted)
     with snap.what_if():
         entries = [e for e in (run.nominate(h) for h in heads) if e is not None]
         entries.sort(
@@ -224,6 +240,7 @@ class _Cycle:
         self.result = CycleResult()
         self.preempted: dict[names.WorkloadKey, snapshot.AdmittedWorkload] = {}
         self._preempted_by_root: dict[str, dict[names.WorkloadKey, snapshot.AdmittedWorkload]] = {}
+        self.planner: reservations.Planner | None = None
 
     def nominate(self, head: Head) -> Entry | None:
         """Check that a head may be considered at all, then assign flavors and find targets."""
@@ -318,6 +335,7 @@ class _Cycle:
         deferred = overlap and self._recompute_after_overlap(entry)
         mode = entry.assignment.mode
         message = entry.assignment.message()
+        hold = False  # a preemptor without targets holds the capacity it waits for
         if mode == flavors.Mode.NO_FIT:
             self._pend(
                 entry,
@@ -334,7 +352,7 @@ class _Cycle:
                 RequeueReason.PREEMPTION_NO_CANDIDATES,
                 keep_progress=True,
             )
-            _reserve_for_preemptor(snap, entry)
+            hold = True
         elif deferred:
             self._pend(
                 entry,
@@ -361,8 +379,37 @@ class _Cycle:
                 RequeueReason.FAILED_AFTER_NOMINATION,
                 keep_progress=True,
             )
+        elif (held := self._held_for_reservation(entry)) is not None:
+            self._pend(
+                entry,
+                _PENDING.WAITING_FOR_RESERVATION,
+                held,
+                RequeueReason.RESERVATION,
+                keep_progress=False,
+            )
         else:
             self._take(entry, mode, message)
+        planner, pending = self.planner, self.result.pending
+        if (
+            planner is not None
+            and pending
+            and pending[-1].info is entry.info
+            and pending[-1].requeue in _BLOCKED
+        ):
+            # Before the hold below: its reservation is placed as if it held nothing yet.
+            start = planner.blocked(entry.info, entry.cq)
+            if start is not None:
+                pending[-1] = dataclasses.replace(pending[-1], estimated_start=start)
+        if hold:
+            _reserve_for_preemptor(snap, entry)
+
+    def _held_for_reservation(self, entry: Entry) -> str | None:
+        """Why a fitting entry must wait for a reservation ahead of it (Backfill), if it must."""
+        planner = self.planner
+        if planner is None or entry.assignment.mode != flavors.Mode.FIT:
+            return None  # preemption is decided by priority, as in Kueue
+        a = entry.assignment
+        return planner.held(entry.info, entry.cq.name, a.usage, borrows=a.borrowing > 0)
 
     def _fits_with_victims_gone(self, entry: Entry) -> bool:
         # Only victims in the entry's own quota tree can make room for it.
@@ -381,6 +428,8 @@ class _Cycle:
                 target.victim
             )
         snap.add_usage(cq.name, entry.assignment.usage)
+        if mode == flavors.Mode.PREEMPT and self.planner is not None:
+            self.planner.started(info, cq.name, entry.assignment.usage)
         if mode == flavors.Mode.PREEMPT:
             preemptor_path = preemption.queue_path(snap, cq.name)
             for target in entry.targets:
@@ -414,6 +463,8 @@ class _Cycle:
             self.result.admitted.append(
                 Admit(info, entry.assignment.to_admission(cq.name), self.now)
             )
+            if self.planner is not None:
+                self.planner.started(info, cq.name, entry.assignment.usage)
             # A workload just admitted is not ready yet: with blockAdmission the rest wait.
             self.blocked = self.blocked or self.policy.block_admission
 

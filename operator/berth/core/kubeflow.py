@@ -166,6 +166,7 @@ def to_workload(
         role=role,
         kind=kind.kind,
         group=GROUP,
+        runtime_limit=batchjob.deadline(job.get("spec", {}).get("runPolicy") or {}),
     )
 
 

@@ -302,6 +302,7 @@ def to_workload(
         role=lambda index: (None, _template_path(shape, job, index)),
         kind=shape.kind,
         group=GROUP,
+        runtime_limit=batchjob.deadline(job.get("spec") or {}),  # a RayJob's; a cluster has none
     )
 
 

@@ -50,6 +50,8 @@ class ClusterQueueInfo:
     stop_policy: clusterqueue.StopPolicy
     fair_weight: int
     """Fair-sharing weight in thousandths (1000 = weight 1)."""
+    backfill: clusterqueue.Backfill | None = None
+    """Reservation and estimate settings when the strategy is Backfill; None otherwise."""
     inactive_reason: str | None = None
     """Why the queue cannot admit (``FlavorNotFound``, ``Stopped``, a cohort cycle).
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from berth.api import names, pod, workload
+from berth.api import duration, names, pod, workload
 from berth.core import resources
 
 NodeSelectorTerm = tuple[tuple[str, str, tuple[str, ...]], ...]
@@ -71,6 +71,10 @@ class WorkloadInfo:
     priority_class: str | None = None
     job: names.WorkloadKey | None = None
     active: bool = True
+    runtime_limit: float | None = None
+    """Its hard runtime bound in seconds (a Job's ``activeDeadlineSeconds``), if it has one."""
+    expected_runtime: float | None = None
+    """Its own runtime estimate in seconds (``berth.dev/expected-runtime``), if it has one."""
 
     @property
     def order_time(self) -> float:
@@ -162,4 +166,18 @@ def from_api(
         priority_class=priority_class,
         job=job,
         active=wl.spec.active,
+        runtime_limit=_seconds(wl, workload.RUNTIME_LIMIT_ANNOTATION),
+        expected_runtime=_seconds(wl, workload.EXPECTED_RUNTIME_ANNOTATION),
     )
+
+
+def _seconds(wl: workload.Workload, annotation: str) -> float | None:
+    """A runtime annotation in seconds; None when absent or not positive (validation says why)."""
+    value = wl.metadata.annotations.get(annotation)
+    if value is None:
+        return None
+    try:
+        seconds = duration.parse(value)
+    except duration.DurationError:
+        return None
+    return seconds if seconds > 0 else None

@@ -173,7 +173,10 @@ class Scheduler:
 
     def note_pending(self, decision: cycle.Pending, now: float) -> None:
         """Hand a head's pending condition to the background senders (latest decision wins)."""
-        self.pending[decision.info.key] = (decision.reason, decision.message, now)
+        message = decision.message
+        if decision.estimated_start is not None:  # Backfill: when its reservation starts
+            message = f"{message}; estimated start {workloads.timestamp(decision.estimated_start)}"
+        self.pending[decision.info.key] = (decision.reason, message, now)
         self._pending_wake.set()
 
     # Status bodies ------------------------------------------------------------------------------

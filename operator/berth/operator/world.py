@@ -350,7 +350,13 @@ class World:
         # the job controller clears the admission, as after any other eviction.
         if view.is_true(_COND.FINISHED) or (not info.active and not holds_quota):
             self.requeue_holds.discard(key)
-            self.release(key)
+            done = view.condition(_COND.FINISHED)
+            self.release(
+                key,
+                succeeded=done is not None
+                and done.status
+                and done.reason == conditions.FinishReason.SUCCEEDED,
+            )
             self.state.withdraw(key)
             self.wake.schedule.set()
             return
@@ -408,9 +414,12 @@ class World:
         self.state.enqueue(info, now, requeue_at=requeue_at)
         self.wake.schedule.set()
 
-    def release(self, key: names.WorkloadKey) -> None:
-        """Stop counting an admission; requeue what waited in its quota tree (as the simulator)."""
-        if self.state.release(key, self.clock()) is not None:
+    def release(self, key: names.WorkloadKey, *, succeeded: bool = False) -> None:
+        """Stop counting an admission; requeue what waited in its quota tree (as the simulator).
+
+        ``succeeded``: it finished successfully, so its runtime teaches the estimates.
+        """
+        if self.state.release(key, self.clock(), succeeded=succeeded) is not None:
             self.wake.finalizers.set()
             self.wake.schedule.set()
             self.wake.statuses.set()
@@ -456,11 +465,20 @@ class World:
 
 
 def without_status(body: Body) -> Body:
-    """The body without its status and server-set metadata, as the models load it."""
+    """The body without its status and server-set metadata, as the models load it.
+
+    Of the annotations only the runtime estimates are kept (the Backfill strategy plans with
+    them); the rest say nothing to the scheduler.
+    """
     meta = body.get("metadata") or {}
+    out = {k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}}
+    notes = meta.get("annotations") or {}
+    runtimes = {k: notes[k] for k in api_workload.RUNTIME_ANNOTATIONS if k in notes}
+    if runtimes:
+        out["annotations"] = runtimes
     return {
         "apiVersion": body.get("apiVersion"),
         "kind": body.get("kind"),
-        "metadata": {k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}},
+        "metadata": out,
         "spec": body.get("spec") or {},
     }

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from berth.api import conditions, configuration, errors, names, priorityclass
+from berth.api import conditions, configuration, duration, errors, names, priorityclass
 from berth.api import workload as api_workload
 from berth.core import cycle, integrations, job_kind, podsready, workload
 from berth.sim import documents, events, intake, summary
@@ -397,11 +397,19 @@ class Simulator:
             if blocker is not None:
                 self._set_pending(sim, blocker.reason, blocker.message)
 
-    def _set_pending(self, sim: SimWorkload, reason: str, message: str) -> None:
+    def _set_pending(
+        self, sim: SimWorkload, reason: str, message: str, estimated_start: float | None = None
+    ) -> None:
         changed = reason != sim.reason
+        first_estimate = estimated_start is not None and sim.estimated_start is None
+        if first_estimate:
+            sim.estimated_start = estimated_start
+        if estimated_start is not None:
+            message = f"{message}; estimated start at {duration.format(estimated_start)}"
         sim.reason, sim.message = reason, message
-        if changed:
-            self.out.emit(self.now, "Pending", sim, reason=reason, message=message)
+        if changed or first_estimate:
+            extra = {} if estimated_start is None else {"estimatedStart": round(estimated_start, 6)}
+            self.out.emit(self.now, "Pending", sim, reason=reason, message=message, **extra)
 
     def _refresh_queues(self) -> None:
         self.state.queues_changed(self.now)
@@ -474,7 +482,8 @@ class Simulator:
         sim.token = next(self._tokens)
         queued = sim.info.creation_time if sim.requeued_at is None else sim.requeued_at
         sim.waited.append(self.now - queued)
-        self.out.admitted(self.now, sim, decision.admission)
+        self.out.admitted(self.now, sim, decision.admission, sim.estimated_start)
+        sim.estimated_start = None
         if sim.duration is not None:
             self._schedule(self.now + sim.duration, _Action.FINISH, sim=sim)
         wfpr = self.config.wait_for_pods_ready
@@ -491,7 +500,12 @@ class Simulator:
         """The head and the same-shape workloads parked with it say why they wait."""
         for same in same_shape:
             self._set_pending(self.workloads[same.info.key], decision.reason, decision.message)
-        self._set_pending(self.workloads[decision.info.key], decision.reason, decision.message)
+        self._set_pending(
+            self.workloads[decision.info.key],
+            decision.reason,
+            decision.message,
+            decision.estimated_start,
+        )
 
     # Releases and evictions ---------------------------------------------------------------------
 
@@ -499,8 +513,8 @@ class Simulator:
         sim.requeued_at = self.now
         self.out.emit(self.now, "Requeued", sim, reason=reason)
 
-    def _release(self, sim: SimWorkload) -> None:
-        adm = self.state.release(sim.info.key, self.now)
+    def _release(self, sim: SimWorkload, *, succeeded: bool = False) -> None:
+        adm = self.state.release(sim.info.key, self.now, succeeded=succeeded)
         if adm is not None:
             self.usage_tracker.change(self.now, adm.cluster_queue, adm.admission.usage, -1)
 
@@ -536,7 +550,7 @@ class Simulator:
             self._evict(sim, e.reason, e.message, requeue=False)
 
     def _finish(self, sim: SimWorkload) -> None:
-        self._release(sim)
+        self._release(sim, succeeded=True)
         sim.state = Phase.FINISHED
         self.out.emit(self.now, "Finished", sim, reason=conditions.FinishReason.SUCCEEDED.value)
 

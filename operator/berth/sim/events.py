@@ -52,8 +52,18 @@ class EventLog:
         for listener in self.listeners:
             listener(line, sim)
 
-    def admitted(self, now: float, sim: SimWorkload, admission: workload.Admission) -> None:
-        """Record an admission with its ClusterQueue and the flavors of every pod set."""
+    def admitted(
+        self,
+        now: float,
+        sim: SimWorkload,
+        admission: workload.Admission,
+        estimated_start: float | None = None,
+    ) -> None:
+        """Record an admission: its ClusterQueue, every pod set's flavors, and its estimate.
+
+        The estimate is the start first estimated for it while it held a reservation (Backfill).
+        """
+        extra = {} if estimated_start is None else {"estimatedStart": _t(estimated_start)}
         self.emit(
             now,
             "Admitted",
@@ -63,6 +73,7 @@ class EventLog:
                 {"name": ps.name, "count": ps.count, "flavors": dict(ps.flavors)}
                 for ps in admission.pod_sets
             ],
+            **extra,
         )
 
     def summary(self, body: dict[str, Any]) -> None:

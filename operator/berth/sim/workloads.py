@@ -50,3 +50,5 @@ class SimWorkload:
     """Kind of the priority class its priority came from: WorkloadPriorityClass or PriorityClass."""
     admission: workload.Admission | None = None
     """Its latest admission (kept after it ends, for observers)."""
+    estimated_start: float | None = None
+    """When its reservation was first estimated to start in this wait (Backfill queues)."""

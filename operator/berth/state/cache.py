@@ -404,6 +404,11 @@ class Cache:
             preemption=spec.preemption,
             stop_policy=spec.stop_policy,
             fair_weight=weight,
+            backfill=(
+                (spec.backfill or clusterqueue.Backfill())
+                if spec.queueing_strategy == clusterqueue.QueueingStrategy.BACKFILL
+                else None
+            ),
             inactive_reason=reason,
             inactive_message=message,
         )

@@ -20,9 +20,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from berth.api import names
-from berth.core import cycle, snapshot, workload
+from berth.core import cycle, reservations, snapshot, workload
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
+from berth.state import runtimes
 
 
 class CycleEffects(Protocol):
@@ -44,6 +45,9 @@ class Lifecycle:
     def __init__(self, cache: cache_mod.Cache | None = None) -> None:
         self.cache = cache_mod.Cache() if cache is None else cache
         self.queues = queues_mod.QueueManager(self.cache)
+        self.runtimes = runtimes.RuntimeHistory()
+        self.estimate = runtimes.estimator(self.cache, self.runtimes)
+        """Runtime estimates (``core.estimates``) with what the finished workloads taught."""
 
     # Cycles -------------------------------------------------------------------------------------
 
@@ -92,6 +96,7 @@ class Lifecycle:
         heads = self.queues.heads()
         if not heads:
             return None
+        holders = self.queues.holders()
         return cycle.schedule(
             self.cache.snapshot,
             heads,
@@ -100,17 +105,23 @@ class Lifecycle:
             cycle=self.queues.cycle,
             generation=self.cache.generation,
             all_pods_ready=all_pods_ready,
+            backfill_inputs=reservations.Inputs(holders, self.estimate) if holders else None,
         )
 
     # Admissions ---------------------------------------------------------------------------------
 
-    def release(self, key: names.WorkloadKey, now: float) -> snapshot.AdmittedWorkload | None:
+    def release(
+        self, key: names.WorkloadKey, now: float, *, succeeded: bool = False
+    ) -> snapshot.AdmittedWorkload | None:
         """Stop counting an admission; requeue the inadmissible workloads of its quota tree.
 
+        A workload that ``succeeded`` adds its runtime to what estimates are learned from.
         Returns what was released (None when the workload held nothing).
         """
         adm = self.cache.forget(key)
         if adm is not None:
+            if succeeded:
+                self.runtimes.record(adm.info, now - adm.reserved_at)
             self.queues.requeue_inadmissible(self.cache.root_of(adm.cluster_queue), now)
         return adm
 

@@ -11,6 +11,9 @@ from every ClusterQueue that may admit; ``requeue`` puts a head that was not adm
   workload becomes the head. A workload that issued preemptions becomes *sticky*: it stays the
   head until it is admitted, found inadmissible or deleted.
 - If inadmissible workloads were requeued since the head was popped, it goes straight back.
+- Backfill (Berth's own): as BestEffortFIFO, and a head that fits but would delay a
+  reservation (``RequeueReason.RESERVATION``) is parked alone. ``holders`` gives the cycle each
+  Backfill queue's first parked workloads, which hold the reservations (``core.backfill``).
 
 ``requeue_inadmissible`` moves inadmissible workloads of a whole quota tree back to the heap when
 something there changed (a workload finished or was evicted, a queue, cohort or flavor changed).
@@ -92,6 +95,9 @@ class ClusterQueueQueue:
         self._active_by_shape: dict[Shape, dict[names.WorkloadKey, PendingWorkload]] = {}
         self.inadmissible: dict[names.WorkloadKey, PendingWorkload] = {}
         self.sticky: names.WorkloadKey | None = None
+        self._first_parked: list[PendingWorkload] | None = None
+        """The first parked workloads in order (Backfill's holders), kept while still true."""
+        self._first_depth = 0
         self.pop_cycle = -1
         self.requeue_cycle = -1
         self._seq = itertools.count()
@@ -107,8 +113,23 @@ class ClusterQueueQueue:
     def push(self, pw: PendingWorkload) -> None:
         """Put a workload into the heap (replacing its old place)."""
         key = pw.info.key
-        self.inadmissible.pop(key, None)
+        if self.inadmissible.pop(key, None) is not None:
+            self._forget_first(key)
         self._activate(key, pw)
+
+    def _forget_first(self, key: names.WorkloadKey) -> None:
+        first = self._first_parked
+        if first is not None and any(pw.info.key == key for pw in first):
+            self._first_parked = None
+
+    def first_parked(self, depth: int) -> list[PendingWorkload]:
+        """The first ``depth`` parked workloads in queue order (waiting out a backoff or not)."""
+        if self._first_parked is None or self._first_depth != depth:
+            self._first_parked = heapq.nsmallest(
+                depth, self.inadmissible.values(), key=lambda pw: pw.order
+            )
+            self._first_depth = depth
+        return list(self._first_parked)
 
     def _activate(self, key: names.WorkloadKey, pw: PendingWorkload) -> None:
         order = pw.order
@@ -132,6 +153,8 @@ class ClusterQueueQueue:
             self._activate(key, pw)
             moved = True
         self.inadmissible = waiting
+        if moved:
+            self._first_parked = None
         return moved
 
     def _deactivate(self, key: names.WorkloadKey, shape: Shape) -> None:
@@ -144,8 +167,16 @@ class ClusterQueueQueue:
 
     def park(self, pw: PendingWorkload) -> None:
         """Put a workload into the inadmissible set."""
-        self._deactivate(pw.info.key, pw.shape)
-        self.inadmissible[pw.info.key] = pw
+        key = pw.info.key
+        self._deactivate(key, pw.shape)
+        if self.inadmissible.get(key) is not None:
+            self._forget_first(key)
+        self.inadmissible[key] = pw
+        first = self._first_parked
+        if first is not None and (len(first) < self._first_depth or pw.order < first[-1].order):
+            first.append(pw)  # one of the first now: the list stays the first ones
+            first.sort(key=lambda p: p.order)
+            del first[self._first_depth :]
 
     def park_same_shape(self, shape: Shape) -> list[PendingWorkload]:
         """Park every active workload of this shape (they would not fit either); return them."""
@@ -158,7 +189,8 @@ class ClusterQueueQueue:
         """Drop a workload from the queue wherever it is."""
         key = pw.info.key
         self._deactivate(key, pw.shape)
-        self.inadmissible.pop(key, None)
+        if self.inadmissible.pop(key, None) is not None:
+            self._forget_first(key)
         if self.sticky == key:
             self.sticky = None
 
@@ -308,14 +340,13 @@ class QueueManager:
         pw.preempted_for = decision.counts if pw.preemptor else None
         if reason == cycle.RequeueReason.PENDING_PREEMPTION:
             q.sticky = (
-                pw.info.key
-                if q.strategy == clusterqueue.QueueingStrategy.BEST_EFFORT_FIFO
-                else None
+                pw.info.key if q.strategy != clusterqueue.QueueingStrategy.STRICT_FIFO else None
             )
         elif q.sticky == pw.info.key and reason in (
             cycle.RequeueReason.NO_FIT,
             cycle.RequeueReason.PREEMPTION_NO_CANDIDATES,
             cycle.RequeueReason.NAMESPACE_MISMATCH,
+            cycle.RequeueReason.RESERVATION,
         ):
             q.sticky = None
         if q.strategy == clusterqueue.QueueingStrategy.STRICT_FIFO:
@@ -329,12 +360,23 @@ class QueueManager:
             q.push(pw)
             return []
         q.park(pw)
-        if q.strategy == clusterqueue.QueueingStrategy.BEST_EFFORT_FIFO and reason in (
+        if q.strategy != clusterqueue.QueueingStrategy.STRICT_FIFO and reason in (
             cycle.RequeueReason.NO_FIT,
             cycle.RequeueReason.PREEMPTION_NO_CANDIDATES,
         ):
             return q.park_same_shape(pw.shape)
         return []
+
+    def holders(self) -> dict[names.ClusterQueueName, list[workload.WorkloadInfo]]:
+        """Each Backfill ClusterQueue's first parked workloads, up to its reservation depth."""
+        out: dict[names.ClusterQueueName, list[workload.WorkloadInfo]] = {}
+        cqs = self.cache.snapshot.cluster_queues
+        for name, q in self.queues.items():
+            info = cqs.get(name)
+            if info is not None and info.backfill is not None:
+                depth = info.backfill.reservation_depth
+                out[name] = [pw.info for pw in q.first_parked(depth)]
+        return out
 
     def admitted(self, key: names.WorkloadKey) -> None:
         """Forget a head that was admitted."""

@@ -1,0 +1,216 @@
+"""Reservations for blocked heads, and the backfill test a later workload must pass.
+
+Berth's own ``Backfill`` queueing strategy (Slurm's backfill; Kueue has no equivalent). Within
+one quota tree, the first ``reservationDepth`` blocked workloads of each Backfill ClusterQueue
+hold a *reservation*: the flavors they would get and the earliest time they fit, computed from
+the expected ends of running work (``core.estimates``). A workload behind a reservation holder is
+admitted only if it does not delay that reservation: it ends (by its estimate) before the
+reservation starts, or the reservation still fits at its start with the workload running.
+
+The plan (``Plan``) is computed from the snapshot:
+
+1. **Releases**: every admitted workload of the tree ends at ``reserved_at + estimate``; one
+   running past its estimate is expected to run as long again (``expected_end``), which moves
+   the reservations later and never breaks them; a workload being evicted ends now.
+2. **Reservations** are placed one holder at a time, in holder order (``ordering.queue_key``
+   across queues). A placed reservation occupies its quota from now until its end, so a later
+   holder never starts inside an earlier one's room (conservative backfill when the depth is
+   more than 1). A holder's start is the earliest release time at which its flavor assignment
+   fits; capacity only grows with time, so that time is found by bisection.
+3. **The test** (``delayed_by``): for each reservation whose holder is ahead of the candidate
+   (same ClusterQueue, or any queue of the tree when the candidate borrows), and that starts
+   before the candidate's expected end, the reservation's usage must still fit at its start
+   with the candidate's usage added. A candidate within its own nominal quota never takes what
+   another queue's reservation counts on, except what that queue would borrow, which a lender
+   may always take back in Kueue's model too.
+
+Pure and deterministic. Built and consulted by ``core.cycle``; the holders come from
+``state.queues`` and the estimates from ``state.runtimes``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from berth.api import names
+from berth.core import estimates, ordering, resources, snapshot, workload
+
+Fits = Callable[
+    [names.ClusterQueueName, workload.WorkloadInfo], resources.FlavorResourceAmounts | None
+]
+"""The usage of a workload's flavor assignment if it fits in the snapshot as it stands."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Release:
+    """Usage that comes back to a ClusterQueue's quota at ``end``."""
+
+    end: float
+    cluster_queue: names.ClusterQueueName
+    usage: resources.FlavorResourceAmounts
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Holder:
+    """A blocked workload that may hold a reservation, with its estimate."""
+
+    info: workload.WorkloadInfo
+    cluster_queue: names.ClusterQueueName
+    estimate: estimates.Estimate
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Reservation:
+    """Quota held for a blocked workload from ``start`` to ``end``."""
+
+    holder: Holder
+    usage: resources.FlavorResourceAmounts
+    start: float
+    end: float
+
+
+def expected_end(started: float, estimate: float, now: float) -> float:
+    """When work started at ``started`` is expected to end, seen at ``now``.
+
+    Its estimate, and for work already past it the estimate doubled as often as needed to lie
+    ahead (a job twice over its estimate is likelier to run long still than to end this
+    instant). The reservations behind it move later, and never start before it ends.
+    """
+    end = started + estimate
+    if estimate <= 0:
+        return max(end, now)
+    span = estimate
+    while end <= now:
+        span *= 2
+        end = started + span
+    return end
+
+
+def holder_key(info: workload.WorkloadInfo) -> tuple[int, float, str]:
+    """Order of holders across the queues of a tree: ``ordering.queue_key`` without stickiness."""
+    return ordering.queue_key(info)[1:]
+
+
+class Plan:
+    """The reservations of one quota tree at ``now``, and the backfill test against them."""
+
+    def __init__(
+        self,
+        snap: snapshot.Snapshot,
+        now: float,
+        releases: Sequence[Release],
+        holders: Sequence[Holder],
+        fits: Fits,
+    ) -> None:
+        self.snap = snap
+        self.now = now
+        self.releases = sorted(releases, key=lambda r: (r.end, r.cluster_queue))
+        self.reservations: list[Reservation] = []
+        for holder in sorted(holders, key=lambda h: holder_key(h.info)):
+            placed = self._place(holder, fits)
+            if placed is not None:
+                self.reservations.append(placed)
+
+    def _timeline(self, extra: Sequence[Reservation]) -> list[Release]:
+        """Releases of running work and of ``extra`` reservations, in time order."""
+        out = list(self.releases)
+        for r in extra:
+            bisect.insort(out, Release(r.end, r.holder.cluster_queue, r.usage), key=_release_key)
+        return out
+
+    def _place(self, holder: Holder, fits: Fits) -> Reservation | None:
+        """The holder's reservation at its earliest start, or None if waiting cannot make it fit.
+
+        Releases are taken in time order; whether the holder fits after the first ``k`` only
+        turns from no to yes as ``k`` grows. The search gallops (1, 2, 4, ... releases), then
+        bisects the last step, undoing releases by rolling the journal back to a mark, so
+        each placement costs a few assignments and about twice the releases it passes.
+        """
+        snap, placed = self.snap, self.reservations
+        timeline = self._timeline(placed)
+        journal = snap.journal
+        with snap.what_if():
+            for r in placed:
+                snap.add_usage(r.holder.cluster_queue, r.usage)
+            done = 0  # releases applied so far
+
+            def advance(k: int) -> resources.FlavorResourceAmounts | None:
+                nonlocal done
+                for rel in timeline[done:k]:
+                    snap.remove_usage(rel.cluster_queue, rel.usage)
+                done = k
+                return fits(holder.cluster_queue, holder.info)
+
+            lo_mark, lo = journal.checkpoint(), 0  # lo: known not to fit (or 0, not tried)
+            usage = advance(0)
+            hi = 0
+            step = 1
+            while usage is None:
+                if done == len(timeline):
+                    return None  # it does not fit even when everything ahead of it has ended
+                lo_mark, lo = journal.checkpoint(), done
+                hi = min(len(timeline), done + step)
+                step *= 2
+                usage = advance(hi)
+            # fits after hi releases, not after lo (unless hi == 0): bisect (lo, hi]
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                journal.rollback(lo_mark)
+                done = lo
+                found = advance(mid)
+                if found is None:
+                    lo_mark, lo = journal.checkpoint(), mid
+                else:
+                    hi, usage = mid, found
+        start = self.now if hi == 0 else max(self.now, timeline[hi - 1].end)
+        return Reservation(holder, usage, start, start + holder.estimate.seconds)
+
+    def add(self, holder: Holder, fits: Fits) -> Reservation | None:
+        """Place one more holder, behind every holder placed so far; return its reservation."""
+        placed = self._place(holder, fits)
+        if placed is not None:
+            self.reservations.append(placed)
+        return placed
+
+    def last_key(self) -> tuple[int, float, str] | None:
+        """The order of the last holder placed (None when none is)."""
+        return holder_key(self.reservations[-1].holder.info) if self.reservations else None
+
+    def delayed_by(
+        self,
+        info: workload.WorkloadInfo,
+        cq: names.ClusterQueueName,
+        usage: resources.FlavorResourceAmounts,
+        end: float,
+        *,
+        borrows: bool,
+    ) -> Reservation | None:
+        """The first reservation admitting ``info`` now (until ``end``) would delay, if any."""
+        key = holder_key(info)
+        snap = self.snap
+        for i, r in enumerate(self.reservations):
+            if r.holder.info.key == info.key or holder_key(r.holder.info) >= key:
+                continue  # only reservations of workloads ahead of it bind it
+            if r.holder.cluster_queue != cq and not borrows:
+                continue
+            if end <= r.start:
+                continue  # it is gone before the reservation starts
+            earlier = self.reservations[:i]
+            with snap.what_if():
+                for p in earlier:
+                    snap.add_usage(p.holder.cluster_queue, p.usage)
+                snap.add_usage(cq, usage)
+                for rel in self._timeline(earlier):
+                    if rel.end > r.start:
+                        break
+                    snap.remove_usage(rel.cluster_queue, rel.usage)
+                node = snap.node(r.holder.cluster_queue)
+                if any(node.available(fr) < amount for fr, amount in r.usage.items()):
+                    return r
+        return None
+
+
+def _release_key(r: Release) -> tuple[float, str]:
+    return (r.end, r.cluster_queue)

@@ -1,0 +1,228 @@
+"""The Backfill strategy inside one scheduling cycle: a ``backfill.Plan`` per quota tree.
+
+``core.cycle`` builds a ``Planner`` when some ClusterQueue uses the strategy and asks it three
+things about each entry it processes: whether a fitting entry would delay a reservation
+(``held``), that an entry took its quota (``started``: it is running work from now on), and when a
+blocked entry's own reservation starts (``blocked``: it joins the holders). Heads blocked in this
+cycle join the holders and admissions of this cycle join the releases, so later entries see
+them; a tree's plan is made again after either (or extended, when a new holder is behind every
+holder placed). ``outlook`` answers the same questions for ``berth explain``.
+
+Pure and deterministic; the inputs (``Inputs``) come from ``berth.state``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+
+from berth.api import names
+from berth.core import backfill, estimates, flavors, ordering, quota, resources, snapshot, workload
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Inputs:
+    """What the Backfill strategy needs beyond the snapshot (from ``berth.state``)."""
+
+    holders: Mapping[names.ClusterQueueName, Sequence[workload.WorkloadInfo]]
+    """Each Backfill ClusterQueue's blocked workloads in queue order (at most its depth)."""
+    estimate: Callable[[workload.WorkloadInfo, names.ClusterQueueName], estimates.Estimate]
+    """A workload's expected runtime in a ClusterQueue."""
+
+
+class Planner:
+    """The plans of one cycle, by quota tree (made on first need)."""
+
+    def __init__(
+        self,
+        snap: snapshot.Snapshot,
+        now: float,
+        inputs: Inputs,
+        preempted: Mapping[names.WorkloadKey, snapshot.AdmittedWorkload],
+    ) -> None:
+        self.snap = snap
+        self.now = now
+        self.inputs = inputs
+        self.preempted = preempted
+        """Victims chosen in this cycle: they end now."""
+        self.holders: dict[names.ClusterQueueName, list[workload.WorkloadInfo]] = {
+            cq: list(infos) for cq, infos in inputs.holders.items()
+        }
+        self.started_here: dict[str, list[backfill.Release]] = {}
+        self.plans: dict[str, backfill.Plan | None] = {}
+        self._members: dict[str, list[names.ClusterQueueName]] | None = None
+
+    def _root(self, cq: names.ClusterQueueName) -> str:
+        return self.snap.node(cq).root().name
+
+    def _queues_of(self, root: str) -> list[names.ClusterQueueName]:
+        if self._members is None:
+            self._members = {}
+            for name in sorted(self.snap.cq_nodes):
+                self._members.setdefault(self._root(name), []).append(name)
+        return self._members.get(root, [])
+
+    def _end(self, info: workload.WorkloadInfo, cq: names.ClusterQueueName, since: float) -> float:
+        return backfill.expected_end(since, self.inputs.estimate(info, cq).seconds, self.now)
+
+    def _holder(self, info: workload.WorkloadInfo, cq: names.ClusterQueueName) -> backfill.Holder:
+        return backfill.Holder(info, cq, self.inputs.estimate(info, cq))
+
+    def plan(self, root: str) -> backfill.Plan | None:
+        """The tree's plan (None when no queue of the tree holds a reservation)."""
+        if root in self.plans:
+            return self.plans[root]
+        holders: list[backfill.Holder] = []
+        for name in self._queues_of(root):
+            cq = self.snap.cluster_queues.get(name)
+            if cq is not None and cq.backfill is not None:
+                waiting = sorted(self.holders.get(name, []), key=ordering.queue_key)
+                depth = cq.backfill.reservation_depth
+                holders += [self._holder(info, name) for info in waiting[:depth]]
+        made = None
+        if holders:
+            made = backfill.Plan(self.snap, self.now, self._releases(root), holders, self.fits)
+        self.plans[root] = made
+        return made
+
+    def _releases(self, root: str) -> list[backfill.Release]:
+        """When the tree's admitted work, and what this cycle started, gives its quota back."""
+        releases = list(self.started_here.get(root, []))
+        for name in self._queues_of(root):
+            for adm in self.snap.admitted.get(name, {}).values():
+                gone = adm.evicted or adm.info.key in self.preempted
+                end = self.now if gone else self._end(adm.info, name, adm.reserved_at)
+                releases.append(backfill.Release(end, name, adm.admission.usage))
+        return releases
+
+    def fits(
+        self, name: names.ClusterQueueName, info: workload.WorkloadInfo
+    ) -> resources.FlavorResourceAmounts | None:
+        """Its assignment's usage if it fits as the snapshot stands, preemption not considered."""
+        cq = self.snap.cluster_queues[name]
+        node = self.snap.node(name)
+        if not _may_fit(cq, node, info):
+            return None
+
+        def no_preemption(
+            fr: resources.FlavorResource, amount: int
+        ) -> tuple[flavors.PreemptionMode, int]:
+            borrow, _ = quota.lowest_fitting_subtree_height(node, fr, amount)
+            return flavors.PreemptionMode.NO_CANDIDATES, borrow
+
+        found = flavors.FlavorAssigner(self.snap, cq, info, no_preemption, fair_sharing=False)
+        assignment = found.assign()
+        return assignment.usage if assignment.mode == flavors.Mode.FIT else None
+
+    def held(
+        self,
+        info: workload.WorkloadInfo,
+        cq: names.ClusterQueueName,
+        usage: resources.FlavorResourceAmounts,
+        *,
+        borrows: bool,
+    ) -> str | None:
+        """Why a workload that fits must wait for a reservation it would delay, if it must."""
+        plan = self.plan(self._root(cq))
+        if plan is None:
+            return None
+        runtime = self.inputs.estimate(info, cq)
+        r = plan.delayed_by(info, cq, usage, self.now + runtime.seconds, borrows=borrows)
+        if r is None:
+            return None
+        return (
+            f"Workload fits, but its estimated runtime of {runtime.describe()} would delay "
+            f"the reservation of {r.holder.info.key} in ClusterQueue {r.holder.cluster_queue}"
+        )
+
+    def started(
+        self,
+        info: workload.WorkloadInfo,
+        cq: names.ClusterQueueName,
+        usage: resources.FlavorResourceAmounts,
+    ) -> None:
+        """A workload took its quota in this cycle: it is running work from now on."""
+        root = self._root(cq)
+        end = self._end(info, cq, self.now)
+        self.started_here.setdefault(root, []).append(backfill.Release(end, cq, usage))
+        self.plans.pop(root, None)
+
+    def blocked(self, info: workload.WorkloadInfo, cq: snapshot.ClusterQueueInfo) -> float | None:
+        """A Backfill head that waits holds a reservation from now on: when does it start?
+
+        None when its queue does not use the strategy, when enough workloads ahead of it hold
+        reservations already, or when waiting cannot make it fit.
+        """
+        if cq.backfill is None:
+            return None
+        mine = self.holders.setdefault(cq.name, [])
+        key = ordering.queue_key(info)
+        ahead = sum(ordering.queue_key(h) < key for h in mine)
+        if info in mine or ahead >= cq.backfill.reservation_depth:
+            return None
+        mine.append(info)
+        root = self._root(cq.name)
+        plan = self.plans.get(root)
+        last = None if plan is None else plan.last_key()
+        if plan is not None and (last is None or last < backfill.holder_key(info)):
+            # Behind every holder placed: the others keep their reservations.
+            found = plan.add(self._holder(info, cq.name), self.fits)
+            return None if found is None else found.start
+        self.plans.pop(root, None)
+        return self.start_of(info, cq.name)
+
+    def start_of(self, info: workload.WorkloadInfo, cq: names.ClusterQueueName) -> float | None:
+        """When its reservation starts, placed behind the holders if it is none of them."""
+        root = self._root(cq)
+        plan = self.plan(root)
+        for r in plan.reservations if plan is not None else []:
+            if r.holder.info.key == info.key:
+                return r.start
+        if plan is None:
+            plan = backfill.Plan(self.snap, self.now, self._releases(root), [], self.fits)
+        placed = plan.add(self._holder(info, cq), self.fits)
+        return None if placed is None else placed.start
+
+
+def _may_fit(
+    cq: snapshot.ClusterQueueInfo, node: quota.QuotaNode, info: workload.WorkloadInfo
+) -> bool:
+    """A quick necessary condition: each resource's total fits in its flavors together."""
+    totals: dict[names.ResourceName, int] = {}
+    for ps in info.pod_sets:
+        for res, amount in ps.per_pod.items():
+            totals[res] = totals.get(res, 0) + amount * ps.count
+    for res, total in totals.items():
+        group = cq.group_by_resource.get(res)
+        if group is None:
+            return True  # flavor assignment explains why it cannot fit
+        room = sum(node.available(resources.FlavorResource(f, res)) for f in group.flavors)
+        if room < total:
+            return False
+    return True
+
+
+def outlook(
+    snap: snapshot.Snapshot,
+    cq: snapshot.ClusterQueueInfo,
+    info: workload.WorkloadInfo,
+    assignment: flavors.Assignment,
+    *,
+    now: float,
+    inputs: Inputs,
+    ahead: Sequence[workload.WorkloadInfo],
+) -> tuple[str | None, float | None]:
+    """What the Backfill strategy says of one pending workload, for ``berth explain``.
+
+    The holders of its own queue are the first workloads ``ahead`` of it that do not fit now
+    (what the cycles would have parked). Returns why it waits for a reservation although it
+    fits, or else when its own reservation would start (placed behind the holders).
+    """
+    planner = Planner(snap, now, inputs, {})
+    if cq.backfill is not None:
+        blocked = [a for a in ahead if a.key != info.key and planner.fits(cq.name, a) is None]
+        planner.holders[cq.name] = blocked[: cq.backfill.reservation_depth]
+    if assignment.mode == flavors.Mode.FIT:
+        borrows = assignment.borrowing > 0
+        return planner.held(info, cq.name, assignment.usage, borrows=borrows), None
+    return None, planner.start_of(info, cq.name)

@@ -1,0 +1,106 @@
+"""Runtimes of finished workloads, per LocalQueue and shape, and the estimator built on them.
+
+``Lifecycle.release`` records how long each workload that finished successfully ran (from its
+quota reservation to its end). ``estimator`` gives the cycle every workload's expected runtime
+(``core.estimates``): what was learned is a percentile of the last ``WINDOW`` runtimes of
+workloads of the same LocalQueue and pod sets, or of the whole LocalQueue while the shape has
+fewer than ``MIN_SAMPLES``. Memory only: after a restart the operator learns again.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from collections.abc import Callable
+
+from berth.api import clusterqueue, names
+from berth.core import estimates, workload
+from berth.state import cache as cache_mod
+
+WINDOW = 50
+"""Runtimes kept per LocalQueue and per shape: recent ones say most about the next."""
+MIN_SAMPLES = 5
+"""Runtimes needed before a percentile is trusted over the next source."""
+
+_Key = tuple[object, ...]
+"""(namespace, LocalQueue) for the queue's history; with the shape appended for the shape's."""
+
+
+def _shape(info: workload.WorkloadInfo) -> tuple[object, ...]:
+    """Pod sets as their requests decide them (priority left out: it does not change runtime)."""
+    return tuple((ps.count, tuple(sorted(ps.per_pod.items()))) for ps in info.pod_sets)
+
+
+class RuntimeHistory:
+    """Recent runtimes by LocalQueue and by LocalQueue and shape, with cached percentiles."""
+
+    def __init__(self) -> None:
+        self._runs: dict[_Key, collections.deque[float]] = {}
+        self._cached: dict[tuple[_Key, int], float | None] = {}
+        self.version = 0
+        """Counts recorded runtimes: an estimate made at one version holds until the next."""
+
+    @staticmethod
+    def _keys(info: workload.WorkloadInfo) -> tuple[_Key, _Key]:
+        queue = (info.key.namespace, info.local_queue)
+        return (*queue, _shape(info)), queue
+
+    def record(self, info: workload.WorkloadInfo, seconds: float) -> None:
+        """A workload of this kind ran ``seconds`` to success."""
+        if not math.isfinite(seconds) or seconds < 0:
+            return
+        keys = self._keys(info)
+        self.version += 1
+        for key in keys:
+            self._runs.setdefault(key, collections.deque(maxlen=WINDOW)).append(seconds)
+        self._cached = {k: v for k, v in self._cached.items() if k[0] not in keys}
+
+    def learned(self, info: workload.WorkloadInfo, percentile: int) -> float | None:
+        """The ``percentile`` of similar runtimes (its shape's, else its LocalQueue's), if known."""
+        for key in self._keys(info):
+            cache_key = (key, percentile)
+            if cache_key not in self._cached:
+                seen = self._runs.get(key)
+                self._cached[cache_key] = (
+                    _percentile(sorted(seen), percentile)
+                    if seen is not None and len(seen) >= MIN_SAMPLES
+                    else None
+                )
+            value = self._cached[cache_key]
+            if value is not None:
+                return value
+        return None
+
+
+def _percentile(ordered: list[float], percentile: int) -> float:
+    """The nearest-rank percentile of a sorted, non-empty list."""
+    rank = max(1, math.ceil(percentile / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+_Made = tuple[clusterqueue.Backfill, estimates.Estimate]
+"""An estimate and the settings it was made with."""
+
+
+def estimator(
+    cache: cache_mod.Cache, history: RuntimeHistory
+) -> Callable[[workload.WorkloadInfo, names.ClusterQueueName], estimates.Estimate]:
+    """Estimates with the settings of the workload's ClusterQueue (the defaults elsewhere)."""
+    default = clusterqueue.Backfill()
+    made: dict[tuple[names.WorkloadKey, str, names.ClusterQueueName], _Made] = {}
+    version = [history.version]
+
+    def estimate(info: workload.WorkloadInfo, cq: names.ClusterQueueName) -> estimates.Estimate:
+        if version[0] != history.version:
+            made.clear()  # something new was learned
+            version[0] = history.version
+        q = cache.snapshot.cluster_queues.get(cq)
+        settings = default if q is None or q.backfill is None else q.backfill
+        key = (info.key, info.uid, cq)
+        found = made.get(key)
+        if found is None or found[0] is not settings:  # new, or the queue's settings changed
+            learned = history.learned(info, settings.learned_percentile)
+            found = made[key] = (settings, estimates.estimate(info, learned, settings))
+        return found[1]
+
+    return estimate
