@@ -125,7 +125,7 @@ def test_explanation_names_the_blocker(case: Case) -> None:
     sim = _simulate(case.scenario)
     wl = sim.workloads[names.WorkloadKey.parse(case.target)]
     assert wl.state == "pending"
-    exp = state_explain.explain(sim.cache, sim.queues, wl.info, sim.policy)
+    exp = state_explain.explain(sim.state, wl.info, sim.policy, sim.now)
     assert (exp.reason, exp.blocker) == (case.want_reason, case.want_blocker)
 
 
@@ -148,7 +148,7 @@ def test_four_blockers_give_four_different_explanations() -> None:
     for case in CASES:
         sim = _simulate(case.scenario)
         wl = sim.workloads[names.WorkloadKey.parse(case.target)]
-        exp = state_explain.explain(sim.cache, sim.queues, wl.info, sim.policy)
+        exp = state_explain.explain(sim.state, wl.info, sim.policy, sim.now)
         seen.add((exp.reason, exp.blocker, exp.message))
     assert len(seen) == len(CASES)
 
@@ -157,7 +157,7 @@ def test_higher_priority_would_preempt_the_lower_priority_workload() -> None:
     sim = _simulate(CASES[0].scenario)
     wl = sim.workloads[names.WorkloadKey.parse("ml/big")]
     urgent = dataclasses.replace(wl.info, priority=100)
-    exp = state_explain.explain(sim.cache, sim.queues, urgent, sim.policy)
+    exp = state_explain.explain(sim.state, urgent, sim.policy, sim.now)
     assert exp.reason == "WaitingForPreemptedWorkloads"
     assert [(v.workload, v.reason) for v in exp.victims] == [("ml/running", "InClusterQueue")]
 
@@ -202,7 +202,7 @@ def test_a_stopped_local_queue_is_the_blocker() -> None:
     stopped = st.LOCAL_QUEUE + "  stopPolicy: Hold\n"
     sim = _simulate(st.stream(st.FLAVOR, st.cluster_queue(), stopped, st.workload("big", 1)))
     wl = sim.workloads[names.WorkloadKey.parse("ml/big")]
-    exp = state_explain.explain(sim.cache, sim.queues, wl.info, sim.policy)
+    exp = state_explain.explain(sim.state, wl.info, sim.policy, sim.now)
     assert (exp.reason, exp.message, exp.blocker) == (
         "Suspended",
         "LocalQueue training is stopped",
@@ -235,3 +235,50 @@ def test_cluster_options_do_not_go_with_a_scenario(command: str, tmp_path: pathl
     )
     assert result.exit_code == 2
     assert "--kubeconfig and --config read the live cluster" in result.output
+
+
+_RECIPES = pathlib.Path(__file__).resolve().parents[2] / "config" / "recipes"
+
+
+@pytest.mark.parametrize(
+    ("job", "want"),
+    [
+        pytest.param(
+            "tune",
+            [
+                (
+                    "why: WaitingForReservation: Workload fits, but its estimated runtime of 4h "
+                    "(berth.dev/expected-runtime) would delay the reservation of "
+                    "research/job-pretrain-"
+                ),
+            ],
+            id="a job that fits but would delay the reservation ahead of it",
+        ),
+        pytest.param(
+            "pretrain",
+            ["why: WaitingForQuota:", "estimated start: t=3h (Backfill"],
+            id="the blocked gang and when its reservation starts",
+        ),
+    ],
+)
+def test_explain_in_a_backfill_queue_says_what_it_waits_for_and_when(
+    job: str, want: list[str]
+) -> None:
+    result = CliRunner().invoke(
+        cli.main,
+        [
+            "explain",
+            f"job/{job}",
+            "-n",
+            "research",
+            "--scenario",
+            str(_RECIPES / "backfill.yaml"),
+            "--scenario",
+            str(_RECIPES / "jobs" / "backfill.yaml"),
+            "--at",
+            "40m",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    for line in want:
+        assert line in result.output

@@ -18,7 +18,7 @@ import dataclasses
 import functools
 
 from berth.api import clusterqueue, conditions, names
-from berth.core import cycle, flavors, resources, snapshot, workload
+from berth.core import cycle, flavors, reservations, resources, snapshot, workload
 
 _PENDING = conditions.PendingReason
 
@@ -67,7 +67,8 @@ class Explanation:
     """The core's reason (Kueue's vocabulary: WaitingForQuota, NoMatchingFlavor, ...)."""
     message: str
     blocker: str
-    """Which of the checks stopped it: queue, namespace, head-of-line, quota, flavor, none."""
+    """Which of the checks stopped it: queue, namespace, head-of-line, quota, flavor,
+    reservation (Backfill), none."""
     position_in_cluster_queue: int | None = None
     position_in_local_queue: int | None = None
     ahead: tuple[str, ...] = ()
@@ -82,6 +83,8 @@ class Explanation:
     """The ClusterQueue's preemption settings, as a person reads them."""
     details: tuple[str, ...] = ()
     """Further facts a person can act on (selectors, labels, missing flavors)."""
+    estimated_start: float | None = None
+    """Backfill: when its reservation starts (or would, if it were the next to hold one)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -155,6 +158,23 @@ def _position(
     return at, same_lq.index(info.key), tuple(str(k) for k in keys[:at])
 
 
+def _verdict(
+    assignment: flavors.Assignment, victims: tuple[Victim, ...], waits_for: str | None
+) -> tuple[str, str, str]:
+    """Reason, message and blocker of a workload its queue's order does not hold back."""
+    mode = assignment.mode
+    if mode == flavors.Mode.FIT and waits_for is not None:
+        return _PENDING.WAITING_FOR_RESERVATION, waits_for, "reservation"
+    if mode == flavors.Mode.FIT:
+        return "", "it fits now; it will be admitted in the next cycle", "none"
+    if mode == flavors.Mode.PREEMPT and victims:
+        message = f"{assignment.message()}. Fits after preempting {len(victims)} workload(s)"
+        return _PENDING.WAITING_FOR_PREEMPTED_WORKLOADS, message, "quota"
+    reason = assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA
+    blocker = "flavor" if reason == _PENDING.NO_MATCHING_FLAVOR else "quota"
+    return reason, assignment.message(), blocker
+
+
 def explain(
     snap: snapshot.Snapshot,
     info: workload.WorkloadInfo,
@@ -163,11 +183,14 @@ def explain(
     *,
     queued: Queued | None = None,
     held: tuple[str, str] | None = None,
+    backfill: reservations.Inputs | None = None,
+    now: float = 0.0,
 ) -> Explanation:
     """Explain why ``info`` is not admitted in ``cluster_queue`` on this snapshot.
 
     ``held`` is the reason and message of a queue-level hold the snapshot does not show (a
-    stopped LocalQueue), from the state.
+    stopped LocalQueue), from the state. ``backfill``: the estimates (and other queues'
+    holders) a Backfill queue plans with at ``now``.
     """
     made = functools.partial(Explanation, str(info.key), cluster_queue, info.local_queue)
     if cluster_queue is None:
@@ -221,21 +244,17 @@ def explain(
         ):
             head_info = queued.order[0]
             head_assignment, _ = cycle.get_assignment(snap, cq, head_info, policy)
+        waits_for, start = None, None
+        if backfill is not None and cq.backfill is not None:
+            ahead_infos = queued.order[: cq_pos or 0] if queued is not None else ()
+            waits_for, start = reservations.outlook(
+                snap, cq, info, assignment, now=now, inputs=backfill, ahead=ahead_infos
+            )
     victims = tuple(
         Victim(str(t.victim.info.key), t.victim.cluster_queue, t.victim.info.priority, t.reason)
         for t in targets
     )
-    mode = assignment.mode
-    if mode == flavors.Mode.FIT:
-        reason, message, blocker = "", "it fits now; it will be admitted in the next cycle", "none"
-    elif mode == flavors.Mode.PREEMPT and victims:
-        reason = _PENDING.WAITING_FOR_PREEMPTED_WORKLOADS
-        message = f"{assignment.message()}. Fits after preempting {len(victims)} workload(s)"
-        blocker = "quota"
-    else:
-        reason = assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA
-        message = assignment.message()
-        blocker = "flavor" if reason == _PENDING.NO_MATCHING_FLAVOR else "quota"
+    reason, message, blocker = _verdict(assignment, victims, waits_for)
     if head_info is not None:
         head_reason = head_assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA
         return made(
@@ -255,6 +274,7 @@ def explain(
             victims=victims,
             preemption_policy=policy_text,
             details=(f"on its own: {reason or 'fits'}: {message}",),
+            estimated_start=start,
         )
     return made(
         reason=reason,
@@ -266,4 +286,5 @@ def explain(
         shortfalls=tuple(shortfalls),
         victims=victims,
         preemption_policy=policy_text,
+        estimated_start=start,
     )

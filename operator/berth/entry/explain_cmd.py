@@ -12,11 +12,14 @@ deactivated workload is reported as such.
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from berth.api import names
+from berth.adapters.kube import workloads
+from berth.api import duration, names
 from berth.core import explain as core_explain
 from berth.core import resources
 from berth.entry import live_state, options
@@ -112,9 +115,14 @@ def _shortfall_lines(shortfalls: tuple[core_explain.Shortfall, ...]) -> list[str
 
 
 def render(
-    exp: core_explain.Explanation, *, job: str | None, state: str, recorded: tuple[str, str]
+    exp: core_explain.Explanation,
+    *,
+    job: str | None,
+    state: str,
+    recorded: tuple[str, str],
+    when: Callable[[float], str] = str,
 ) -> str:
-    """The explanation as a person reads it."""
+    """The explanation as a person reads it; ``when`` prints a time (virtual or wall clock)."""
     who = f"job {job} (workload {exp.workload})" if job else f"workload {exp.workload}"
     lines = [f"{who}: {state}"]
     lines.append(
@@ -130,6 +138,11 @@ def render(
         )
     if exp.ahead:
         lines.append(f"  ahead of it: {', '.join(exp.ahead)}")
+    if exp.estimated_start is not None:
+        lines.append(
+            f"  estimated start: {when(exp.estimated_start)} (Backfill: when the running work's "
+            "estimates leave it room, after the reservations ahead of it)"
+        )
     if exp.head is not None:
         lines.append(f"  blocked head: {exp.head}: {exp.head_reason}: {exp.head_message}")
     lines.extend(f"  note: {d}" for d in exp.details)
@@ -175,14 +188,22 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
     live_state.check_source(files, at, kubeconfig, config_file)
     if files:
         sim = run_scenario(files, at, "explain")
-        cache, queues, policy = sim.cache, sim.queues, sim.policy
+        state, policy, now = sim.state, sim.policy, sim.now
         found = _scenario_target(sim, kind, name, namespace)
+        when: Callable[[float], str] = _virtual_time
     else:
         world = live_state.read(kubeconfig, config_file)
-        cache, queues, policy = world.cache, world.queues, world.policy
+        state, policy, now = world.state, world.policy, time.time()
         found = live_state.find(world, kind, name, namespace)
+        when = workloads.timestamp
     if found.state != "pending":
         click.echo(settled(found), nl=False)
         return
-    exp = state_explain.explain(cache, queues, found.info, policy)
-    click.echo(render(exp, job=found.job, state="pending", recorded=found.recorded), nl=False)
+    exp = state_explain.explain(state, found.info, policy, now)
+    click.echo(
+        render(exp, job=found.job, state="pending", recorded=found.recorded, when=when), nl=False
+    )
+
+
+def _virtual_time(t: float) -> str:
+    return f"t={duration.format(t)}"

@@ -2,26 +2,29 @@
 
 Finds the workload's ClusterQueue through its LocalQueue, its queue's pending workloads in queue
 order (``QueueManager``'s heap order, inadmissible ones after), and hands them with the live
-snapshot to the pure ``core.explain.explain``. The operator calls it on its live state;
-``berth explain --scenario`` on the state a simulated run ends in. No I/O, no clock.
+snapshot, the Backfill holders and the runtime estimates to the pure ``core.explain.explain``.
+``berth explain`` calls it on a listed cluster's state, or with ``--scenario`` on the state a
+simulated run ends in. No I/O, no clock (``now`` is given).
 """
 
 from __future__ import annotations
 
 from berth.api import names
-from berth.core import cycle, workload
+from berth.core import cycle, reservations, workload
 from berth.core import explain as core_explain
 from berth.state import cache as cache_mod
+from berth.state import lifecycle
 from berth.state import queues as queues_mod
 
 
 def explain(
-    cache: cache_mod.Cache,
-    queues: queues_mod.QueueManager,
+    state: lifecycle.Lifecycle,
     info: workload.WorkloadInfo,
     policy: cycle.Policy,
+    now: float,
 ) -> core_explain.Explanation:
-    """Explain why ``info`` (pending) is not admitted, as the core sees it now."""
+    """Explain why ``info`` (pending) is not admitted, as the core sees it at ``now``."""
+    cache, queues = state.cache, state.queues
     cq_name = cache.cluster_queue_for(info)
     queued = None
     pw = queues.pending.get(info.key)
@@ -32,7 +35,16 @@ def explain(
         )
     blocker = cache.blocker(info)
     held = None if blocker is None else (blocker.reason, blocker.message)
-    return core_explain.explain(cache.snapshot, info, cq_name, policy, queued=queued, held=held)
+    return core_explain.explain(
+        cache.snapshot,
+        info,
+        cq_name,
+        policy,
+        queued=queued,
+        held=held,
+        backfill=reservations.Inputs(queues.holders(), state.estimate),
+        now=now,
+    )
 
 
 def find(
