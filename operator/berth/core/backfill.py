@@ -106,12 +106,29 @@ class Plan:
     ) -> None:
         self.snap = snap
         self.now = now
+        self.fits = fits
         self.releases = sorted(releases, key=lambda r: (r.end, r.cluster_queue))
         self.reservations: list[Reservation] = []
-        for holder in sorted(holders, key=lambda h: holder_key(h.info)):
-            placed = self._place(holder, fits)
+        """Reservations placed so far, in holder order."""
+        self._waiting = sorted(holders, key=lambda h: holder_key(h.info), reverse=True)
+        """Holders not placed yet, the next one last. A holder's reservation depends only on
+        those before it, so holders are placed only as far as a question needs."""
+
+    def _place_before(self, key: tuple[int, float, str] | None, *, including: bool = False) -> None:
+        """Place every waiting holder ahead of ``key`` (or at it; all of them for None)."""
+        waiting = self._waiting
+        while waiting:
+            next_key = holder_key(waiting[-1].info)
+            if key is not None and (next_key > key if including else next_key >= key):
+                return
+            placed = self._place(waiting.pop(), self.fits)
             if placed is not None:
                 self.reservations.append(placed)
+
+    def reservation_of(self, info: workload.WorkloadInfo) -> Reservation | None:
+        """The reservation ``info`` holds, if it is a holder that could be placed."""
+        self._place_before(holder_key(info), including=True)
+        return next((r for r in self.reservations if r.holder.info.key == info.key), None)
 
     def _timeline(self, extra: Sequence[Reservation]) -> list[Release]:
         """Releases of running work and of ``extra`` reservations, in time order."""
@@ -167,15 +184,18 @@ class Plan:
         start = self.now if hi == 0 else max(self.now, timeline[hi - 1].end)
         return Reservation(holder, usage, start, start + holder.estimate.seconds)
 
-    def add(self, holder: Holder, fits: Fits) -> Reservation | None:
-        """Place one more holder, behind every holder placed so far; return its reservation."""
-        placed = self._place(holder, fits)
+    def add(self, holder: Holder) -> Reservation | None:
+        """Place one more holder, behind every other holder; return its reservation."""
+        self._place_before(None)
+        placed = self._place(holder, self.fits)
         if placed is not None:
             self.reservations.append(placed)
         return placed
 
     def last_key(self) -> tuple[int, float, str] | None:
-        """The order of the last holder placed (None when none is)."""
+        """The order of the last holder (None when there is none)."""
+        if self._waiting:
+            return holder_key(self._waiting[0].info)
         return holder_key(self.reservations[-1].holder.info) if self.reservations else None
 
     def delayed_by(
@@ -190,9 +210,10 @@ class Plan:
         """The first reservation admitting ``info`` now (until ``end``) would delay, if any."""
         key = holder_key(info)
         snap = self.snap
+        self._place_before(key)  # only reservations of workloads ahead of it bind it
         for i, r in enumerate(self.reservations):
             if r.holder.info.key == info.key or holder_key(r.holder.info) >= key:
-                continue  # only reservations of workloads ahead of it bind it
+                continue  # placed earlier for a question about a workload further back
             if r.holder.cluster_queue != cq and not borrows:
                 continue
             if end <= r.start:

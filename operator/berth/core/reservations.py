@@ -166,7 +166,7 @@ class Planner:
         last = None if plan is None else plan.last_key()
         if plan is not None and (last is None or last < backfill.holder_key(info)):
             # Behind every holder placed: the others keep their reservations.
-            found = plan.add(self._holder(info, cq.name), self.fits)
+            found = plan.add(self._holder(info, cq.name))
             return None if found is None else found.start
         self.plans.pop(root, None)
         return self.start_of(info, cq.name)
@@ -175,12 +175,12 @@ class Planner:
         """When its reservation starts, placed behind the holders if it is none of them."""
         root = self._root(cq)
         plan = self.plan(root)
-        for r in plan.reservations if plan is not None else []:
-            if r.holder.info.key == info.key:
-                return r.start
+        if plan is not None and any(info.key == h.key for h in self.holders.get(cq, [])):
+            held = plan.reservation_of(info)
+            return None if held is None else held.start
         if plan is None:
             plan = backfill.Plan(self.snap, self.now, self._releases(root), [], self.fits)
-        placed = plan.add(self._holder(info, cq), self.fits)
+        placed = plan.add(self._holder(info, cq))
         return None if placed is None else placed.start
 
 
