@@ -164,3 +164,26 @@ def test_the_written_scenario_replays_the_same() -> None:
     text = tb.scenario_yaml(docs)
     read = documents.read_streams([("trace.yaml", io.StringIO(text))])
     assert engine.Simulator(read).run() == engine.Simulator(docs).run()
+
+
+def test_backfill_keeps_the_gang_its_start_and_reports_how_far_off_the_estimates_were() -> None:
+    # Nothing is learned yet: every estimate is the default hour. The 8-GPU gang waits for the
+    # first job (exactly an hour); the long 4-GPU job fits beside that job at 20 s but would still
+    # run at 1 h, so it waits; the gang starts at 1 h as estimated, the long job at 1 h 30 m, half
+    # an hour before its estimate (the gang's default hour, though it ran 30 m).
+    jobs = [Job(0, 3600, 4, "a"), Job(10, 1800, 8, "a"), Job(20, 7200, 4, "a")]
+    backfill = tb.replay("backfill", jobs, QueueingStrategy.BACKFILL, 8)
+    assert backfill.estimate_errors == (0.0, -1800.0)
+    assert backfill.estimate_error == pytest.approx(900.0)
+    assert backfill.waits["5-8"].mean == pytest.approx(3590.0)
+    greedy = tb.replay("greedy", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8)
+    assert greedy.estimate_error is None
+    assert greedy.waits["5-8"].mean == pytest.approx(7220.0 - 10.0)
+
+
+def test_the_wait_plot_is_a_png(tmp_path: Path) -> None:
+    jobs = CASES[0].jobs
+    rows = [tb.replay(p.value, jobs, p, 12) for p in tb.STRATEGIES]
+    path = tmp_path / "waits.png"
+    tb.plot_waits(rows, "three jobs", path)
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

@@ -150,8 +150,14 @@ def _trace_row(f: tracebench.Figures, bound: tracebench.Figures | None) -> str:
     return (
         f"{f.label:<16} {100 * f.utilisation:5.1f}% {bound_util} {100 * f.lost:5.1f}%  {waits}  "
         f"{_hours(f.longest_wait):>8} {f.preemptions:>7} {f.never_admitted:>5} "
-        f"{f.jobs_per_cpu_second:>10,.0f} {f.cpu_seconds:>7.1f}"
+        f"{_estimates(f):>12} {f.jobs_per_cpu_second:>10,.0f} {f.cpu_seconds:>7.1f}"
     )
+
+
+def _estimates(f: tracebench.Figures) -> str:
+    """Mean absolute error of the estimated starts and how many there were, or -."""
+    error = f.estimate_error
+    return "-" if error is None else f"{_hours(error)} n={len(f.estimate_errors):,}"
 
 
 @command.command(name="trace")
@@ -190,6 +196,12 @@ def _trace_row(f: tracebench.Figures, bound: tracebench.Figures | None) -> str:
     help="Comma-separated job counts: print the simulator's cost against size instead.",
 )
 @click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also draw the mean and p95 wait per gang-size bucket of each policy into this PNG.",
+)
+@click.option(
     "--scenario-out",
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Write the replay (first --policy) as berth simulate input instead, and stop.",
@@ -203,6 +215,7 @@ def trace(  # click passes every option by name
     load: float,
     policies: tuple[str, ...],
     sizes: str | None,
+    plot_path: Path | None,
     scenario_out: Path | None,
 ) -> None:
     """Replay a public GPU trace under each queueing strategy and print what it measured."""
@@ -239,14 +252,20 @@ def trace(  # click passes every option by name
     buckets = "  ".join(f"{'wait ' + b.name + ' mean/p95':>14}" for b in tracebench.BUCKETS)
     click.echo(
         f"{'policy':<16} {'util':>6} {'bound':>6} {'lost':>6}  {buckets}  {'longest':>8} "
-        f"{'preempt':>7} {'never':>5} {'jobs/CPU-s':>10} {'CPU s':>7}"
+        f"{'preempt':>7} {'never':>5} {'start error':>12} {'jobs/CPU-s':>10} {'CPU s':>7}"
     )
+    rows = []
     for policy in chosen:
         figures = tracebench.replay(policy.value, selected, policy, capacity)
+        rows.append(figures)
         click.echo(_trace_row(figures, bound))
     click.echo(_trace_row(bound, None))
     counts = "  ".join(f"{b.name}: {bound.waits[b.name].jobs:,}" for b in tracebench.BUCKETS)
     click.echo(f"jobs per gang-size bucket (GPUs) {counts}")
+    if plot_path is not None:
+        title = f"{name.value}: {len(selected):,} jobs on {capacity} GPUs"
+        tracebench.plot_waits([*rows, bound], title, plot_path)
+        click.echo(f"wrote {plot_path}")
 
 
 def _cost_against_size(

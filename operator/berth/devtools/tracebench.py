@@ -24,8 +24,9 @@ work-conserving reference for utilisation.
 
 Figures (``Figures``): GPU utilisation while the jobs arrive (GPU-seconds held by admitted jobs
 over capacity x that window), the share of GPU-seconds lost to runs a preemption cut short, time
-queued per gang-size bucket (mean and p95), the longest, preemptions, and jobs per CPU-second of
-the simulator. Used by ``berth bench trace``.
+queued per gang-size bucket (mean and p95), the longest, preemptions, under Backfill how far each
+admission's start was from the start first estimated for it, and jobs per CPU-second of the
+simulator; ``plot_waits`` draws the waits as a PNG. Used by ``berth bench trace``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,11 @@ class TraceName(enum.Enum):
     ITP = "itp"
 
 
-STRATEGIES = (QueueingStrategy.BEST_EFFORT_FIFO, QueueingStrategy.STRICT_FIFO)
+STRATEGIES = (
+    QueueingStrategy.BEST_EFFORT_FIFO,
+    QueueingStrategy.STRICT_FIFO,
+    QueueingStrategy.BACKFILL,
+)
 """The queueing strategies the benchmark replays, in the order it prints them."""
 
 
@@ -310,6 +315,15 @@ class Figures:
     its cohort, so this drives the simulator's cost)."""
     cpu_seconds: float
     """CPU time of the replay itself (reading the trace and building documents excluded)."""
+    estimate_errors: tuple[float, ...] = ()
+    """Backfill: for each admission after a reservation, its start minus the start first
+    estimated for it (negative: earlier than estimated)."""
+
+    @property
+    def estimate_error(self) -> float | None:
+        """The mean absolute error of the first estimated starts (None without estimates)."""
+        errors = self.estimate_errors
+        return statistics.fmean(abs(e) for e in errors) if errors else None
 
     @property
     def jobs_per_cpu_second(self) -> float:
@@ -365,6 +379,11 @@ def replay(
         preemptions=sum(1 for e in events if e["event"] == "Preempted"),
         peak_pending=_peak_pending(events, jobs),
         cpu_seconds=cpu,
+        estimate_errors=tuple(
+            float(e["t"]) - float(e["estimatedStart"])
+            for e in events
+            if e["event"] == "Admitted" and "estimatedStart" in e
+        ),
     )
 
 
@@ -406,3 +425,28 @@ def _peak_pending(events: list[dict[str, Any]], jobs: Sequence[TraceJob]) -> int
 
 def _key(job: TraceJob, index: int) -> names.WorkloadKey:
     return names.WorkloadKey(f"team-{job.team}", f"job-{index}")
+
+
+def plot_waits(rows: Sequence[Figures], title: str, path: Path) -> None:
+    """Draw mean (bars) and p95 (markers) wait per gang-size bucket, one colour per row, as PNG."""
+    import matplotlib as mpl  # noqa: PLC0415 - heavy; only --plot needs it
+
+    mpl.use("Agg")
+    from matplotlib import pyplot as plt  # noqa: PLC0415 - after choosing the backend
+
+    fig, axes = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / max(len(rows), 1)
+    for i, f in enumerate(rows):
+        xs = [b + (i - (len(rows) - 1) / 2) * width for b in range(len(BUCKETS))]
+        means = [f.waits[b.name].mean / 3600 for b in BUCKETS]
+        p95s = [f.waits[b.name].p95 / 3600 for b in BUCKETS]
+        bars = axes.bar(xs, means, width, label=f"{f.label} mean")
+        axes.scatter(xs, p95s, marker="_", s=400, color=bars.patches[0].get_facecolor())
+    axes.set_xticks(range(len(BUCKETS)), [f"{b.name} GPUs" for b in BUCKETS])
+    axes.set_ylabel("wait (hours); bars: mean, dashes: p95")
+    axes.set_title(title)
+    axes.grid(visible=True, axis="y", alpha=0.3)
+    axes.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100)
+    plt.close(fig)
