@@ -282,3 +282,22 @@ def test_explain_in_a_backfill_queue_says_what_it_waits_for_and_when(
     assert result.exit_code == 0, result.output
     for line in want:
         assert line in result.output
+
+
+def test_queues_lists_a_backfill_queues_reservation() -> None:
+    result = CliRunner().invoke(
+        cli.main,
+        [
+            "queues",
+            "--scenario",
+            str(_RECIPES / "backfill.yaml"),
+            "--scenario",
+            str(_RECIPES / "jobs" / "backfill.yaml"),
+            "--at",
+            "40m",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    [line] = [x for x in result.output.splitlines() if "reservation:" in x]
+    assert line.strip().startswith("reservation: research/job-pretrain-")
+    assert "from 3h to 7h (estimated runtime 4h (berth.dev/expected-runtime))" in line

@@ -125,6 +125,11 @@ class Plan:
             if placed is not None:
                 self.reservations.append(placed)
 
+    def placed(self) -> list[Reservation]:
+        """Every holder's reservation, in holder order (holders that never fit hold none)."""
+        self._place_before(None)
+        return list(self.reservations)
+
     def reservation_of(self, info: workload.WorkloadInfo) -> Reservation | None:
         """The reservation ``info`` holds, if it is a holder that could be placed."""
         self._place_before(holder_key(info), including=True)

@@ -52,14 +52,15 @@ class Planner:
         self.plans: dict[str, backfill.Plan | None] = {}
         self._members: dict[str, list[names.ClusterQueueName]] | None = None
 
-    def _root(self, cq: names.ClusterQueueName) -> str:
+    def root_of(self, cq: names.ClusterQueueName) -> str:
+        """The name of the root of the ClusterQueue's quota tree."""
         return self.snap.node(cq).root().name
 
     def _queues_of(self, root: str) -> list[names.ClusterQueueName]:
         if self._members is None:
             self._members = {}
             for name in sorted(self.snap.cq_nodes):
-                self._members.setdefault(self._root(name), []).append(name)
+                self._members.setdefault(self.root_of(name), []).append(name)
         return self._members.get(root, [])
 
     def _end(self, info: workload.WorkloadInfo, cq: names.ClusterQueueName, since: float) -> float:
@@ -123,7 +124,7 @@ class Planner:
         borrows: bool,
     ) -> str | None:
         """Why a workload that fits must wait for a reservation it would delay, if it must."""
-        plan = self.plan(self._root(cq))
+        plan = self.plan(self.root_of(cq))
         if plan is None:
             return None
         runtime = self.inputs.estimate(info, cq)
@@ -142,7 +143,7 @@ class Planner:
         usage: resources.FlavorResourceAmounts,
     ) -> None:
         """A workload took its quota in this cycle: it is running work from now on."""
-        root = self._root(cq)
+        root = self.root_of(cq)
         end = self._end(info, cq, self.now)
         self.started_here.setdefault(root, []).append(backfill.Release(end, cq, usage))
         self.plans.pop(root, None)
@@ -161,7 +162,7 @@ class Planner:
         if info in mine or ahead >= cq.backfill.reservation_depth:
             return None
         mine.append(info)
-        root = self._root(cq.name)
+        root = self.root_of(cq.name)
         plan = self.plans.get(root)
         last = None if plan is None else plan.last_key()
         if plan is not None and (last is None or last < backfill.holder_key(info)):
@@ -173,7 +174,7 @@ class Planner:
 
     def start_of(self, info: workload.WorkloadInfo, cq: names.ClusterQueueName) -> float | None:
         """When its reservation starts, placed behind the holders if it is none of them."""
-        root = self._root(cq)
+        root = self.root_of(cq)
         plan = self.plan(root)
         if plan is not None and any(info.key == h.key for h in self.holders.get(cq, [])):
             held = plan.reservation_of(info)
@@ -226,3 +227,34 @@ def outlook(
         borrows = assignment.borrowing > 0
         return planner.held(info, cq.name, assignment.usage, borrows=borrows), None
     return None, planner.start_of(info, cq.name)
+
+
+def current(
+    snap: snapshot.Snapshot,
+    now: float,
+    inputs: Inputs,
+    order: Mapping[names.ClusterQueueName, Sequence[workload.WorkloadInfo]],
+) -> list[backfill.Reservation]:
+    """Every reservation of the Backfill queues now, for ``berth queues``.
+
+    A queue's holders are the first workloads of its ``order`` that do not fit now (what the
+    cycles would have parked), as many as its reservation depth.
+    """
+    planner = Planner(snap, now, inputs, {})
+    for name, infos in sorted(order.items()):
+        cq = snap.cluster_queues.get(name)
+        if cq is None or cq.backfill is None:
+            continue
+        blocked: list[workload.WorkloadInfo] = []
+        for info in infos:
+            if len(blocked) == cq.backfill.reservation_depth:
+                break
+            if planner.fits(name, info) is None:
+                blocked.append(info)
+        planner.holders[name] = blocked
+    out: list[backfill.Reservation] = []
+    for root in sorted({planner.root_of(name) for name in planner.holders}):
+        plan = planner.plan(root)
+        if plan is not None:
+            out += plan.placed()
+    return out

@@ -1,7 +1,8 @@
 """``berth queues``: queues with usage bars and pending counts, live or from a ``--scenario``.
 
-Prints every ClusterQueue (cohort, strategy, status, pending active/inadmissible, admitted, and
-a bar of usage against nominal quota per flavor and resource) and every LocalQueue, from the
+Prints every ClusterQueue (cohort, strategy, status, pending active/inadmissible, admitted, a
+bar of usage against nominal quota per flavor and resource, and a Backfill queue's reservations)
+and every LocalQueue, from the
 live cluster listed by ``berth.entry.live_state`` or from a scenario played through the
 simulator up to ``--at``.
 """
@@ -9,16 +10,19 @@ simulator up to ``--at``.
 from __future__ import annotations
 
 import datetime as dt
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from berth.adapters import metrics
+from berth.adapters.kube import workloads
 from berth.api import duration
-from berth.core import resources
+from berth.core import backfill, resources
 from berth.entry import explain_cmd, live_state, options
-from berth.state import cache as cache_mod
-from berth.state import queues as queues_mod
+from berth.state import explain as state_explain
+from berth.state import lifecycle
 
 BAR = 20
 
@@ -32,9 +36,16 @@ def bar(used: int, nominal: int, width: int = BAR) -> str:
     return "[" + ("+" if over else "#") * filled + "." * (width - filled) + "]"
 
 
-def render(cache: cache_mod.Cache, queues: queues_mod.QueueManager) -> str:
-    """Every ClusterQueue with its cells, then every LocalQueue."""
+def render(state: lifecycle.Lifecycle, now: float, when: Callable[[float], str] = str) -> str:
+    """Every ClusterQueue with its cells and reservations, then every LocalQueue.
+
+    ``when`` prints a time: virtual in a scenario, UTC on a cluster.
+    """
+    cache, queues = state.cache, state.queues
     snap = cache.snapshot
+    held: dict[str, list[backfill.Reservation]] = {}
+    for r in state_explain.reservations(state, now):
+        held.setdefault(r.holder.cluster_queue, []).append(r)
     counts: dict[str, dict[str, int]] = {}
     lq_counts: dict[tuple[str, str], int] = {}
     for key, pw in sorted(queues.pending.items()):
@@ -63,6 +74,11 @@ def render(cache: cache_mod.Cache, queues: queues_mod.QueueManager) -> str:
                 f"  {cell.flavor + '/' + cell.resource:<28} {bar(cell.usage, cell.nominal)} "
                 f"{used}/{nominal}"
             )
+        lines.extend(
+            f"  reservation: {r.holder.info.key} from {when(r.start)} to {when(r.end)} "
+            f"(estimated runtime {r.holder.estimate.describe()})"
+            for r in held.get(name, [])
+        )
     lines.append("")
     lines.append("LOCALQUEUE  CLUSTERQUEUE  PENDING  ADMITTED")
     admitted: dict[tuple[str, str], int] = {}
@@ -96,8 +112,9 @@ def command(
     if files:
         sim = explain_cmd.run_scenario(files, at, "queues")
         click.echo(f"at {duration.format(sim.now)}")
-        click.echo(render(sim.cache, sim.queues), nl=False)
+        click.echo(render(sim.state, sim.now, duration.format), nl=False)
         return
     world = live_state.read(kubeconfig, config_file)
-    click.echo(f"at {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M:%S} UTC")
-    click.echo(render(world.cache, world.queues), nl=False)
+    now = time.time()
+    click.echo(f"at {dt.datetime.fromtimestamp(now, dt.UTC):%Y-%m-%d %H:%M:%S} UTC")
+    click.echo(render(world.state, now, workloads.timestamp), nl=False)

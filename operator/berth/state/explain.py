@@ -10,8 +10,9 @@ simulated run ends in. No I/O, no clock (``now`` is given).
 from __future__ import annotations
 
 from berth.api import names
-from berth.core import cycle, reservations, workload
+from berth.core import backfill, cycle, workload
 from berth.core import explain as core_explain
+from berth.core import reservations as reservations_mod
 from berth.state import cache as cache_mod
 from berth.state import lifecycle
 from berth.state import queues as queues_mod
@@ -42,7 +43,7 @@ def explain(
         policy,
         queued=queued,
         held=held,
-        backfill=reservations.Inputs(queues.holders(), state.estimate),
+        backfill=reservations_mod.Inputs(queues.holders(), state.estimate),
         now=now,
     )
 
@@ -56,3 +57,13 @@ def find(
         return pw.info
     adm = cache.admitted.get(key)
     return None if adm is None else adm.info
+
+
+def reservations(state: lifecycle.Lifecycle, now: float) -> list[backfill.Reservation]:
+    """The reservations of every Backfill queue at ``now`` (``berth queues``)."""
+    queues = state.queues
+    order = {
+        name: [queues.pending[k].info for k in q.ordered()] for name, q in queues.queues.items()
+    }
+    inputs = reservations_mod.Inputs({}, state.estimate)
+    return reservations_mod.current(state.cache.snapshot, now, inputs, order)
