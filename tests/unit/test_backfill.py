@@ -79,10 +79,15 @@ class Case:
     """The first holder's estimated start, in minutes (None: it holds no reservation)."""
     delays: str = "big"
     """The holder whose reservation a held candidate would delay."""
+    preempts: str | None = None
+    """The victim of a candidate that preempts instead (preemption is not held back)."""
+    fair: bool = False
+    """Run the cycles with fair sharing."""
 
 
-def run(case: Case) -> tuple[cycle.Admit | cycle.Pending, cycle.Pending | None]:
-    """The candidate's decision, and the first holder's latest pending decision."""
+def run(case: Case) -> tuple[cycle.Admit | cycle.Pending, cycle.Pending | None, cycle.CycleResult]:
+    """The candidate's decision, the first holder's latest pending decision, the last cycle."""
+    policy = cycle.Policy(fair_sharing=case.fair)
     lqs = [
         builders.LocalQueueBuilder(q.obj().name, cluster_queue=q.obj().name) for q in case.queues
     ]
@@ -97,14 +102,14 @@ def run(case: Case) -> tuple[cycle.Admit | cycle.Pending, cycle.Pending | None]:
     for i, job in enumerate(case.holders):
         world.submit(world.info(job.builder(), at=world.now - 10 + i))
     for _ in case.holders:  # each is the head once, found blocked and parked
-        result = world.cycle()
+        result = world.cycle(policy)
         assert not result.admitted, "a holder must be blocked"
         held = next((p for p in result.pending if p.info.key == first), held)
     world.submit(world.info(case.candidate.builder(), at=world.now))
-    result = world.cycle()
+    result = world.cycle(policy)
     want = names.WorkloadKey("default", case.candidate.name)
     decision = next(d for d in (*result.admitted, *result.pending) if d.info.key == want)
-    return decision, held
+    return decision, held, result
 
 
 A, B, C = "cq-a", "cq-b", "cq-c"
@@ -249,6 +254,34 @@ CASES = [
     ),
     pytest.param(
         Case(
+            (cq(A, 8).preemption(within_cluster_queue="LowerPriority"),),
+            running=(Job("peer", A, 4, 60, priority=10), Job("low", A, 4, 60)),
+            holders=(Job("big", A, 8, 30, priority=10),),
+            candidate=Job("mid", A, 4, 90, priority=5),
+            admitted=False,
+            start=60,
+            preempts="low",
+        ),
+        id="a job behind the holder that may preempt does so: preemption goes by priority",
+    ),
+    pytest.param(
+        Case(
+            (
+                cq(A, 4, cohort="pool").fair_weight(1),
+                cq(B, 4, cohort="pool").fair_weight(1),
+                cq(C, 0, cohort="pool").fair_weight(1),
+            ),
+            running=(Job("run", A, 4, 60),),
+            holders=(Job("big", A, 8, 30),),
+            candidate=Job("borrower", C, 2, 90),
+            admitted=False,
+            start=60,
+            fair=True,
+        ),
+        id="with fair sharing, a borrowing job is still held for the reservation",
+    ),
+    pytest.param(
+        Case(
             (cq(A, 8),),
             running=(Job("run", A, 4, 60),),
             holders=(Job("big", A, 6, 30), Job("mid", A, 8, 30)),
@@ -275,9 +308,13 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES)
 def test_backfill_decides_as_reservations_say(case: Case) -> None:
-    decision, held = run(case)
+    decision, held, result = run(case)
     assert isinstance(decision, cycle.Admit) == case.admitted, decision
-    if not case.admitted:
+    if case.preempts is not None:
+        assert isinstance(decision, cycle.Pending)
+        assert decision.reason == conditions.PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
+        assert [p.victim.info.key.name for p in result.preempted] == [case.preempts]
+    elif not case.admitted:
         assert isinstance(decision, cycle.Pending)
         assert decision.reason == conditions.PendingReason.WAITING_FOR_RESERVATION
         assert decision.requeue == cycle.RequeueReason.RESERVATION
