@@ -363,6 +363,8 @@ class _Cycle:
                 keep_progress=False,
             )
             snap.add_usage(cq.name, entry.assignment.usage)
+            if self.planner is not None:
+                self.planner.changed(cq.name)
         elif any(t.victim.info.key in self.preempted for t in entry.targets):
             self._pend(
                 entry,
@@ -389,6 +391,10 @@ class _Cycle:
             )
         else:
             self._take(entry, mode, message)
+        self._reserve(entry, hold=hold)
+
+    def _reserve(self, entry: Entry, *, hold: bool) -> None:
+        """Give a blocked Backfill head its reservation; then let a preemptor hold its room."""
         planner, pending = self.planner, self.result.pending
         if (
             planner is not None
@@ -401,7 +407,9 @@ class _Cycle:
             if start is not None:
                 pending[-1] = dataclasses.replace(pending[-1], estimated_start=start)
         if hold:
-            _reserve_for_preemptor(snap, entry)
+            _reserve_for_preemptor(self.snap, entry)
+            if planner is not None:
+                planner.changed(entry.cq.name)
 
     def _held_for_reservation(self, entry: Entry) -> str | None:
         """Why a fitting entry must wait for a reservation ahead of it (Backfill), if it must."""

@@ -86,6 +86,10 @@ class Planner:
         self.plans[root] = made
         return made
 
+    def changed(self, cq: names.ClusterQueueName) -> None:
+        """The cycle changed the tree's usage otherwise (a hold): make its plan again."""
+        self.plans.pop(self.root_of(cq), None)
+
     def _releases(self, root: str) -> list[backfill.Release]:
         """When the tree's admitted work, and what this cycle started, gives its quota back."""
         releases = list(self.started_here.get(root, []))
