@@ -263,6 +263,69 @@ def test_cohort_borrowing_then_reclaim_by_preemption(
     gpu_cluster.kubectl().run("delete", "namespace", ns, "--wait=false")
 
 
+def _estimated(
+    job: dict[str, Any], *, expected: str | None = None, deadline: int | None = None
+) -> dict[str, Any]:
+    if expected is not None:
+        job["metadata"]["annotations"] = {"berth.dev/expected-runtime": expected}
+    if deadline is not None:
+        job["spec"]["activeDeadlineSeconds"] = deadline
+    return job
+
+
+def test_backfill_keeps_the_blocked_gangs_reservation_and_fills_the_gap(
+    gpu_cluster: launcher.ControlPlane,
+    berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+) -> None:
+    ns = new_namespace(gpu_cluster, "backfill")
+    rf = f"{ns}-a100"
+    queue = cluster_queue(f"{ns}-cq", ns, {rf: 8})
+    queue["spec"]["queueingStrategy"] = "Backfill"
+    queue["spec"]["backfill"] = {"reservationDepth": 1, "defaultRuntime": "1h"}
+    _setup(gpu_cluster, [flavor(rf, A100), queue, local_queue("lq", ns, f"{ns}-cq")])
+    kubectl = gpu_cluster.kubectl()
+    kubectl.create([_estimated(gpu_job("run", ns, "lq", 4, runs_for="40s"), expected="40s")])
+    wait_until(lambda: running_pods(gpu_cluster, ns, "run") == 4, timeout=30)
+    # The gang needs all 8 GPUs: it holds a reservation at the end of "run" (about 40 s on).
+    kubectl.create([_estimated(gpu_job("big", ns, "lq", 8, runs_for="5s"), expected="10s")])
+    wait_until(
+        lambda: (
+            "estimated start 20"
+            in condition(workload_of(gpu_cluster, ns, "big"), "QuotaReserved").get("message", "")
+        ),
+        timeout=30,
+    )
+    # 4 GPUs are free: a Job bounded to 10 minutes would still run then; one of 5 s would not.
+    # Creation times have whole seconds and equal ones are ordered by uid: a Job created in the
+    # gang's second may be ahead of it. A second later it is behind it.
+    time.sleep(1.1)
+    kubectl.create([_estimated(gpu_job("long", ns, "lq", 4, runs_for="5s"), deadline=600)])
+    wait_until(
+        lambda: (
+            condition(workload_of(gpu_cluster, ns, "long"), "QuotaReserved").get("reason")
+            == "WaitingForReservation"
+        ),
+        timeout=30,
+    )
+    long_wl = workload_of(gpu_cluster, ns, "long")
+    assert long_wl["metadata"]["annotations"]["berth.dev/runtime-limit"] == "10m"
+    assert "would delay the reservation of" in condition(long_wl, "QuotaReserved")["message"]
+    kubectl.create([_estimated(gpu_job("short", ns, "lq", 4, runs_for="3s"), expected="5s")])
+    wait_until(lambda: _job_complete(gpu_cluster, ns, "short"), timeout=30)
+    assert not _job_complete(gpu_cluster, ns, "run"), "the short Job filled the gap before it"
+    # When "run" ends, the gang starts first, then the long Job.
+    wait_until(lambda: _job_complete(gpu_cluster, ns, "big"), timeout=90)
+    wait_until(lambda: _job_complete(gpu_cluster, ns, "long"), timeout=60)
+    started = {
+        name: condition(workload_of(gpu_cluster, ns, name), "Admitted")["lastTransitionTime"]
+        for name in ("big", "long")
+    }
+    assert started["big"] <= started["long"]
+    kubectl.run("delete", "namespace", ns, "--wait=false")
+
+
 def _yaml(obj: dict[str, Any]) -> str:
     import yaml  # noqa: PLC0415 - only this helper needs it
 
