@@ -243,3 +243,13 @@ def test_the_loop_is_broken_as_docs_scheduling_says(
     result = CliRunner().invoke(cli.main, ["simulate", str(scenario), "--output", "summary"])
     assert result.exit_code == 0, result.stderr
     assert "virtual time" in result.stdout
+
+
+def test_the_summary_gives_a_backfill_queues_start_error() -> None:
+    # The scenario's gang and the Job behind it start exactly when first estimated.
+    scenario = Path(__file__).parents[1] / "scenarios" / "backfill-reservation.yaml"
+    result = CliRunner().invoke(cli.main, ["simulate", str(scenario), "--output", "summary"])
+    assert result.exit_code == 0, result.stderr
+    rows = {line.split()[0]: line for line in result.stdout.splitlines() if line}
+    assert "  0s (n=2)  " in rows["backfill"]
+    assert "  -  " in rows["besteffort"]

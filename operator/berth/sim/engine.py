@@ -483,6 +483,8 @@ class Simulator:
         queued = sim.info.creation_time if sim.requeued_at is None else sim.requeued_at
         sim.waited.append(self.now - queued)
         self.out.admitted(self.now, sim, decision.admission, sim.estimated_start)
+        if sim.estimated_start is not None:
+            sim.start_errors.append(self.now - sim.estimated_start)
         sim.estimated_start = None
         if sim.duration is not None:
             self._schedule(self.now + sim.duration, _Action.FINISH, sim=sim)

@@ -52,3 +52,5 @@ class SimWorkload:
     """Its latest admission (kept after it ends, for observers)."""
     estimated_start: float | None = None
     """When its reservation was first estimated to start in this wait (Backfill queues)."""
+    start_errors: list[float] = dataclasses.field(default_factory=list)
+    """Each admission's start minus the start first estimated for it (Backfill queues)."""
