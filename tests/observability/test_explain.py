@@ -240,6 +240,15 @@ def test_cluster_options_do_not_go_with_a_scenario(command: str, tmp_path: pathl
 _RECIPES = pathlib.Path(__file__).resolve().parents[2] / "config" / "recipes"
 
 
+def _backfill_recipe_at_40m(*command: str) -> str:
+    """What ``berth COMMAND`` prints on the Backfill recipe 40 minutes in."""
+    recipe = ("--scenario", str(_RECIPES / "backfill.yaml"))
+    jobs = ("--scenario", str(_RECIPES / "jobs" / "backfill.yaml"))
+    result = CliRunner().invoke(cli.main, [*command, *recipe, *jobs, "--at", "40m"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
 @pytest.mark.parametrize(
     ("job", "want"),
     [
@@ -264,40 +273,13 @@ _RECIPES = pathlib.Path(__file__).resolve().parents[2] / "config" / "recipes"
 def test_explain_in_a_backfill_queue_says_what_it_waits_for_and_when(
     job: str, want: list[str]
 ) -> None:
-    result = CliRunner().invoke(
-        cli.main,
-        [
-            "explain",
-            f"job/{job}",
-            "-n",
-            "research",
-            "--scenario",
-            str(_RECIPES / "backfill.yaml"),
-            "--scenario",
-            str(_RECIPES / "jobs" / "backfill.yaml"),
-            "--at",
-            "40m",
-        ],
-    )
-    assert result.exit_code == 0, result.output
+    output = _backfill_recipe_at_40m("explain", f"job/{job}", "-n", "research")
     for line in want:
-        assert line in result.output
+        assert line in output
 
 
 def test_queues_lists_a_backfill_queues_reservation() -> None:
-    result = CliRunner().invoke(
-        cli.main,
-        [
-            "queues",
-            "--scenario",
-            str(_RECIPES / "backfill.yaml"),
-            "--scenario",
-            str(_RECIPES / "jobs" / "backfill.yaml"),
-            "--at",
-            "40m",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    [line] = [x for x in result.output.splitlines() if "reservation:" in x]
+    output = _backfill_recipe_at_40m("queues")
+    [line] = [x for x in output.splitlines() if "reservation:" in x]
     assert line.strip().startswith("reservation: research/job-pretrain-")
     assert "from 3h to 7h (estimated runtime 4h (berth.dev/expected-runtime))" in line
