@@ -207,6 +207,23 @@ def _may_fit(
     return True
 
 
+def _first_blocked(
+    planner: Planner, cq: snapshot.ClusterQueueInfo, order: Sequence[workload.WorkloadInfo]
+) -> list[workload.WorkloadInfo]:
+    """A queue's holders as its cycles would have parked them.
+
+    The first workloads of its ``order`` that do not fit now, as many as its reservation depth.
+    """
+    depth = cq.backfill.reservation_depth if cq.backfill is not None else 0
+    blocked: list[workload.WorkloadInfo] = []
+    for info in order:
+        if len(blocked) == depth:
+            break
+        if planner.fits(cq.name, info) is None:
+            blocked.append(info)
+    return blocked
+
+
 def outlook(
     snap: snapshot.Snapshot,
     cq: snapshot.ClusterQueueInfo,
@@ -225,8 +242,8 @@ def outlook(
     """
     planner = Planner(snap, now, inputs, {})
     if cq.backfill is not None:
-        blocked = [a for a in ahead if a.key != info.key and planner.fits(cq.name, a) is None]
-        planner.holders[cq.name] = blocked[: cq.backfill.reservation_depth]
+        others = [a for a in ahead if a.key != info.key]
+        planner.holders[cq.name] = _first_blocked(planner, cq, others)
     if assignment.mode == flavors.Mode.FIT:
         borrows = assignment.borrowing > 0
         return planner.held(info, cq.name, assignment.usage, borrows=borrows), None
@@ -247,15 +264,8 @@ def current(
     planner = Planner(snap, now, inputs, {})
     for name, infos in sorted(order.items()):
         cq = snap.cluster_queues.get(name)
-        if cq is None or cq.backfill is None:
-            continue
-        blocked: list[workload.WorkloadInfo] = []
-        for info in infos:
-            if len(blocked) == cq.backfill.reservation_depth:
-                break
-            if planner.fits(name, info) is None:
-                blocked.append(info)
-        planner.holders[name] = blocked
+        if cq is not None and cq.backfill is not None:
+            planner.holders[name] = _first_blocked(planner, cq, infos)
     out: list[backfill.Reservation] = []
     for root in sorted({planner.root_of(name) for name in planner.holders}):
         plan = planner.plan(root)

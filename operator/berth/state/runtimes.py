@@ -36,7 +36,8 @@ class RuntimeHistory:
 
     def __init__(self) -> None:
         self._runs: dict[_Key, collections.deque[float]] = {}
-        self._cached: dict[tuple[_Key, int], float | None] = {}
+        self._cached: dict[_Key, dict[int, float | None]] = {}
+        """Percentiles by key, then percentile: a new runtime drops only its two keys'."""
         self.version = 0
         """Counts recorded runtimes: an estimate made at one version holds until the next."""
 
@@ -53,20 +54,21 @@ class RuntimeHistory:
         self.version += 1
         for key in keys:
             self._runs.setdefault(key, collections.deque(maxlen=WINDOW)).append(seconds)
-        self._cached = {k: v for k, v in self._cached.items() if k[0] not in keys}
+        for key in keys:
+            self._cached.pop(key, None)
 
     def learned(self, info: workload.WorkloadInfo, percentile: int) -> float | None:
         """The ``percentile`` of similar runtimes (its shape's, else its LocalQueue's), if known."""
         for key in self._keys(info):
-            cache_key = (key, percentile)
-            if cache_key not in self._cached:
+            known = self._cached.setdefault(key, {})
+            if percentile not in known:
                 seen = self._runs.get(key)
-                self._cached[cache_key] = (
+                known[percentile] = (
                     _percentile(sorted(seen), percentile)
                     if seen is not None and len(seen) >= MIN_SAMPLES
                     else None
                 )
-            value = self._cached[cache_key]
+            value = known[percentile]
             if value is not None:
                 return value
         return None
