@@ -98,6 +98,40 @@ def test_raising_an_admitted_jobs_parallelism_is_refused(
     wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-cq") == 1, timeout=10)
 
 
+def test_lifting_the_bound_a_backfill_queue_admitted_a_job_with_is_refused(
+    gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
+) -> None:
+    # A 10-minute activeDeadlineSeconds may get a Job admitted beside a reservation; lifting it
+    # once the Job runs would let it hold the GPUs the reservation counts on.
+    ns, user = team
+    queue = cluster_queue(f"{ns}-backfill", ns, {f"{ns}-a100": 4})
+    queue["spec"]["queueingStrategy"] = "Backfill"
+    gpu_cluster.kubectl().apply([queue, local_queue("bf", ns, f"{ns}-backfill")])
+    job = gpu_job("sweep", ns, "bf", 1, runs_for="120s")
+    job["spec"]["activeDeadlineSeconds"] = 600
+    _submit(user, job)
+    wait_until(lambda: running_pods(gpu_cluster, ns, "sweep") == 1, timeout=60)
+    for patch in (
+        '{"spec":{"activeDeadlineSeconds":null}}',
+        '{"spec":{"activeDeadlineSeconds":86400}}',
+    ):
+        message = user.denied("patch", "job", "sweep", "-n", ns, "--type=merge", "-p", patch)
+        assert "spec.activeDeadlineSeconds" in message
+        assert "Backfill queue" in message
+    assert get(gpu_cluster, "job", "sweep", "-n", ns)["spec"]["activeDeadlineSeconds"] == 600
+    user.kubectl.run(
+        "patch",
+        "job",
+        "sweep",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec":{"activeDeadlineSeconds":300}}',
+    )
+    assert get(gpu_cluster, "job", "sweep", "-n", ns)["spec"]["activeDeadlineSeconds"] == 300
+
+
 def test_a_raise_past_the_webhook_is_held_at_the_admitted_count(
     gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
 ) -> None:

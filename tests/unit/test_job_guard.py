@@ -170,6 +170,10 @@ EVICTING = job_updates.WorkloadState(
     exists_unfinished=True, holds_quota=True, admitted=False, admitted_count=2
 )
 NONE = job_updates.WorkloadState()
+BACKFILLED = job_updates.WorkloadState(
+    exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=4, runtime_limit=600.0
+)
+"""Admitted by a Backfill queue that planned with its 10-minute activeDeadlineSeconds."""
 RUNNING = job(suspend=False)
 QUEUED = job()
 UNLABELLED_RUNNING = job(queue=None, suspend=False)
@@ -186,7 +190,49 @@ class UpdateRow:
 
 
 LABEL = f"metadata.labels[{QUEUE}]"
+
+
+def _deadline(body: dict[str, Any], seconds: int | None) -> dict[str, Any]:
+    out = copy.deepcopy(body)
+    if seconds is None:
+        out["spec"].pop("activeDeadlineSeconds", None)
+    else:
+        out["spec"]["activeDeadlineSeconds"] = seconds
+    return out
+
+
+BOUNDED = _deadline(RUNNING, 600)
+DEADLINE = "spec.activeDeadlineSeconds"
 UPDATE_ROWS = (
+    UpdateRow(
+        "lift the bound a Backfill queue admitted it with",
+        BOUNDED,
+        _deadline(BOUNDED, None),
+        BACKFILLED,
+        (DEADLINE,),
+    ),
+    UpdateRow(
+        "raise the bound a Backfill queue admitted it with",
+        BOUNDED,
+        _deadline(BOUNDED, 3600),
+        BACKFILLED,
+        (DEADLINE,),
+    ),
+    UpdateRow("lower that bound", BOUNDED, _deadline(BOUNDED, 300), BACKFILLED, ()),
+    UpdateRow(
+        "raise the bound in a queue that does not plan with it",
+        BOUNDED,
+        _deadline(BOUNDED, 3600),
+        ADMITTED,
+        (),
+    ),
+    UpdateRow(
+        "raise the bound of a pending Job",
+        _deadline(QUEUED, 600),
+        _deadline(QUEUED, 3600),
+        PENDING,
+        (),
+    ),
     UpdateRow("start by hand", QUEUED, changed(QUEUED, suspend=False), PENDING, ("spec.suspend",)),
     UpdateRow("Berth starts it", QUEUED, changed(QUEUED, suspend=False), ADMITTED, ()),
     UpdateRow(

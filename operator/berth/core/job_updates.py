@@ -26,6 +26,10 @@ field and what to do instead; the validating webhook denies an update with any. 
    and JobSet's webhook a running JobSet's; Kueue has no such rule for training jobs
    (docs/scheduling.md). While suspended the templates may change: Berth's own start and
    restore write them, and a queued job's Workload follows an edit (``core.job_sync``).
+6. **The runtime bound of a backfilled job** — while a Backfill queue's admission holds quota
+   for the job, its ``activeDeadlineSeconds`` may not be removed or raised: the queue may have
+   admitted it beside a reservation because that bound ends first. Lowering it is allowed. Kueue
+   has no Backfill strategy, hence no such rule.
 
 The rules read the job through its integration (suspension, size, queue, pod sets); a JobSet's
 size can only change through its replicated jobs, which JobSet's own webhook keeps immutable.
@@ -36,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from berth.api import errors
+from berth.api import duration, errors, workload
 from berth.core import batchjob, integrations, job_kind
 
 _BATCH_JOB = integrations.BatchJob()
@@ -57,6 +61,9 @@ class WorkloadState:
     """Admitted and not being evicted: Berth may start the Job."""
     admitted_count: int | None = None
     """Pods the admission counts for the Job's pod set, when it holds quota."""
+    runtime_limit: float | None = None
+    """The runtime bound a Backfill queue planned its admission with (its Workload's
+    ``berth.dev/runtime-limit``), while it holds quota there; None elsewhere."""
 
 
 def _name(job: Body) -> str:
@@ -133,7 +140,35 @@ def refusals(
             )
     if not was_suspended and old_queue is not None:
         out += _template_refusals(old, new, name, integration)
+    if state.holds_quota and state.runtime_limit is not None:
+        out += _bound_refusals(new, state.runtime_limit, name, integration)
     return out
+
+
+def _bound_refusals(
+    new: Body, planned: float, name: str, integration: job_kind.Integration
+) -> list[errors.FieldError]:
+    """Rule 6: the bound a Backfill queue planned with may only come down."""
+    obj, _problems = integration.to_workload(new, uid="check")
+    notes = {} if obj is None else obj.metadata.annotations
+    value = notes.get(workload.RUNTIME_LIMIT_ANNOTATION)
+    bound = None if value is None else duration.parse(value)
+    if bound is not None and bound <= planned:
+        return []
+    spec = new.get("spec") or {}
+    field = (
+        "spec.runPolicy.activeDeadlineSeconds"
+        if "runPolicy" in spec
+        else "spec.activeDeadlineSeconds"
+    )
+    return [
+        errors.FieldError(
+            field,
+            f"{name} was admitted by a Backfill queue that counts on it ending within "
+            f"{duration.format(planned)}; the bound may be lowered, not raised or removed, "
+            "while it holds quota",
+        )
+    ]
 
 
 def _templates(job: Body, integration: job_kind.Integration) -> dict[str, Any]:

@@ -451,7 +451,17 @@ class World:
             holds_quota=adm is not None,
             admitted=self.admitted_for_job(job),
             admitted_count=sum(counts) if counts else None,
+            runtime_limit=self._planned_bound(view),
         )
+
+    def _planned_bound(self, view: workload_view.WorkloadView) -> float | None:
+        """The runtime bound a Backfill queue admitted the Workload with (rule 6 of job updates)."""
+        adm = view.admission
+        cq = None if adm is None else self.cache.snapshot.cluster_queues.get(adm.cluster_queue)
+        if cq is None or cq.backfill is None:
+            return None
+        info = self.infos.get(view.key)
+        return None if info is None else info.runtime_limit
 
     def admitted_for_job(self, job: Body) -> bool:
         """Tell whether a Job's Workload is admitted and not being evicted."""
