@@ -2,8 +2,9 @@
 
 ``control_plane`` (integration): etcd + kube-apiserver, one per session.
 ``gpu_cluster`` (e2e): + kube-controller-manager, kube-scheduler and kwok with two fake GPU pools,
-one per session; ``jobset_cluster``, ``kubeflow_cluster`` and ``kuberay_cluster`` the same with
-the real JobSet controller, Kubeflow training-operator or KubeRay operator.
+one per session; ``jobset_cluster``, ``kubeflow_cluster``, ``kuberay_cluster`` and
+``trainer_cluster`` the same with the real JobSet controller, Kubeflow training-operator, KubeRay
+operator or Kubeflow Trainer (beside JobSet).
 ``control_plane_factory`` starts a dedicated one for a test that needs a cluster of a particular
 shape; all are stopped at the end of the session.
 
@@ -104,6 +105,12 @@ def jobset_cluster(control_plane_factory: ControlPlaneFactory) -> launcher.Contr
 def kubeflow_cluster(control_plane_factory: ControlPlaneFactory) -> launcher.ControlPlane:
     """A full control plane like ``gpu_cluster`` with the real Kubeflow training-operator v1."""
     return _framework_cluster(control_plane_factory, "training-operator")
+
+
+@pytest.fixture(scope="session")
+def trainer_cluster(control_plane_factory: ControlPlaneFactory) -> launcher.ControlPlane:
+    """A full control plane like ``gpu_cluster`` with the Kubeflow Trainer v2 and JobSet."""
+    return _framework_cluster(control_plane_factory, "trainer")
 
 
 @pytest.fixture(scope="session")

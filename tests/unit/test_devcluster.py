@@ -130,6 +130,7 @@ def test_binaries_are_found_by_component_and_pinned_version(tmp_path: Path) -> N
         jobset="v0.9.0",
         training_operator="v1.9.0",
         kuberay="v1.6.0",
+        trainer="v2.3.0",
     )
     cache = binaries.BinaryCache(tmp_path, versions)
     assert cache.path("kubectl") == tmp_path / "bin" / "kubectl-v1.2.3" / "kubectl"

@@ -28,7 +28,7 @@ KUBERNETES_COMMANDS = (
 )
 """The commands built from ``k8s.io/kubernetes``; they share its version."""
 
-FRAMEWORKS = ("jobset", "training-operator", "kuberay")
+FRAMEWORKS = ("jobset", "training-operator", "kuberay", "trainer")
 """The job frameworks' controllers, each built with its CRDs and webhook manifests beside it."""
 
 COMPONENTS = ("etcd", *KUBERNETES_COMMANDS, "kwok", "helm", "helm-unittest", *FRAMEWORKS)
@@ -54,6 +54,8 @@ class Versions:
     """The Kubeflow training-operator v1 (``github.com/kubeflow/training-operator``)."""
     kuberay: str
     """The KubeRay operator (``github.com/ray-project/kuberay/ray-operator``)."""
+    trainer: str
+    """The Kubeflow Trainer v2 (``github.com/kubeflow/trainer/v2``)."""
 
     def of(self, component: str) -> str:
         """Return the version ``component`` is built at."""
@@ -82,6 +84,7 @@ def load_versions() -> Versions:
         jobset=str(raw["jobset"]),
         training_operator=str(raw["training-operator"]),
         kuberay=str(raw["kuberay"]),
+        trainer=str(raw["trainer"]),
     )
 
 

@@ -14,6 +14,10 @@ written here, as it would one from cert-manager:
   folder (``/tmp/k8s-webhook-server/serving-certs``) a kubelet would mount. The Secret is made
   here with a certificate valid for that name and for 127.0.0.1 (RSA, as the rotator parses it),
   so the rotator keeps it, and the same files are put in that folder.
+- **The Kubeflow Trainer** turns its certificate management off in its Configuration file and
+  serves controller-runtime's default folder, which lies under ``TMPDIR``: that is set to a
+  folder of this run. It runs its TrainJobs as JobSets, so the JobSet controller is started
+  first (``Framework.needs``).
 - **KubeRay** runs without its webhook (off unless ``ENABLE_WEBHOOKS`` is set, as in KubeRay's
   default install), so nothing needs a certificate.
 
@@ -74,6 +78,8 @@ class Framework:
     health ports) and says how to run it."""
     serves_webhooks: bool = True
     """Whether it runs a webhook server (its manifest's configurations are then installed)."""
+    needs: tuple[str, ...] = ()
+    """Frameworks it runs its jobs on, started before it (the Trainer's TrainJobs are JobSets)."""
 
 
 TRAINING_OPERATOR_NAMESPACE = "kubeflow"
@@ -199,6 +205,37 @@ def _prepare_training_operator(
     return Launch(args, {**os.environ, "MY_POD_NAMESPACE": namespace}, ca_pem)
 
 
+def _prepare_trainer(
+    plane: launcher.ControlPlane,  # noqa: ARG001 - the Trainer needs nothing of the plane
+    home: Path,
+    webhook_port: int,
+    health_port: int,
+) -> Launch:
+    # With its certificate management off, the Trainer serves controller-runtime's default
+    # folder under the temporary directory: TMPDIR points it at this run's own.
+    cert_dir = home / "k8s-webhook-server" / "serving-certs"
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    ca = tls.new_certificate_authority("trainer-webhook-ca")
+    serving = tls.issue_serving_certificate(ca, ["127.0.0.1"], "trainer-webhook")
+    _write_pair(cert_dir, serving.cert_pem, serving.key_pem)
+    config = home / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+                "kind": "Configuration",
+                "leaderElection": {"leaderElect": False},
+                "certManagement": {"enable": False},
+                "webhook": {"port": webhook_port, "host": "127.0.0.1"},
+                "metrics": {"bindAddress": "0"},
+                "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+            },
+            sort_keys=False,
+        )
+    )
+    return Launch([f"--config={config}"], {**os.environ, "TMPDIR": str(home)}, ca.cert_pem)
+
+
 def _prepare_kuberay(
     plane: launcher.ControlPlane,  # noqa: ARG001 - KubeRay needs nothing of the plane
     home: Path,  # noqa: ARG001 - nor a folder: it serves no webhook
@@ -236,7 +273,17 @@ KUBERAY = Framework(
     prepare=_prepare_kuberay,
     serves_webhooks=False,
 )
-FRAMEWORKS = {f.name: f for f in (JOBSET, TRAINING_OPERATOR, KUBERAY)}
+TRAINER = Framework(
+    name="trainer",
+    pod_label="jobset.sigs.k8s.io/jobset-name",  # its pods are its JobSet's
+    webhook_names={
+        "mutating-webhook-configuration": "defaulter.trainer.kubeflow.org",
+        "validating-webhook-configuration": "validator.trainer.kubeflow.org",
+    },
+    prepare=_prepare_trainer,
+    needs=("jobset",),
+)
+FRAMEWORKS = {f.name: f for f in (JOBSET, TRAINING_OPERATOR, KUBERAY, TRAINER)}
 
 
 def webhook_configurations(
@@ -308,6 +355,8 @@ def start(plane: launcher.ControlPlane, name: str) -> processes.ManagedProcess:
     Raises ``MissingBinaryError`` when the build script has not built it.
     """
     framework = FRAMEWORKS[name]
+    for needed in framework.needs:
+        start(plane, needed)
     binary = plane.cache.find(name)
     crds = plane.cache.framework_manifest(name, "crds.yaml")
     client = plane.kubectl()
