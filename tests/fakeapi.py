@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 
 from berth.adapters.kube import errors
 from berth.api import base, crd, kinds
-from berth.core import integrations, kubeflow, ray
+from berth.core import integrations, kubeflow, ray, trainjob
 
 Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -126,6 +126,22 @@ RESOURCES: tuple[Resource, ...] = (
     *(
         Resource(k.kind, ray.GROUP, "v1", k.plural, True, True, generation=True, initial_status={})
         for k in (ray.RAYJOB, ray.RAYCLUSTER)
+    ),
+    Resource(
+        trainjob.KIND,
+        trainjob.GROUP,
+        "v1alpha1",
+        trainjob.PLURAL,
+        True,
+        True,
+        generation=True,
+        initial_status={},
+    ),
+    *(
+        Resource(
+            kind, trainjob.GROUP, "v1alpha1", plural, kind == trainjob.NAMESPACED_RUNTIME, False
+        )
+        for kind, plural in trainjob.RUNTIME_PLURALS.items()
     ),
     Resource("Lease", "coordination.k8s.io", "v1", "leases", True, False),
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False, False),

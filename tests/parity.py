@@ -6,12 +6,13 @@ instant until nothing changes: the scheduler loop (``Scheduler.step``), the job 
 (``JobController.reconcile`` over its mailbox) and the lifecycle task (``Lifecycle.pass_once``,
 first at each round, as its writes let workloads queue again).
 Those are the tasks the operator runs, unchanged. Where the simulator's timers stand for the pods,
-the driver plays kube-controller-manager, the JobSet controller, the training-operator, KubeRay
-and the kubelet for jobs:
+the driver plays kube-controller-manager, the JobSet controller, the training-operator, KubeRay,
+the Kubeflow Trainer and the kubelet for jobs:
 - an unsuspended Job has ``status.active`` pods at once, ready after the document's
   ``ready-after``; an unsuspended JobSet has every child Job active, then ready, in
   ``status.replicatedJobsStatus``; an unsuspended training job has every replica active, then
-  ``Running``; an unsuspended RayJob is ``Initializing``, then ``Running`` on a ``ready``
+  ``Running``; an unsuspended TrainJob reports its JobSet's child Jobs in ``status.jobsStatus``;
+  an unsuspended RayJob is ``Initializing``, then ``Running`` on a ``ready``
   cluster (a RayCluster: its head, then ``ready``);
 - it completes after its ``duration`` (a JobSet with its ``Completed`` condition);
 - a suspended job's pods are gone at once.
@@ -46,7 +47,7 @@ from typing import Any, cast
 import fakeapi
 from berth.adapters.kube import client, errors, workloads
 from berth.api import conditions, configuration, names, workload_view
-from berth.core import integrations, jobset, kubeflow, ray
+from berth.core import integrations, jobset, kubeflow, ray, trainjob
 from berth.operator import jobcontroller, lifecycle, scheduler, world
 from berth.sim import documents
 
@@ -327,6 +328,8 @@ class Driver:
             return
         if kind == jobset.KIND:
             status = _jobset_status(job, action, self._running, key)
+        elif kind == trainjob.KIND:
+            status = self._trainjob_status(job, action, key)
         elif kind == "Job":
             status = self._batch_status(job, action, key)
         elif job.get("apiVersion", "").startswith(f"{ray.GROUP}/"):
@@ -339,6 +342,17 @@ class Driver:
             body={"status": status},
             content_type=client.MERGE_PATCH,
         )
+
+    def _trainjob_status(
+        self, job: dict[str, Any], action: _Do, key: names.WorkloadKey
+    ) -> dict[str, Any]:
+        """A TrainJob's status as the Trainer reports it: its JobSet's child Jobs."""
+        made, _ = trainjob.as_jobset(job, self.world.runtimes)
+        status = _jobset_status(made or {}, action, self._running, key)
+        out: dict[str, Any] = {"jobsStatus": status["replicatedJobsStatus"]}
+        if action == _Do.JOB_FINISH:
+            out["conditions"] = [{"type": "Complete", "status": "True"}]
+        return out
 
     def _batch_status(
         self, job: dict[str, Any], action: _Do, key: names.WorkloadKey

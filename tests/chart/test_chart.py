@@ -152,6 +152,21 @@ NEEDS = (
         "KubeRay's RayJobs and RayClusters (integrations.frameworks) likewise",
     ),
     Need(
+        _rules("ClusterRole", "trainer.kubeflow.org", "trainjobs", "get list watch patch"),
+        "berth.adapters.kube.jobs:patch",
+        "Kubeflow Trainer TrainJobs (integrations.frameworks) likewise",
+    ),
+    Need(
+        _rules(
+            "ClusterRole",
+            "trainer.kubeflow.org",
+            "clustertrainingruntimes trainingruntimes",
+            "get list watch",
+        ),
+        "berth.operator.webhook_server:read_runtime",
+        "a TrainJob's pod sets are read from its runtime (watched; read when the watch lags)",
+    ),
+    Need(
         _rules("ClusterRole", "batch", "jobs/status", "patch"),
         "berth.adapters.kube.jobs:patch_status",
         "a restored Job's startTime is cleared before it starts again",

@@ -16,7 +16,7 @@ from aiohttp import test_utils
 
 import builders
 from berth.api import configuration
-from berth.core import integrations, job_sync
+from berth.core import integrations, job_sync, trainjob
 from berth.operator import webhooks
 from berth.operator import world as world_mod
 
@@ -163,3 +163,99 @@ def test_a_parent_seen_up_to_date_needs_no_read() -> None:
     assert answer["allowed"]
     assert "patch" not in answer
     assert reads == []
+
+
+TRAINER_CONFIG = configuration.Configuration(
+    integrations=configuration.Integrations(
+        frameworks=[configuration.Framework.JOBSET, configuration.Framework.TRAINJOB]
+    )
+)
+RUNTIME = {
+    "apiVersion": trainjob.API_VERSION,
+    "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "torch", "resourceVersion": "2"},
+    "spec": {
+        "mlPolicy": {"numNodes": 1},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {"labels": {trainjob.ANCESTOR_LABEL: "trainer"}},
+                            "spec": {"template": pod_template(1)},
+                        },
+                    }
+                ]
+            }
+        },
+    },
+}
+
+
+def trainjob_create(runtime: str) -> dict[str, Any]:
+    job = {
+        "apiVersion": trainjob.API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": "t", "namespace": "ml", "labels": {"berth.dev/queue-name": "lq"}},
+        "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 2}},
+    }
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "r2",
+            "kind": {"kind": "TrainJob"},
+            "operation": "CREATE",
+            "object": job,
+        },
+    }
+
+
+def validate_trainjob(
+    world: world_mod.World, review: dict[str, Any], stored: dict[str, Any] | None
+) -> tuple[dict[str, Any], int]:
+    """The validating answer, and how many runtimes the route read from the API."""
+    reads = []
+
+    async def read_runtime(job: dict[str, Any]) -> bool:
+        reads.append(job["spec"]["runtimeRef"]["name"])
+        if stored is None:
+            return False
+        world.apply(stored["kind"], stored)
+        return True
+
+    async def post() -> dict[str, Any]:
+        app = webhooks.app(world, None, read_runtime)
+        async with test_utils.TestClient(test_utils.TestServer(app)) as client:
+            response = await client.post("/validate-job", json=review)
+            answer: dict[str, Any] = (await response.json())["response"]
+            return answer
+
+    return asyncio.run(post()), len(reads)
+
+
+def test_a_trainjob_whose_runtime_the_watch_has_not_shown_yet_is_decided_on_a_fresh_read() -> None:
+    world = world_mod.World(TRAINER_CONFIG, lambda: 0.0)
+    answer, reads = validate_trainjob(world, trainjob_create("torch"), RUNTIME)
+    assert answer["allowed"]
+    assert reads == 1
+    assert (
+        world.integrations["TrainJob"].pod_count(trainjob_create("torch")["request"]["object"]) == 2
+    )
+
+
+def test_a_trainjob_naming_no_runtime_is_refused_naming_the_field() -> None:
+    world = world_mod.World(TRAINER_CONFIG, lambda: 0.0)
+    answer, reads = validate_trainjob(world, trainjob_create("nowhere"), None)
+    assert not answer["allowed"]
+    assert (
+        "spec.runtimeRef: ClusterTrainingRuntime nowhere does not exist"
+        in answer["status"]["message"]
+    )
+    assert reads == 1
+    # Known runtimes need no read.
+    world.apply("ClusterTrainingRuntime", RUNTIME)
+    answer, reads = validate_trainjob(world, trainjob_create("torch"), None)
+    assert answer["allowed"]
+    assert reads == 0

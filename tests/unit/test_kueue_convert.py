@@ -354,6 +354,17 @@ CASES = [
         ],
         id="v1beta2 configuration keeps the frameworks Berth integrates and drops the others",
     ),
+    pytest.param(
+        builders.ConfigurationBuilder()
+        .set("apiVersion", CONFIG_V1BETA2)
+        .frameworks("batch/job", "trainer.kubeflow.org/trainjob")
+        .raw(),
+        builders.ConfigurationBuilder()
+        .frameworks("batch/job", "trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset")
+        .raw(),
+        ["jobset.x-k8s.io/jobset added; trainer.kubeflow.org/trainjob runs on it"],
+        id="trainjob without jobset gets jobset too, which Berth checks its JobSets through",
+    ),
 ]
 
 

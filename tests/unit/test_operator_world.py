@@ -241,3 +241,43 @@ def test_a_jobsets_child_jobs_and_their_pods_are_the_jobsets() -> None:
     assert set(world.dirty_jobs.take()) == {names.JobKey("JobSet", "team", "train")}
     world.remove("Pod", {**pod, "metadata": {**pod["metadata"], "resourceVersion": "4"}})
     assert world.pods_left("js-uid") == 0
+
+
+def test_trainjobs_naming_a_runtime_are_looked_at_again_when_it_arrives_or_changes() -> None:
+    config = configuration.Configuration(
+        integrations=configuration.Integrations(
+            frameworks=[configuration.Framework.JOBSET, configuration.Framework.TRAINJOB]
+        )
+    )
+    world = world_mod.World(config, lambda: 1000.0)
+
+    def train_job(name: str, runtime: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {
+                "name": name,
+                "namespace": "team",
+                "uid": f"{name}-uid",
+                "resourceVersion": "2",
+                "labels": {"berth.dev/queue-name": "lq"},
+            },
+            "spec": {"runtimeRef": {"name": runtime}, "suspend": True},
+        }
+
+    world.apply("TrainJob", train_job("a", "torch"))
+    world.apply("TrainJob", train_job("b", "jax"))
+    world.dirty_jobs.take()  # the job controller looked, and no runtime was known
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch", "resourceVersion": "3"},
+        "spec": {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {}}]}}},
+    }
+    world.apply("ClusterTrainingRuntime", runtime)
+    assert set(world.dirty_jobs.take()) == {names.JobKey("TrainJob", "team", "a")}
+    assert world.integrations["TrainJob"].pod_count(train_job("a", "torch")) == 1
+    world.remove(
+        "ClusterTrainingRuntime", {**runtime, "metadata": {"name": "torch", "resourceVersion": "4"}}
+    )
+    assert world.integrations["TrainJob"].pod_count(train_job("a", "torch")) == 0

@@ -61,4 +61,5 @@ kubeflow.org/xgboostjob: [kubeflow.org, v1, xgboostjobs]
 kubeflow.org/jaxjob: [kubeflow.org, v1, jaxjobs]
 ray.io/rayjob: [ray.io, v1, rayjobs]
 ray.io/raycluster: [ray.io, v1, rayclusters]
+trainer.kubeflow.org/trainjob: [trainer.kubeflow.org, v1alpha1, trainjobs]
 {{- end -}}

@@ -124,6 +124,7 @@ class Framework(enum.StrEnum):
     JAXJOB = "kubeflow.org/jaxjob"
     RAYJOB = "ray.io/rayjob"
     RAYCLUSTER = "ray.io/raycluster"
+    TRAINJOB = "trainer.kubeflow.org/trainjob"
 
 
 class Integrations(base.Model):
@@ -131,6 +132,18 @@ class Integrations(base.Model):
 
     frameworks: list[Framework] = pydantic.Field(default_factory=lambda: [Framework.BATCH_JOB])
     """Job kinds the operator manages; ``batch/job`` is always managed."""
+
+    @pydantic.model_validator(mode="after")
+    def _trainjob_needs_jobset(self) -> Integrations:
+        # A TrainJob runs as a JobSet: without the JobSet integration its JobSet's Jobs would be
+        # children of a kind Berth does not integrate, held suspended for good.
+        if Framework.TRAINJOB in self.frameworks and Framework.JOBSET not in self.frameworks:
+            msg = (
+                f"{Framework.TRAINJOB.value} runs its TrainJobs as JobSets; add "
+                f"{Framework.JOBSET.value} to integrations.frameworks too"
+            )
+            raise ValueError(msg)
+        return self
 
 
 class Configuration(base.Object):

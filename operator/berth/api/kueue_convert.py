@@ -205,6 +205,12 @@ def _convert_configuration(doc: dict[str, Any], version: str) -> tuple[dict[str,
         warnings.append(
             f"integrations.frameworks: Berth does not integrate {others} yet; they are ignored"
         )
+    kept = out.get("integrations", {}).get("frameworks") or []
+    trainjob, jobset = configuration.Framework.TRAINJOB.value, configuration.Framework.JOBSET.value
+    if trainjob in kept and jobset not in kept:
+        # Berth checks a TrainJob's JobSet and its Jobs through the JobSet integration.
+        out["integrations"]["frameworks"] = [*kept, jobset]
+        warnings.append(f"integrations.frameworks: {jobset} added; {trainjob} runs on it")
     _drop_unmodelled(out, configuration.Configuration, warnings)
     return out, [f"Configuration: {w}" for w in warnings]
 

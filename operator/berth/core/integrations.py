@@ -2,8 +2,9 @@
 
 ``Integration`` (``core.job_kind``, after Kueue's ``GenericJob``) is read, started and stopped
 the same way for every kind. Here: ``BatchJob`` (``batch/v1`` Job, on ``core.batchjob``),
-``JobSetJob`` (on ``core.jobset``) and ``KubeflowJob`` (the training-operator v1 kinds, on
-``core.kubeflow``); ``core.ray.RayKind`` is RayJob and RayCluster. ``make`` builds one by its
+``JobSetJob`` (on ``core.jobset``), ``KubeflowJob`` (the training-operator v1 kinds, on
+``core.kubeflow``) and ``TrainJobJob`` (Trainer v2, on ``core.trainjob``); ``core.ray.RayKind``
+is RayJob and RayCluster. ``make`` builds one by its
 framework name, ``for_configuration`` those ``integrations.frameworks`` enables, bound to the
 Configuration so no flag is threaded through calls. Shared by every kind: the Workload body to
 create (``new_workload``), the pod sets as recorded (``originals``) and how each admitted pod
@@ -17,11 +18,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import types
 from collections.abc import Mapping
 from typing import Any
 
 from berth.api import configuration, errors, names, resourceflavor, workload
-from berth.core import batchjob, job_kind, jobset, kubeflow, priority, ray
+from berth.core import batchjob, job_kind, jobset, kubeflow, priority, ray, trainjob
 from berth.core.job_kind import Body, Integration, PodSetOriginal, PodSetRun
 
 UNSUPPORTED_OWNER_LABEL = "berth.dev/unsupported-owner"
@@ -301,6 +303,105 @@ class KubeflowJob(job_kind.Labelled):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class TrainJobJob(job_kind.Labelled):
+    """The Kubeflow Trainer v2 TrainJob: its runtime's JobSet, a pod set per replicated job.
+
+    ``core.trainjob`` reads the runtime the TrainJob names from ``runtimes``.
+    """
+
+    runtimes: trainjob.Runtimes = dataclasses.field(
+        default_factory=lambda: types.MappingProxyType({}), compare=False
+    )
+    """The training runtimes known, by key (the operator's watch or the simulator's documents)."""
+
+    @property
+    def kind(self) -> str:
+        """The job's kind."""
+        return trainjob.KIND
+
+    @property
+    def api_version(self) -> str:
+        """The job's apiVersion."""
+        return trainjob.API_VERSION
+
+    @property
+    def plural(self) -> str:
+        """``trainjobs``."""
+        return trainjob.PLURAL
+
+    @property
+    def size_field(self) -> str:
+        """``spec.trainer.numNodes`` (and the runtime's replicated jobs)."""
+        return "spec.trainer.numNodes"
+
+    def pod_selector(self, job: Body) -> str:
+        """The JobSet controller's label on every pod: the JobSet is named as the TrainJob."""
+        return f"{jobset.NAME_LABEL}={(job.get('metadata') or {}).get('name')}"
+
+    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - a suspended TrainJob's patches may change
+        """Nothing: the Trainer's webhook lets runtime patches change while suspended."""
+        return None
+
+    def pod_count(self, job: Body) -> int:
+        """Pods over every replicated job of the JobSet the Trainer makes."""
+        return trainjob.pod_count(job, self.runtimes)
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The first replicated job's pod template that names a ``priorityClassName``."""
+        return trainjob.priority_class(job, self.runtimes)
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The TrainJob's Workload, or the field errors that prevent it."""
+        return trainjob.to_workload(
+            job, self.runtimes, uid=uid, honor_kueue=self.honor_kueue_labels
+        )
+
+    def child_as_made(self, job: Body, child: Body) -> Body | str:
+        """The JobSet the Trainer makes under the child's name, or why none is."""
+        return trainjob.child_as_made(job, self.runtimes, child)
+
+    def start_patch(
+        self, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
+    ) -> Body:
+        """Berth's runtime patch (each pod set's flavors), unsuspended; whole only."""
+        return trainjob.start_patch(
+            job,
+            {o.name: o.template for o in originals},
+            {r.name: list(r.placements) for r in runs},
+        )
+
+    def stop_patch(self, job: Body) -> Body:  # noqa: ARG002 - the same patch stops every TrainJob
+        """``spec.suspend`` (the Trainer suspends its JobSet)."""
+        return {"spec": {"suspend": True}}
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:  # noqa: ARG002 - Berth's patch is all it changed
+        """Berth's runtime patch removed."""
+        return trainjob.restore_patch(job)
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - see below
+        """None: the Trainer does not resize a running JobSet."""
+        return None
+
+    def is_suspended(self, job: Body) -> bool:
+        """``spec.suspend``."""
+        return trainjob.is_suspended(job)
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """A ``Complete`` or ``Failed`` condition."""
+        return trainjob.finished(job)
+
+    def pods_ready(self, job: Body, count: int) -> bool:  # noqa: ARG002 - child Jobs report readiness
+        """Every child Job ready or succeeded."""
+        return trainjob.pods_ready(job, self.runtimes)
+
+    def active_pods(self, job: Body) -> int:
+        """Child Jobs with active pods (the status counts Jobs, not pods)."""
+        return trainjob.active_jobs(job)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class NewWorkload:
     """A job's Workload as it will be created, with its resolved priority."""
 
@@ -420,11 +521,28 @@ CHILD_LABELS = {jobset.KIND: jobset.NAME_LABEL, ray.RAYJOB.kind: ray.ORIGIN_KIND
 kind a RayJob's submitter Job comes from): the webhooks watch Jobs that carry one, so a child
 cannot be started before its parent is admitted."""
 
+UNLABELLED_CHILDREN = {trainjob.KIND: (jobset.GROUP, "v1alpha2", jobset.PLURAL)}
+"""By parent kind, the (group, version, plural) of the children its controller makes with no
+label of their own (the Trainer's JobSet): the webhooks see every such object that names no
+queue, so a child cannot be started before its parent is admitted either."""
+
 _KUBEFLOW = {k.framework: k for k in kubeflow.KINDS}
 
 
-def make(framework: configuration.Framework, *, honor_kueue_labels: bool = False) -> Integration:
-    """The integration a framework name in ``integrations.frameworks`` names (Kueue's names)."""
+def make(
+    framework: configuration.Framework,
+    *,
+    honor_kueue_labels: bool = False,
+    runtimes: trainjob.Runtimes | None = None,
+) -> Integration:
+    """The integration a framework name in ``integrations.frameworks`` names (Kueue's names).
+
+    ``runtimes``: the training runtimes a TrainJob integration reads (none known by default).
+    """
+    if framework is configuration.Framework.TRAINJOB:
+        if runtimes is None:
+            return TrainJobJob(honor_kueue_labels=honor_kueue_labels)
+        return TrainJobJob(honor_kueue_labels=honor_kueue_labels, runtimes=runtimes)
     if framework is configuration.Framework.BATCH_JOB:
         return BatchJob(honor_kueue_labels=honor_kueue_labels)
     if framework is configuration.Framework.JOBSET:
@@ -441,15 +559,19 @@ EVERY_KIND: tuple[Integration, ...] = tuple(make(f) for f in configuration.Frame
 a Configuration enables."""
 
 
-def for_configuration(config: configuration.Configuration) -> dict[str, Integration]:
+def for_configuration(
+    config: configuration.Configuration, runtimes: trainjob.Runtimes | None = None
+) -> dict[str, Integration]:
     """The integrations the Configuration enables, by job kind, bound to its settings.
+
+    ``runtimes``: the training runtimes TrainJobs name, read live (the caller keeps it current).
 
     ``batch/job`` is always on: Berth's own guards (the Job webhooks, the child-Job rules) rest
     on it. Unknown names are refused when the Configuration is loaded (``api.configuration``).
     """
     out: dict[str, Integration] = {}
     for name in [configuration.Framework.BATCH_JOB, *config.integrations.frameworks]:
-        made = make(name, honor_kueue_labels=config.honor_kueue_labels)
+        made = make(name, honor_kueue_labels=config.honor_kueue_labels, runtimes=runtimes)
         out[made.kind] = made
     return out
 

@@ -17,6 +17,7 @@ import kopf
 
 from berth.adapters.kube import client, informer
 from berth.api import base
+from berth.core import trainjob
 from berth.operator import world as world_mod
 
 WATCHED = (
@@ -32,7 +33,8 @@ WATCHED = (
     ("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses"),
 )
 """(kind, group, version, plural) of everything the operator always watches, in priming order;
-``watched`` adds the job kinds the Configuration integrates beside ``batch/v1`` Job."""
+``watched`` adds the job kinds the Configuration integrates beside ``batch/v1`` Job (and the
+Kubeflow Trainer's runtimes, with TrainJobs)."""
 
 
 def watched(world: world_mod.World) -> list[tuple[str, str, str, str]]:
@@ -47,6 +49,12 @@ def watched(world: world_mod.World) -> list[tuple[str, str, str, str]]:
         entry = (integ.kind, group, version, integ.plural)
         if entry not in out:
             out.insert(out.index(("Pod", "", "v1", "pods")), entry)
+    if trainjob.KIND in world.integrations:
+        # Before the TrainJobs: a TrainJob's pod sets are read from the runtime it names.
+        group, _, version = trainjob.API_VERSION.rpartition("/")
+        at = out.index(("Job", "batch", "v1", "jobs"))
+        for kind, plural in trainjob.RUNTIME_PLURALS.items():
+            out.insert(at, (kind, group, version, plural))
     return out
 
 

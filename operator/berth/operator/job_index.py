@@ -1,8 +1,10 @@
 """The operator's indexes of jobs (every integrated kind) and their Pods.
 
 ``World`` feeds job, Pod and Workload-owner events in; each intake returns the job the job
-controller must look at again (or None). A child Job of an integrated parent (a JobSet's Jobs) is
-indexed with its parent, and its pods count as the parent's. Read by the job controller
+controller must look at again (or None). A child job of an integrated parent (a JobSet's Jobs) is
+indexed with its parent, and its pods count as the parent's. Parents chain (a TrainJob's JobSet
+has Jobs of its own): a child's news and pods go to the root of its chain, the job that has the
+Workload. Read by the job controller
 (``jobs``, ``pods_left``, ``workload_for_job``), the webhooks and ``berth explain``'s live source
 (``job_of_uid``).
 """
@@ -47,8 +49,8 @@ class JobIndex:
         self.workload_of_job: dict[str, names.WorkloadKey] = {}
         """Workload key by the uid of the job that owns it."""
         self.pods_of_job: dict[str, set[str]] = {}
-        """Names of the pods that exist and have not finished, by the uid of the job they count
-        for (a child Job's pods count for its parent)."""
+        """Names of the pods that exist and have not finished, by the uid of the job that
+        controls them (``pods_left`` adds a parent's children's)."""
         self.parent_of: dict[str, str] = {}
         """The parent's uid by the uid of a child job of an integrated parent. Kept after the
         child is deleted, until its parent is: the garbage collector deletes a child's pods
@@ -70,23 +72,46 @@ class JobIndex:
         if deleted:
             self.jobs.pop(key, None)
             self.job_of_uid.pop(uid, None)
-            for child in self.children_of.pop(uid, ()):
-                self.parent_of.pop(child, None)
-            return None if parent_uid is None else self.job_of_uid.get(parent_uid)
+            if uid not in self.parent_of:
+                # A root is gone: its whole chain is forgotten. A child's links stay until its
+                # root goes (its own children's pods still count for the root meanwhile).
+                for member in self._family(uid):
+                    self.parent_of.pop(member, None)
+                    self.children_of.pop(member, None)
+            return None if parent_uid is None else self.job_of_uid.get(self.root(parent_uid))
         self.jobs[key] = body
         self.job_of_uid[uid] = key
         if parent_uid is not None:
             self.parent_of[uid] = parent_uid
             self.children_of.setdefault(parent_uid, set()).add(uid)
-            return self.job_of_uid.get(parent_uid)
+            return self.job_of_uid.get(self.root(parent_uid))
         return key
+
+    def root(self, uid: str) -> str:
+        """The uid at the top of a job's chain of parents (the job's own when it has none)."""
+        seen = {uid}
+        while uid in self.parent_of:
+            uid = self.parent_of[uid]
+            if uid in seen:
+                break  # owner references that loop (written by hand) end the walk
+            seen.add(uid)
+        return uid
+
+    def _family(self, uid: str) -> set[str]:
+        """A job's uid and its children's, theirs, and so on."""
+        out, todo = {uid}, [uid]
+        while todo:
+            for child in self.children_of.get(todo.pop(), ()):
+                if child not in out:
+                    out.add(child)
+                    todo.append(child)
+        return out
 
     def take_pod(self, body: Body, *, deleted: bool) -> names.JobKey | None:
         """Count a job's pod in or out; return its job (to reconcile), if the job is known."""
         job_uid = owner_job_uid(body)
         if job_uid is None:
             return None
-        job_uid = self.parent_of.get(job_uid, job_uid)
         name = str(_meta(body).get("name") or "")
         status = body.get("status")
         phase = status.get("phase") if isinstance(status, dict) else None
@@ -97,7 +122,7 @@ class JobIndex:
             pods.add(name)
         if not pods:
             self.pods_of_job.pop(job_uid, None)
-        return self.job_of_uid.get(job_uid)
+        return self.job_of_uid.get(self.root(job_uid))
 
     def take_workload(
         self, job_uid: str, key: names.WorkloadKey, *, deleted: bool
@@ -110,8 +135,8 @@ class JobIndex:
         return self.job_of_uid.get(job_uid)
 
     def pods_left(self, job_uid: str) -> int:
-        """Pods of a job that exist and have not finished."""
-        return len(self.pods_of_job.get(job_uid, ()))
+        """Pods of a job and its children that exist and have not finished."""
+        return sum(len(self.pods_of_job.get(uid, ())) for uid in self._family(job_uid))
 
     def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
         """The Workload of a job, if it exists."""

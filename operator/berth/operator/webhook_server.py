@@ -23,7 +23,7 @@ from aiohttp import web
 
 from berth.adapters import tls
 from berth.adapters.kube import client, errors, jobs
-from berth.core import job_sync
+from berth.core import job_sync, trainjob
 from berth.operator import cluster_certs, webhooks
 from berth.operator import world as world_mod
 
@@ -72,7 +72,10 @@ class WebhookServer:
                 log.warning("could not read %s %s/%s: %s", ref.kind, namespace, ref.name, e)
                 return None
 
-        runner = web.AppRunner(webhooks.app(world, read_parent), access_log=None)
+        async def read_runtimes(job: dict[str, Any]) -> bool:
+            return await read_runtime(kube, world, job)
+
+        runner = web.AppRunner(webhooks.app(world, read_parent, read_runtimes), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=context)
         await site.start()
@@ -123,3 +126,28 @@ class WebhookServer:
     async def close(self) -> None:
         """Stop serving."""
         await self.runner.cleanup()
+
+
+async def read_runtime(kube: client.Kube, world: world_mod.World, job: dict[str, Any]) -> bool:
+    """Read the training runtime a TrainJob names into the World, if the watch has not shown it.
+
+    True when it was read (the decision may change): a runtime applied just before its
+    TrainJob may not have reached the watch yet.
+    """
+    if job.get("kind") != trainjob.KIND or trainjob.KIND not in world.integrations:
+        return False
+    key = trainjob.runtime_ref(job)
+    if isinstance(key, trainjob.RuntimeKey) and key not in world.runtimes:
+        group, _, version = trainjob.API_VERSION.rpartition("/")
+        where = f"/namespaces/{key.namespace}" if key.namespace else ""
+        plural = trainjob.RUNTIME_PLURALS[key.kind]
+        try:
+            found = await kube.request("GET", f"/apis/{group}/{version}{where}/{plural}/{key.name}")
+        except errors.KubeError as e:
+            log.warning("could not read %s: %s", key, e)
+            return False
+        found.setdefault("apiVersion", trainjob.API_VERSION)
+        found.setdefault("kind", key.kind)
+        world.apply(key.kind, found)
+        return True
+    return False

@@ -148,7 +148,7 @@ def why_child_waits(
             f"{name} is not admitted; its controller starts the {kind} once Berth admits it, "
             "and unsuspending it by hand is not allowed"
         )
-    refused = child_jobs.refusal(found, job, world.integration(job))
+    refused = child_jobs.refusal(found, job, world.integration(job), world.integration(found))
     return "" if refused is None else f"it is no child {name}'s controller makes: {refused}"
 
 
@@ -278,14 +278,21 @@ def _content(body: dict[str, Any] | None) -> dict[str, Any]:
 
 ParentReader = Callable[[job_sync.Parent, str], Awaitable[dict[str, Any] | None]]
 """Reads a child's parent (named by its owner reference, in a namespace) as stored now."""
+RuntimeReader = Callable[[dict[str, Any]], Awaitable[bool]]
+"""Reads the training runtime a TrainJob names into the World; True when it read one."""
 
 
-def app(world: world_mod.World, read_parent: ParentReader | None = None) -> web.Application:
+def app(
+    world: world_mod.World,
+    read_parent: ParentReader | None = None,
+    read_runtime: RuntimeReader | None = None,
+) -> web.Application:
     """The aiohttp application serving every route.
 
     A child job that its parent as last seen would hold back is decided again on its parent as
     ``read_parent`` reads it now: the watch may lag behind the parent's controller (KubeRay names
-    the cluster in the RayJob's status just before it makes it).
+    the cluster in the RayJob's status just before it makes it). A TrainJob refused for a runtime
+    not seen yet is decided again once ``read_runtime`` has read it.
     """
 
     def route(decide: Any) -> Any:  # noqa: ANN401 - an aiohttp handler
@@ -301,6 +308,8 @@ def app(world: world_mod.World, read_parent: ParentReader | None = None) -> web.
             review = await request.json()
             req = review.get("request") or {}
             answer = decide(world, req)
+            if not answer["allowed"] and read_runtime is not None and await read_runtime(_job(req)):
+                answer = decide(world, req)
             held = not answer["allowed"] or "patch" in answer
             if held and read_parent is not None:  # only a held-back job: most pass untouched
                 job = _job(req)
@@ -399,6 +408,24 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             namespaceSelector=job_namespaces,
         )
         for parent, label in integrations.CHILD_LABELS.items()
+        if parent in world.integrations
+        for prefix, path, operations in (
+            ("m", "/mutate-job", ["CREATE"]),
+            ("v", "/validate-job", ["UPDATE"]),
+        )
+    ]
+    # Children their controller labels with nothing of their own: every one that names no queue
+    # (one that does is sent by the job hooks below already).
+    unqueued = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]}
+    children += [
+        hook(
+            f"{prefix}{plural}-{parent.lower()}-children",
+            path,
+            [rule(group, [plural], operations, version)],
+            objectSelector=unqueued,
+            namespaceSelector=job_namespaces,
+        )
+        for parent, (group, version, plural) in integrations.UNLABELLED_CHILDREN.items()
         if parent in world.integrations
         for prefix, path, operations in (
             ("m", "/mutate-job", ["CREATE"]),

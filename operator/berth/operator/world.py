@@ -44,6 +44,7 @@ from berth.core import (
     job_updates,
     managed,
     priority,
+    trainjob,
     workload,
 )
 from berth.operator import job_index, mailbox, queue_objects
@@ -91,7 +92,9 @@ class World:
         self.cache = self.state.cache
         self.queues = self.state.queues
         self.policy = cycle.Policy.from_configuration(config)
-        self.integrations = integrations.for_configuration(config)
+        self.runtimes: dict[trainjob.RuntimeKey, Body] = {}
+        """The Kubeflow Trainer runtimes as last seen (what a TrainJob's pod sets are read from)."""
+        self.integrations = integrations.for_configuration(config, self.runtimes)
         """The job integrations the Configuration enables, by kind, bound to it."""
         self.priorities = priorities.Registry()
         self.wake = Wakeups()
@@ -172,8 +175,27 @@ class World:
                 self.mark_job(job)
         elif kind == "Workload":
             self._workload(body, deleted=deleted)
+        elif kind in trainjob.RUNTIME_PLURALS:
+            self._runtime(body, deleted=deleted)
         else:
             self._react(self.queue_objects.take(kind, body, deleted=deleted))
+
+    def _runtime(self, body: Body, *, deleted: bool) -> None:
+        """Keep a training runtime; the TrainJobs that name it are looked at again.
+
+        One without a Workload may now get one; a queued one whose pod sets the runtime changed
+        gets its Workload made again (``core.job_sync.drift``), as Kueue's reconciler does.
+        """
+        key = trainjob.key_of(body)
+        if key is None:
+            return
+        if deleted:
+            self.runtimes.pop(key, None)
+            return
+        self.runtimes[key] = body
+        for job_key, job in self.jobs.items():
+            if job_key.kind == trainjob.KIND and trainjob.runtime_ref(job) == key:
+                self.mark_job(job_key)
 
     def _react(self, changed: queue_objects.Changed) -> None:
         """Act on what a queue object, namespace or priority class changed."""
@@ -464,7 +486,16 @@ class World:
         return None if info is None else info.runtime_limit
 
     def admitted_for_job(self, job: Body) -> bool:
-        """Tell whether a Job's Workload is admitted and not being evicted."""
+        """Tell whether a Job's Workload is admitted and not being evicted.
+
+        A child of an integrated parent has no Workload of its own: its chain's root's counts
+        (a TrainJob's, for the Jobs of its JobSet).
+        """
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        root = self.index.root(uid)
+        if root != uid:
+            found = self.index.job_of(root)
+            job = found if found is not None else job
         view = self.workload_of(job)
         return (
             view is not None

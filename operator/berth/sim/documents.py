@@ -16,7 +16,7 @@ from typing import IO, Any
 import yaml
 
 from berth.api import base, duration, errors, kinds, kueue_convert
-from berth.core import integrations, job_kind
+from berth.core import integrations, job_kind, trainjob
 
 AT = "sim.berth.dev/at"
 DELETE_AT = "sim.berth.dev/delete-at"
@@ -30,6 +30,9 @@ JOBS: dict[tuple[str, str], job_kind.Integration] = {
 }
 """The job kinds a scenario may hold, each with the integration that checks it at load time."""
 PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
+RUNTIMES = frozenset((trainjob.API_VERSION, kind) for kind in trainjob.RUNTIME_PLURALS)
+"""The Kubeflow Trainer's runtimes: kept as written, read by the TrainJobs that name them."""
+TRAINJOB = (trainjob.API_VERSION, trainjob.KIND)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -157,9 +160,32 @@ def read_streams(sources: list[tuple[str, IO[str]]]) -> list[Document]:
                             (loc, errors.FieldError("kind", "at most one Configuration is allowed"))
                         )
                 docs.append(doc)
+    problems += _check_trainjobs(docs)
     if problems:
         raise ScenarioError(problems)
     return docs
+
+
+def _check_trainjobs(docs: list[Document]) -> list[tuple[Location | None, errors.FieldError]]:
+    """Each TrainJob's Workload built against the scenario's runtimes, before the run starts."""
+    runtimes = _runtimes_of(docs)
+    check = integrations.TrainJobJob(runtimes=runtimes)
+    return [
+        (doc.location, problem)
+        for doc in docs
+        if doc.kind == TRAINJOB
+        for problem in check.to_workload(doc.raw, uid="load-check")[1]
+    ]
+
+
+def _runtimes_of(docs: list[Document]) -> dict[trainjob.RuntimeKey, dict[str, Any]]:
+    """Every runtime document of a scenario, by key."""
+    out = {}
+    for doc in docs:
+        key = trainjob.key_of(doc.raw) if doc.kind in RUNTIMES else None
+        if key is not None:
+            out[key] = doc.raw
+    return out
 
 
 def read_files(paths: list[str], stdin: IO[str]) -> list[Document]:
@@ -183,6 +209,29 @@ def read_files(paths: list[str], stdin: IO[str]) -> list[Document]:
     finally:
         for handle in opened:
             handle.close()
+
+
+def _raw_problems(kind: tuple[str, str], raw: dict[str, Any]) -> list[errors.FieldError]:
+    """What is wrong with a job or runtime document, which is kept as written."""
+    if kind in RUNTIMES:
+        replicated = ((raw.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if isinstance(replicated.get("replicatedJobs"), list):
+            return []
+        return [
+            errors.FieldError(
+                "spec.template.spec.replicatedJobs",
+                "required; a runtime's template is a JobSet spec",
+            )
+        ]
+    if kind not in JOBS:
+        return []
+    if not isinstance(raw.get("spec"), dict):
+        return [errors.FieldError("spec", f"required; a {kind[1]} needs a spec")]
+    if kind == TRAINJOB:
+        return []  # checked once every runtime is read (``_check_trainjobs``)
+    # Build its Workload once now, so a bad job is reported with every other problem before
+    # the run starts rather than when its time comes.
+    return JOBS[kind].to_workload(raw, uid="load-check")[1]
 
 
 def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[errors.FieldError]]:
@@ -209,17 +258,10 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
     problems += [err] if err else []
     kind = (str(raw.get("apiVersion")), str(raw.get("kind")))
     obj: base.Object | None = None
-    if kind == NAMESPACE or kind in JOBS:
+    if kind == NAMESPACE or kind in JOBS or kind in RUNTIMES:
         if not (metadata or {}).get("name"):
             problems.append(errors.FieldError("metadata.name", "required; give the object a name"))
-        if kind in JOBS:
-            spec = raw.get("spec")
-            if not isinstance(spec, dict):
-                problems.append(errors.FieldError("spec", f"required; a {kind[1]} needs a spec"))
-            else:
-                # Build its Workload once now, so a bad job is reported with every other
-                # problem before the run starts rather than when its time comes.
-                problems += JOBS[kind].to_workload(raw, uid="load-check")[1]
+        problems += _raw_problems(kind, raw)
     else:
         obj, load_problems = kinds.try_load(raw)
         problems += load_problems

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from berth.api import conditions, configuration, duration, errors, names, priorityclass
 from berth.api import workload as api_workload
-from berth.core import cycle, integrations, job_kind, podsready, workload
+from berth.core import cycle, integrations, job_kind, podsready, trainjob, workload
 from berth.sim import documents, events, intake, summary
 from berth.sim.workloads import Phase, SimWorkload
 from berth.state import cache as cache_mod
@@ -151,7 +151,9 @@ class Simulator:
             if isinstance(doc.obj, configuration.Configuration):
                 self.config = doc.obj
         self.policy = cycle.Policy.from_configuration(self.config)
-        self.integrations = integrations.for_configuration(self.config)
+        self.runtimes: dict[trainjob.RuntimeKey, dict[str, Any]] = {}
+        """The Kubeflow Trainer runtimes applied so far (TrainJobs read their pod sets there)."""
+        self.integrations = integrations.for_configuration(self.config, self.runtimes)
         _check_frameworks(docs, self.integrations)
         self.state = lifecycle.Lifecycle()
         self.priorities = priorities.Registry()
@@ -251,16 +253,12 @@ class Simulator:
             self._queues_due = True
         elif doc.kind in documents.JOBS:
             self._apply_job(doc)
+        elif doc.kind in documents.RUNTIMES:
+            self._runtime(doc, deleted=False)
         elif isinstance(obj, priorityclass.PriorityClass):
             self.priorities.set_pod_class(obj.name, obj.value, global_default=obj.global_default)
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
-            if self.priorities.set_workload_class(obj.name, obj.value):
-                # Kueue's WorkloadPriorityClass controller rewrites the priority of every
-                # Workload that names the class.
-                for key in sorted(self.workloads):
-                    sim = self.workloads[key]
-                    if (sim.class_kind, sim.info.priority_class) == (obj.kind, obj.name):
-                        self._set_priority(sim, obj.value)
+            self._apply_workload_class(obj)
         elif isinstance(obj, api_workload.Workload):
             self._apply_workload(doc, obj)
         elif self.cache.upsert(obj):
@@ -275,6 +273,8 @@ class Simulator:
             key = self.job_to_workload.pop(_job_key(doc), None)
             if key is not None:
                 self._delete_workload(key)
+        elif doc.kind in documents.RUNTIMES:
+            self._runtime(doc, deleted=True)
         elif isinstance(obj, priorityclass.PriorityClass):
             self.priorities.drop_pod_class(obj.name)
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
@@ -284,6 +284,22 @@ class Simulator:
         elif obj is not None:
             self.cache.delete(obj.kind, doc.namespace, obj.name)
         self._queues_due = True
+
+    def _apply_workload_class(self, obj: priorityclass.WorkloadPriorityClass) -> None:
+        if self.priorities.set_workload_class(obj.name, obj.value):
+            # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload
+            # that names the class.
+            for key in sorted(self.workloads):
+                sim = self.workloads[key]
+                if (sim.class_kind, sim.info.priority_class) == (obj.kind, obj.name):
+                    self._set_priority(sim, obj.value)
+
+    def _runtime(self, doc: documents.Document, *, deleted: bool) -> None:
+        runtime = trainjob.key_of(doc.raw)
+        if runtime is not None and deleted:
+            self.runtimes.pop(runtime, None)
+        elif runtime is not None:
+            self.runtimes[runtime] = doc.raw
 
     def _ensure_namespace(self, namespace: str) -> None:
         # Namespaces referenced but never declared exist, with no labels.
