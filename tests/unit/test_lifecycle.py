@@ -148,11 +148,11 @@ def test_release_requeues_the_inadmissible_workloads_of_the_tree() -> None:
     w.submit(w.info(_wl("waiting", 2)))
     _apply(w)  # parked: no room
     q = w.queues.queues[names.ClusterQueueName("cq")]
-    assert names.WorkloadKey("default", "waiting") in q.inadmissible
+    assert q.is_parked(names.WorkloadKey("default", "waiting"))
     released = w.state.release(running.key, w.now)
     assert released is not None
     assert released.cluster_queue == "cq"
-    assert names.WorkloadKey("default", "waiting") not in q.inadmissible
+    assert not q.is_parked(names.WorkloadKey("default", "waiting"))
     _progressed, calls = _apply(w)
     assert calls == [("admitted", "waiting")]
     assert w.state.release(running.key, w.now) is None  # nothing held any more

@@ -135,7 +135,7 @@ def test_a_status_write_of_a_queue_leaves_its_inadmissible_workloads_parked() ->
     lq["metadata"].update(resourceVersion="21", labels={"team": "a"})
     lq["status"] = {"pendingWorkloads": 1}
     world.apply("LocalQueue", lq)
-    assert key in world.queues.queues[names.ClusterQueueName("cq")].inadmissible
+    assert world.queues.queues[names.ClusterQueueName("cq")].is_parked(key)
 
 
 def test_a_spec_change_of_a_queue_requeues_its_inadmissible_workloads() -> None:
@@ -144,7 +144,7 @@ def test_a_spec_change_of_a_queue_requeues_its_inadmissible_workloads() -> None:
     cq["metadata"]["resourceVersion"] = "20"
     world.apply("ClusterQueue", cq)
     q = world.queues.queues[names.ClusterQueueName("cq")]
-    assert key not in q.inadmissible
+    assert not q.is_parked(key)
     assert q.active_count == 1
 
 

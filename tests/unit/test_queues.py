@@ -24,6 +24,7 @@ import builders
 import worlds
 from berth.api import names
 from berth.core import cycle, workload
+from berth.state import queues
 
 GPU = "nvidia.com/gpu"
 CQ = names.ClusterQueueName("cq")
@@ -174,7 +175,7 @@ def test_requeue_by_strategy(row: RequeueRow) -> None:
     [head] = w.queues.heads()
     assert head.info.key.name == "first"
     w.queues.requeue(_pending(first, row.reason))
-    assert (first.key in w.queues.queues[CQ].inadmissible) == row.want_parked
+    assert w.queues.queues[CQ].is_parked(first.key) == row.want_parked
     [next_head] = w.queues.heads()
     assert next_head.info.key.name == row.want_head_next
 
@@ -299,5 +300,97 @@ def test_holders_are_always_the_first_parked_in_queue_order(
             q.push(pw)
         else:
             w.queues.delete(infos[i].key)
-        want = sorted(q.inadmissible.values(), key=lambda p: p.order)[:depth]
+        want = sorted(q.parked(), key=lambda p: p.order)[:depth]
         assert w.queues.holders()[CQ] == [p.info for p in want]
+
+
+_SHAPE_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["park", "push", "park_shape", "pop", "remove", "release"]),
+        st.integers(0, 7),
+    ),
+    max_size=60,
+)
+
+
+@given(_SHAPE_OPS)
+def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
+    ops: list[tuple[str, int]],
+) -> None:
+    # The reference is the plain model the grouped queue must not differ from: every active
+    # workload may be popped (the first in queue order is), releasing makes every parked one
+    # active, and parking a shape parks every active workload of it.
+    w = _world()
+    infos = [
+        _info(w, f"w{i}", priority=i % 2, gpus=1 + (i // 2) % 2, at=float(7 - i)) for i in range(8)
+    ]
+    for info in infos:
+        w.submit(info)
+    q = w.queues.queues[CQ]
+    state = dict.fromkeys((info.key for info in infos), "active")
+    pending = w.queues.pending
+    for op, i in ops:
+        key = infos[i].key
+        pw = pending.get(key)
+        if pw is None:
+            w.submit(infos[i])
+            state[key] = "active"
+        elif op == "park":
+            q.park(pw)
+            state[key] = "parked"
+        elif op == "push":
+            q.push(pw)
+            state[key] = "active"
+        elif op == "park_shape":
+            _park_shape(q, pw, state, pending)
+        elif op == "pop":
+            _pop(q, state, pending)
+        elif op == "remove":
+            w.queues.delete(key)
+            del state[key]
+        else:
+            w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
+            state.update({k: "active" for k, s in state.items() if s == "parked"})
+        _check(q, state, pending)
+
+
+def _park_shape(
+    q: queues.ClusterQueueQueue,
+    pw: queues.PendingWorkload,
+    state: dict[names.WorkloadKey, str],
+    pending: dict[names.WorkloadKey, queues.PendingWorkload],
+) -> None:
+    moved = q.park_same_shape(pw.shape)
+    want = {k for k, s in state.items() if s == "active" and pending[k].shape == pw.shape}
+    assert {m.info.key for m in moved} == want
+    state.update(dict.fromkeys(want, "parked"))
+
+
+def _pop(
+    q: queues.ClusterQueueQueue,
+    state: dict[names.WorkloadKey, str],
+    pending: dict[names.WorkloadKey, queues.PendingWorkload],
+) -> None:
+    head = q.pop()
+    active = [k for k, s in state.items() if s == "active"]
+    assert head == (min(active, key=lambda k: pending[k].order) if active else None)
+    if head is not None:
+        q.take(pending[head])
+        state[head] = "taken"
+
+
+def _check(
+    q: queues.ClusterQueueQueue,
+    state: dict[names.WorkloadKey, str],
+    pending: dict[names.WorkloadKey, queues.PendingWorkload],
+) -> None:
+    def by_order(wanted: str) -> list[names.WorkloadKey]:
+        keys = (k for k, s in state.items() if s == wanted)
+        return sorted(keys, key=lambda k: pending[k].order)
+
+    active, parked = by_order("active"), by_order("parked")
+    assert q.ordered() == active + parked
+    assert q.active_count == len(active)
+    assert len(q) == len(active) + len(parked)
+    assert all(q.is_parked(k) == (s == "parked") for k, s in state.items())
+    assert all(q.contains(k) == (s != "taken") for k, s in state.items())

@@ -465,7 +465,7 @@ def pending_status(queues: queues_mod.QueueManager, pw: queues_mod.PendingWorklo
     if pw.cluster_queue is None:
         return PENDING_INADMISSIBLE
     q = queues.queues.get(pw.cluster_queue)
-    if q is None or pw.info.key in q.inadmissible:
+    if q is None or q.is_parked(pw.info.key):
         return PENDING_INADMISSIBLE
     return PENDING_ACTIVE
 

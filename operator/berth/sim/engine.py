@@ -516,8 +516,13 @@ class Simulator:
 
     def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.PendingWorkload]) -> None:
         """The head and the same-shape workloads parked with it say why they wait."""
+        reason, message, workloads = decision.reason, decision.message, self.workloads
         for same in same_shape:
-            self._set_pending(self.workloads[same.info.key], decision.reason, decision.message)
+            sim = workloads[same.info.key]
+            if sim.reason == reason:
+                sim.message = message  # as _set_pending does, without its event (per shape hot)
+            else:
+                self._set_pending(sim, reason, message)
         self._set_pending(
             self.workloads[decision.info.key],
             decision.reason,

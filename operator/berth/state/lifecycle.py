@@ -83,7 +83,7 @@ class Lifecycle:
         pw = self.queues.pending.get(pending.info.key)
         if pw is None or pw.cluster_queue is None:
             return False
-        if pending.info.key in self.queues.queues[pw.cluster_queue].inadmissible:
+        if self.queues.queues[pw.cluster_queue].is_parked(pending.info.key):
             return True  # the next workload of the queue becomes its head
         return pending.progress is not None and any(
             idx != -1 for tried in pending.progress.tried for idx in tried.values()

@@ -17,6 +17,8 @@ from every ClusterQueue that may admit; ``requeue`` puts a head that was not adm
 
 ``requeue_inadmissible`` moves inadmissible workloads of a whole quota tree back to the heap when
 something there changed (a workload finished or was evicted, a queue, cohort or flavor changed).
+Parked workloads move as whole scheduling shapes (``ClusterQueueQueue``), so a release costs in
+proportion to the shapes parked, with the same heads in the same order as moving each one.
 Workloads whose LocalQueue or ClusterQueue is missing or stopped wait outside any queue.
 Used by the operator's scheduler loop and the simulator; no I/O, no clock.
 """
@@ -27,6 +29,8 @@ import dataclasses
 import heapq
 import itertools
 import math
+import weakref
+from collections.abc import Iterator
 
 from berth.api import clusterqueue, names
 from berth.core import cycle, ordering, workload
@@ -40,9 +44,12 @@ _IMMEDIATE_BEST_EFFORT = {
 
 
 class Shape:
-    """A workload's ``scheduling_shape``, hashed once: the queues file workloads under it."""
+    """A workload's ``scheduling_shape``, hashed once: the queues file workloads under it.
 
-    __slots__ = ("_hash", "key")
+    One object per shape (``_shape``) makes each lookup an identity test.
+    """
+
+    __slots__ = ("__weakref__", "_hash", "key")
 
     def __init__(self, key: tuple[object, ...]) -> None:
         self.key = key
@@ -53,6 +60,20 @@ class Shape:
 
     def __eq__(self, other: object) -> bool:
         return self is other or (isinstance(other, Shape) and self.key == other.key)
+
+
+_SHAPES: weakref.WeakValueDictionary[tuple[object, ...], Shape] = weakref.WeakValueDictionary()
+"""The one ``Shape`` of each scheduling shape in use."""
+
+
+def _shape(key: tuple[object, ...]) -> Shape:
+    found = _SHAPES.get(key)
+    if found is None:
+        found = _SHAPES[key] = Shape(key)
+    return found
+
+
+Order = tuple[bool, int, float, str]
 
 
 @dataclasses.dataclass(slots=True)
@@ -69,31 +90,76 @@ class PendingWorkload:
     """It issued preemptions and waits for the room they make."""
     preempted_for: tuple[int, ...] | None = None
     """The pod counts its preemptions were decided for, when partial admission reduced them."""
-    order: tuple[bool, int, float, str] = (False, 0, 0.0, "")
+    order: Order = (False, 0, 0.0, "")
     """Its ``ordering.queue_key``, kept: a parked workload is pushed back after every release
     in its quota tree, and its info never changes while it is queued."""
 
     def __post_init__(self) -> None:
-        self.shape = Shape(self.info.scheduling_shape())
+        self.shape = _shape(self.info.scheduling_shape())
         self.order = ordering.queue_key(self.info)
 
 
+class _Group:
+    """Workloads of one shape that move together: parked, or released but not in the heap."""
+
+    __slots__ = ("heap", "members", "parked", "shape")
+
+    def __init__(self, shape: Shape, *, parked: bool) -> None:
+        self.shape = shape
+        self.members: dict[names.WorkloadKey, PendingWorkload] = {}
+        self.heap: list[tuple[Order, names.WorkloadKey]] = []
+        """Members by order; entries of members gone are dropped when they reach the top."""
+        self.parked = parked
+
+    def add(self, pw: PendingWorkload) -> None:
+        self.members[pw.info.key] = pw
+        heapq.heappush(self.heap, (pw.order, pw.info.key))
+
+    def first(self) -> PendingWorkload | None:
+        """The member first in queue order (None: no member)."""
+        heap, members = self.heap, self.members
+        while heap:
+            order, key = heap[0]
+            pw = members.get(key)
+            if pw is not None and pw.order == order:
+                return pw
+            heapq.heappop(heap)
+        return None
+
+
 class ClusterQueueQueue:
-    """The pending workloads of one ClusterQueue."""
+    """The pending workloads of one ClusterQueue.
+
+    Active workloads are in a heap by queue order, parked ones in the inadmissible set. A parked
+    workload of a scheduling shape stands for every other of that shape, so parking and releasing
+    move whole shapes (``_Group``): a release puts only the first of each parked shape into the
+    heap and keeps the others *dormant* (active, but not in the heap). Whenever a workload of a
+    shape leaves the heap, the first dormant one of its shape takes its place, so the first in the
+    heap is always the first active workload; when the head of a shape is parked again, its
+    dormant ones are parked with it at once. A release then costs in proportion to the shapes
+    parked, not the workloads.
+    """
 
     def __init__(
         self, name: names.ClusterQueueName, strategy: clusterqueue.QueueingStrategy
     ) -> None:
         self.name = name
         self.strategy = strategy
-        self._heap: list[tuple[tuple[bool, int, float, str], int, names.WorkloadKey]] = []
-        self._active: dict[names.WorkloadKey, tuple[bool, int, float, str]] = {}
-        self._in_heap: dict[names.WorkloadKey, tuple[bool, int, float, str]] = {}
+        self._heap: list[tuple[Order, int, names.WorkloadKey]] = []
+        self._active: dict[names.WorkloadKey, Order] = {}
+        """The workloads in the heap, with their order."""
+        self._in_heap: dict[names.WorkloadKey, Order] = {}
         """The order of an entry each key still has in the heap: pushing a key back with the same
         order adds none, so parking and requeueing a queue over and over leaves no trail of
         stale entries for ``pop`` to wade through."""
         self._active_by_shape: dict[Shape, dict[names.WorkloadKey, PendingWorkload]] = {}
-        self.inadmissible: dict[names.WorkloadKey, PendingWorkload] = {}
+        self._parked: dict[Shape, _Group] = {}
+        self._dormant: dict[Shape, _Group] = {}
+        self._group_of: dict[names.WorkloadKey, _Group] = {}
+        self._backoff: dict[names.WorkloadKey, PendingWorkload] = {}
+        """Parked workloads that carry a backoff time: each is released on its own once due."""
+        self._parked_count = 0
+        self._dormant_count = 0
         self.sticky: names.WorkloadKey | None = None
         self._first_parked: list[PendingWorkload] | None = None
         """The first parked workloads in order (Backfill's holders), kept while still true."""
@@ -103,18 +169,47 @@ class ClusterQueueQueue:
         self._seq = itertools.count()
 
     def __len__(self) -> int:
-        return len(self._active) + len(self.inadmissible)
+        return self.active_count + self._parked_count + len(self._backoff)
 
     @property
     def active_count(self) -> int:
-        """Workloads in the heap."""
-        return len(self._active)
+        """Workloads that may be popped (in the heap, or dormant behind one there)."""
+        return len(self._active) + self._dormant_count
+
+    def is_parked(self, key: names.WorkloadKey) -> bool:
+        """Tell whether the workload is in the inadmissible set."""
+        group = self._group_of.get(key)
+        return key in self._backoff or (group is not None and group.parked)
+
+    def parked(self) -> Iterator[PendingWorkload]:
+        """The workloads of the inadmissible set, in no particular order."""
+        yield from self._backoff.values()
+        for group in self._parked.values():
+            yield from group.members.values()
+
+    def _unpark(self, key: names.WorkloadKey) -> bool:
+        """Take a workload out of the inadmissible set or a dormant group; tell if parked."""
+        if self._backoff.pop(key, None) is not None:
+            self._forget_first(key)
+            return True
+        group = self._group_of.pop(key, None)
+        if group is None:
+            return False
+        del group.members[key]
+        shapes = self._parked if group.parked else self._dormant
+        if group.parked:
+            self._parked_count -= 1
+            self._forget_first(key)
+        else:
+            self._dormant_count -= 1
+        if not group.members and shapes.get(group.shape) is group:
+            del shapes[group.shape]
+        return group.parked
 
     def push(self, pw: PendingWorkload) -> None:
         """Put a workload into the heap (replacing its old place)."""
         key = pw.info.key
-        if self.inadmissible.pop(key, None) is not None:
-            self._forget_first(key)
+        self._unpark(key)
         self._activate(key, pw)
 
     def _forget_first(self, key: names.WorkloadKey) -> None:
@@ -125,9 +220,7 @@ class ClusterQueueQueue:
     def first_parked(self, depth: int) -> list[PendingWorkload]:
         """The first ``depth`` parked workloads in queue order (waiting out a backoff or not)."""
         if self._first_parked is None or self._first_depth != depth:
-            self._first_parked = heapq.nsmallest(
-                depth, self.inadmissible.values(), key=lambda pw: pw.order
-            )
+            self._first_parked = heapq.nsmallest(depth, self.parked(), key=lambda pw: pw.order)
             self._first_depth = depth
         return list(self._first_parked)
 
@@ -139,64 +232,138 @@ class ClusterQueueQueue:
             self._in_heap[key] = order
             heapq.heappush(self._heap, (order, next(self._seq), key))
 
-    def push_parked(self, now: float) -> bool:
-        """Push every parked workload whose backoff is over back into the heap; tell if any was.
+    def _promote(self, shape: Shape) -> None:
+        """Put the first dormant workload of a shape into the heap."""
+        group = self._dormant.get(shape)
+        first = None if group is None else group.first()
+        if group is None or first is None:
+            return
+        key = first.info.key
+        del group.members[key]
+        del self._group_of[key]
+        self._dormant_count -= 1
+        if not group.members:
+            del self._dormant[shape]
+        self._activate(key, first)
 
-        The same as ``push`` of each in turn (same order), in one pass over the set.
+    def push_parked(self, now: float) -> bool:
+        """Release every parked workload whose backoff is over; tell if any was.
+
+        The same as ``push`` of each in turn: each parked shape joins its dormant workloads and
+        its first goes into the heap; a workload with a backoff time goes in on its own.
         """
-        waiting: dict[names.WorkloadKey, PendingWorkload] = {}
         moved = False
-        for key, pw in self.inadmissible.items():
-            if pw.requeue_at > now:
-                waiting[key] = pw
-                continue
-            self._activate(key, pw)
+        for key, pw in list(self._backoff.items()):
+            if pw.requeue_at <= now:
+                del self._backoff[key]
+                self._activate(key, pw)
+                moved = True
+        for shape, group in self._parked.items():
+            self._parked_count -= len(group.members)
+            self._dormant_count += len(group.members)
+            group.parked = False
+            self._dormant[shape] = self._merged(self._dormant.get(shape), group)
+            self._promote(shape)
             moved = True
-        self.inadmissible = waiting
+        self._parked = {}
         if moved:
             self._first_parked = None
         return moved
 
-    def _deactivate(self, key: names.WorkloadKey, shape: Shape) -> None:
-        if self._active.pop(key, None) is not None:
-            same = self._active_by_shape.get(shape)
-            if same is not None:
-                same.pop(key, None)
-                if not same:
-                    del self._active_by_shape[shape]
+    def _merged(self, into: _Group | None, group: _Group) -> _Group:
+        """One group of both (the larger keeps its place; the other's members join it)."""
+        if into is None:
+            return group
+        if len(into.members) < len(group.members):
+            into, group = group, into
+        for key, pw in group.members.items():
+            into.add(pw)
+            self._group_of[key] = into
+        return into
+
+    def _deactivate(self, key: names.WorkloadKey, shape: Shape) -> bool:
+        """Take a workload out of the heap; tell whether it was there."""
+        if self._active.pop(key, None) is None:
+            return False
+        same = self._active_by_shape.get(shape)
+        if same is not None:
+            same.pop(key, None)
+            if not same:
+                del self._active_by_shape[shape]
+        return True
+
+    def _leave_heap(self, key: names.WorkloadKey, shape: Shape) -> None:
+        """Take a workload out of the heap; the first dormant one of its shape takes its place."""
+        if self._deactivate(key, shape):
+            self._promote(shape)
 
     def park(self, pw: PendingWorkload) -> None:
         """Put a workload into the inadmissible set."""
         key = pw.info.key
-        self._deactivate(key, pw.shape)
-        if self.inadmissible.get(key) is not None:
-            self._forget_first(key)
-        self.inadmissible[key] = pw
+        if key in self._active:
+            self._leave_heap(key, pw.shape)
+        else:
+            self._unpark(key)
+        self._add_parked(pw)
         first = self._first_parked
         if first is not None and (len(first) < self._first_depth or pw.order < first[-1].order):
             first.append(pw)  # one of the first now: the list stays the first ones
             first.sort(key=lambda p: p.order)
             del first[self._first_depth :]
 
+    def _add_parked(self, pw: PendingWorkload) -> None:
+        key = pw.info.key
+        if pw.requeue_at > 0:
+            self._backoff[key] = pw
+            return
+        group = self._parked.get(pw.shape)
+        if group is None:
+            group = self._parked[pw.shape] = _Group(pw.shape, parked=True)
+        group.add(pw)
+        self._group_of[key] = group
+        self._parked_count += 1
+
     def park_same_shape(self, shape: Shape) -> list[PendingWorkload]:
         """Park every active workload of this shape (they would not fit either); return them."""
-        moved = list(self._active_by_shape.get(shape, {}).values())
+        moved = list(self._active_by_shape.pop(shape, {}).values())
         for pw in moved:
+            del self._active[pw.info.key]
             self.park(pw)
+        dormant = self._dormant.pop(shape, None)
+        if dormant is not None:
+            moved += dormant.members.values()
+            self._dormant_count -= len(dormant.members)
+            self._parked_count += len(dormant.members)
+            self._note_first(dormant)
+            dormant.parked = True
+            self._parked[shape] = self._merged(self._parked.get(shape), dormant)
         return moved
+
+    def _note_first(self, group: _Group) -> None:
+        """Keep the first parked workloads true when a whole group is parked."""
+        first = self._first_parked
+        if first is None:
+            return
+        lead = group.first()
+        if lead is None or (len(first) >= self._first_depth and first[-1].order <= lead.order):
+            return
+        first += heapq.nsmallest(self._first_depth, group.members.values(), key=lambda p: p.order)
+        first.sort(key=lambda p: p.order)
+        del first[self._first_depth :]
 
     def remove(self, pw: PendingWorkload) -> None:
         """Drop a workload from the queue wherever it is."""
         key = pw.info.key
-        self._deactivate(key, pw.shape)
-        if self.inadmissible.pop(key, None) is not None:
-            self._forget_first(key)
+        if key in self._active:
+            self._leave_heap(key, pw.shape)
+        else:
+            self._unpark(key)
         if self.sticky == key:
             self.sticky = None
 
     def contains(self, key: names.WorkloadKey) -> bool:
         """Tell whether the workload is in this queue (active or inadmissible)."""
-        return key in self._active or key in self.inadmissible
+        return key in self._active or key in self._group_of or key in self._backoff
 
     def pop(self) -> names.WorkloadKey | None:
         """Take the head of the heap (the sticky preemptor first, if it is there)."""
@@ -214,12 +381,16 @@ class ClusterQueueQueue:
 
     def take(self, pw: PendingWorkload) -> None:
         """Remove the popped head from the heap while it is being scheduled."""
-        self._deactivate(pw.info.key, pw.shape)
+        self._leave_heap(pw.info.key, pw.shape)
 
     def ordered(self) -> list[names.WorkloadKey]:
         """Every pending workload in queue order (active first, then inadmissible)."""
-        active = sorted(self._active, key=lambda k: (k != self.sticky, self._active[k]))
-        return active + sorted(self.inadmissible, key=lambda k: self.inadmissible[k].order)
+        active = dict(self._active)
+        for group in self._dormant.values():
+            active.update((key, pw.order) for key, pw in group.members.items())
+        first = sorted(active, key=lambda k: (k != self.sticky, active[k]))
+        parked = sorted(self.parked(), key=lambda pw: pw.order)
+        return first + [pw.info.key for pw in parked]
 
 
 class QueueManager:
@@ -435,4 +606,4 @@ class QueueManager:
         q = self.queues.get(cq)
         if q is None:
             return 0, 0
-        return q.active_count, len(q.inadmissible)
+        return q.active_count, len(q) - q.active_count
