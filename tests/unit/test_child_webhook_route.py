@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aiohttp import test_utils
+from aiohttp import test_utils, web
 
 import builders
 from berth.api import configuration
@@ -71,6 +71,27 @@ def admitted_workload(world: world_mod.World) -> dict[str, Any]:
     return body
 
 
+def review(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """An AdmissionReview creating ``obj``."""
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "r1", "kind": {"kind": kind}, "operation": "CREATE", "object": obj},
+    }
+
+
+def post(app: web.Application, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The route's answer to one review."""
+
+    async def send() -> dict[str, Any]:
+        async with test_utils.TestClient(test_utils.TestServer(app)) as client:
+            response = await client.post(path, json=body)
+            answer: dict[str, Any] = (await response.json())["response"]
+            return answer
+
+    return asyncio.run(send())
+
+
 def cluster_create(name: str) -> dict[str, Any]:
     cluster = {
         "apiVersion": "ray.io/v1",
@@ -91,20 +112,11 @@ def cluster_create(name: str) -> dict[str, Any]:
         },
         "spec": rayjob(None)["spec"]["rayClusterSpec"],
     }
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "r1",
-            "kind": {"kind": "RayCluster"},
-            "operation": "CREATE",
-            "object": cluster,
-        },
-    }
+    return review("RayCluster", cluster)
 
 
 def serve(
-    world: world_mod.World, review: dict[str, Any], stored: dict[str, Any] | None
+    world: world_mod.World, body: dict[str, Any], stored: dict[str, Any] | None
 ) -> tuple[dict[str, Any], list[tuple[job_sync.Parent, str]]]:
     """The mutating answer, and which parents the route read from the API."""
     reads: list[tuple[job_sync.Parent, str]] = []
@@ -113,14 +125,7 @@ def serve(
         reads.append((ref, namespace))
         return stored
 
-    async def post() -> dict[str, Any]:
-        app = webhooks.app(world, read_parent)
-        async with test_utils.TestClient(test_utils.TestServer(app)) as client:
-            response = await client.post("/mutate-job", json=review)
-            answer: dict[str, Any] = (await response.json())["response"]
-            return answer
-
-    return asyncio.run(post()), reads
+    return post(webhooks.app(world, read_parent), "/mutate-job", body), reads
 
 
 def world_with_stale_rayjob() -> world_mod.World:
@@ -200,20 +205,11 @@ def trainjob_create(runtime: str) -> dict[str, Any]:
         "metadata": {"name": "t", "namespace": "ml", "labels": {"berth.dev/queue-name": "lq"}},
         "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 2}},
     }
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "r2",
-            "kind": {"kind": "TrainJob"},
-            "operation": "CREATE",
-            "object": job,
-        },
-    }
+    return review("TrainJob", job)
 
 
 def validate_trainjob(
-    world: world_mod.World, review: dict[str, Any], stored: dict[str, Any] | None
+    world: world_mod.World, body: dict[str, Any], stored: dict[str, Any] | None
 ) -> tuple[dict[str, Any], int]:
     """The validating answer, and how many runtimes the route read from the API."""
     reads = []
@@ -225,14 +221,7 @@ def validate_trainjob(
         world.apply(stored["kind"], stored)
         return True
 
-    async def post() -> dict[str, Any]:
-        app = webhooks.app(world, None, read_runtime)
-        async with test_utils.TestClient(test_utils.TestServer(app)) as client:
-            response = await client.post("/validate-job", json=review)
-            answer: dict[str, Any] = (await response.json())["response"]
-            return answer
-
-    return asyncio.run(post()), len(reads)
+    return post(webhooks.app(world, None, read_runtime), "/validate-job", body), len(reads)
 
 
 def test_a_trainjob_whose_runtime_the_watch_has_not_shown_yet_is_decided_on_a_fresh_read() -> None:

@@ -93,26 +93,36 @@ def _prepare_jobset(
     health_port: int,
 ) -> Launch:
     cert_dir = home / "certs"
-    cert_dir.mkdir(parents=True, exist_ok=True)
-    ca = tls.new_certificate_authority("jobset-webhook-ca")
-    serving = tls.issue_serving_certificate(ca, ["127.0.0.1"], "jobset-webhook")
-    _write_pair(cert_dir, serving.cert_pem, serving.key_pem)
-    config = home / "config.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-                "kind": "Configuration",
-                "leaderElection": {"leaderElect": False},
-                "internalCertManagement": {"enable": False},
-                "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
-                "metrics": {"bindAddress": "0"},
-                "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-            },
-            sort_keys=False,
-        )
+    ca_pem = _own_certificate(cert_dir, "jobset")
+    config = _config_file(
+        home,
+        {
+            "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        },
     )
-    return Launch([f"--config={config}"], None, ca.cert_pem)
+    return Launch([f"--config={config}"], None, ca_pem)
+
+
+def _own_certificate(cert_dir: Path, name: str) -> bytes:
+    """A CA of this run and its serving certificate for 127.0.0.1 in ``cert_dir``; the CA."""
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    ca = tls.new_certificate_authority(f"{name}-webhook-ca")
+    serving = tls.issue_serving_certificate(ca, ["127.0.0.1"], f"{name}-webhook")
+    _write_pair(cert_dir, serving.cert_pem, serving.key_pem)
+    return ca.cert_pem
+
+
+def _config_file(home: Path, config: dict[str, Any]) -> Path:
+    """A controller's Configuration file in its folder."""
+    path = home / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
 
 
 def _rsa_pair(
@@ -213,27 +223,20 @@ def _prepare_trainer(
 ) -> Launch:
     # With its certificate management off, the Trainer serves controller-runtime's default
     # folder under the temporary directory: TMPDIR points it at this run's own.
-    cert_dir = home / "k8s-webhook-server" / "serving-certs"
-    cert_dir.mkdir(parents=True, exist_ok=True)
-    ca = tls.new_certificate_authority("trainer-webhook-ca")
-    serving = tls.issue_serving_certificate(ca, ["127.0.0.1"], "trainer-webhook")
-    _write_pair(cert_dir, serving.cert_pem, serving.key_pem)
-    config = home / "config.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
-                "kind": "Configuration",
-                "leaderElection": {"leaderElect": False},
-                "certManagement": {"enable": False},
-                "webhook": {"port": webhook_port, "host": "127.0.0.1"},
-                "metrics": {"bindAddress": "0"},
-                "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-            },
-            sort_keys=False,
-        )
+    ca_pem = _own_certificate(home / "k8s-webhook-server" / "serving-certs", "trainer")
+    config = _config_file(
+        home,
+        {
+            "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "certManagement": {"enable": False},
+            "webhook": {"port": webhook_port, "host": "127.0.0.1"},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        },
     )
-    return Launch([f"--config={config}"], {**os.environ, "TMPDIR": str(home)}, ca.cert_pem)
+    return Launch([f"--config={config}"], {**os.environ, "TMPDIR": str(home)}, ca_pem)
 
 
 def _prepare_kuberay(
