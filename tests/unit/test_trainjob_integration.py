@@ -19,7 +19,7 @@ import pydantic
 import pytest
 
 from berth.api import configuration
-from berth.core import batchjob, child_jobs, integrations, job_kind, trainjob
+from berth.core import batchjob, child_jobs, integrations, job_kind, job_updates, trainjob
 
 ANCESTOR = trainjob.ANCESTOR_LABEL
 H100_TOLERATION = {"key": "berth.dev/flavor", "operator": "Equal", "value": "h100"}
@@ -432,3 +432,27 @@ def test_the_trainjob_integration_needs_the_jobset_one() -> None:
     assert integ.pod_count(train_job(trainer={"numNodes": 3})) == 3
     runtimes.clear()  # the operator's watch forgets a deleted runtime: the integration sees it
     assert integ.pod_count(train_job(trainer={"numNodes": 3})) == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"numNodes": 6}, "spec.trainer.numNodes"),
+        ({"resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}, "spec"),
+    ],
+)
+def test_a_running_trainjob_may_not_grow_past_its_admission(
+    change: dict[str, Any], field: str
+) -> None:
+    integ = integrations.TrainJobJob(runtimes=EVERY)
+    old = train_job(trainer={"numNodes": 2, "resourcesPerNode": GPU4}, suspend=False)
+    new = copy.deepcopy(old)
+    new["spec"]["trainer"].update(change)
+    admitted = job_updates.WorkloadState(
+        exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=2
+    )
+    assert [p.path for p in job_updates.refusals(old, new, admitted, integ)] == [field]
+    # Queued and holding nothing, it may be resized (it is queued again at its new size).
+    old["spec"]["suspend"] = new["spec"]["suspend"] = True
+    pending = job_updates.WorkloadState(exists_unfinished=True)
+    assert job_updates.refusals(old, new, pending, integ) == []
