@@ -143,6 +143,8 @@ async def read_runtime(kube: client.Kube, world: world_mod.World, job: dict[str,
         plural = trainjob.RUNTIME_PLURALS[key.kind]
         try:
             found = await kube.request("GET", f"/apis/{group}/{version}{where}/{plural}/{key.name}")
+        except errors.NotFoundError:
+            return False  # the refusal names the missing runtime; nothing to log
         except errors.KubeError as e:
             log.warning("could not read %s: %s", key, e)
             return False
