@@ -303,7 +303,8 @@ ROWS = [
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
 def test_which_children_may_run(row: Row) -> None:
-    got = child_jobs.refusal(row.parent, row.child, row.kind)
+    parent_kind = next(i for i in integrations.EVERY_KIND if i.kind == row.parent["kind"])
+    got = child_jobs.refusal(row.parent, row.child, row.kind, parent_kind)
     if row.want is None:
         assert got is None
     else:

@@ -435,7 +435,8 @@ def test_what_a_rayjob_makes_is_part_of_it_never_a_job_of_its_own(kind: str) -> 
 def test_a_rayjobs_children_follow_the_frameworks_enabled() -> None:
     only_batch = {"Job": integrations.make(configuration.Framework.BATCH_JOB)}
     assert job_sync.parent(_child("Job"), only_batch) is None
-    assert integrations.CHILD_LABELS["RayJob"] == ray.ORIGIN_KIND_LABEL
+    [child] = [c for c in integrations.CHILD_KINDS if c.parent == "RayJob"]
+    assert child.label == ray.ORIGIN_KIND_LABEL
 
 
 def _running(replicas: int = 2, **gpu_group: Any) -> dict[str, Any]:

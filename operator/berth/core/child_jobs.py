@@ -4,9 +4,9 @@ A child of an integrated parent (a JobSet's Jobs; a RayJob's RayCluster and subm
 TrainJob's JobSet) is never queued: it runs on its parent's admission. An object that only claims
 the parent as its controller (an owner reference anyone may write) must therefore not run pods
 that admission never counted. ``refusal`` says why a child is not one the parent's controller
-makes, or None when it is: its name is one the controller gives (``jobset.child_as_made``,
-``ray.child_as_made``, ``trainjob.child_as_made``), and each of its pod sets stands for a pod set
-of the child as the controller makes it with
+makes, or None when it is: its name is one the controller gives (each integration's
+``child_as_made``: ``jobset.child_as_made``, ``ray.child_as_made``, ``trainjob.child_as_made``),
+and each of its pod sets stands for a pod set of the child as the controller makes it with
 
 1. no more pods,
 2. no larger request per pod, resource by resource (none the role does not request), and
@@ -19,43 +19,15 @@ RayCluster of an admitted parent may run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol, runtime_checkable
-
 from berth.api import quantity, workload
-from berth.core import jobset, ray
 from berth.core.job_kind import Body, Integration
 
 
-@runtime_checkable
-class MakesChildren(Protocol):
-    """An integration that says which child its controller makes (reading more than the job)."""
-
-    def child_as_made(self, job: Body, child: Body) -> Body | str:
-        """The child as made under the child's name, or why none is."""
-
-
-_AS_MADE: dict[str, Callable[[Body, Body], Body | str]] = {
-    jobset.KIND: jobset.child_as_made,
-    ray.RAYJOB.kind: ray.child_as_made,
-}
-"""By parent kind: the child its controller makes under a child's name, or why none."""
-
-
 def refusal(
-    parent: Body, child: Body, child_kind: Integration, parent_kind: Integration | None = None
+    parent: Body, child: Body, child_kind: Integration, parent_kind: Integration
 ) -> str | None:
-    """Why ``child`` is not a child ``parent``'s controller makes, no larger (None: it is).
-
-    ``parent_kind``: the parent's integration, when it knows the child as made itself (a
-    TrainJob's JobSet depends on the runtime it names: ``core.trainjob``).
-    """
-    as_made = _AS_MADE.get(str(parent.get("kind") or ""))
-    if as_made is None and isinstance(parent_kind, MakesChildren):
-        as_made = parent_kind.child_as_made
-    if as_made is None:
-        return f"metadata.ownerReferences: a {parent.get('kind')}'s controller makes no jobs"
-    expected = as_made(parent, child)
+    """Why ``child`` is not a child ``parent``'s controller makes, no larger (None: it is)."""
+    expected = parent_kind.child_as_made(parent, child)
     if isinstance(expected, str):
         return expected
     wanted, _ = child_kind.to_workload(expected, uid="as-made")

@@ -58,6 +58,10 @@ class BatchJob(job_kind.Labelled):
         """The Job controller's label on its pods: the Job's uid."""
         return f"batch.kubernetes.io/controller-uid={(job.get('metadata') or {}).get('uid')}"
 
+    def child_as_made(self, job: Body, child: Body) -> Body | str:  # noqa: ARG002 - none is made
+        """None: a Job's controller makes pods, not jobs."""
+        return job_kind.makes_no_children(job)
+
     def before_restore(self, job: Body) -> Body | None:
         """A Job that started keeps an immutable template until its ``startTime`` is cleared."""
         if (job.get("status") or {}).get("startTime"):
@@ -154,6 +158,10 @@ class JobSetJob(job_kind.Labelled):
         """The JobSet controller's label on every child Job and pod: the JobSet's name."""
         return f"{jobset.NAME_LABEL}={(job.get('metadata') or {}).get('name')}"
 
+    def child_as_made(self, job: Body, child: Body) -> Body | str:
+        """The child Job the JobSet controller makes under the child's name, or why none."""
+        return jobset.child_as_made(job, child)
+
     def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - JobSet's webhook allows it while suspended
         """Nothing: a suspended JobSet's templates may change."""
         return None
@@ -243,6 +251,10 @@ class KubeflowJob(job_kind.Labelled):
     def pod_selector(self, job: Body) -> str:
         """The training-operator's job-name and operator-name labels."""
         return kubeflow.pod_selector(self.spec, job)
+
+    def child_as_made(self, job: Body, child: Body) -> Body | str:  # noqa: ARG002 - none is made
+        """None: the training-operator makes pods and Services, not jobs."""
+        return job_kind.makes_no_children(job)
 
     def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - a suspended job's templates may change
         """Nothing: the operator makes pods from the templates only while it runs."""
@@ -516,15 +528,28 @@ def runs(
     return out
 
 
-CHILD_LABELS = {jobset.KIND: jobset.NAME_LABEL, ray.RAYJOB.kind: ray.ORIGIN_KIND_LABEL}
-"""By parent kind, the label its controller puts on the child Jobs it makes (JobSet's name, the
-kind a RayJob's submitter Job comes from): the webhooks watch Jobs that carry one, so a child
-cannot be started before its parent is admitted."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChildKind:
+    """A kind of child an integrated parent's controller makes, as the webhooks select it."""
 
-UNLABELLED_CHILDREN = {trainjob.KIND: (jobset.GROUP, "v1alpha2", jobset.PLURAL)}
-"""By parent kind, the (group, version, plural) of the children its controller makes with no
-label of their own (the Trainer's JobSet): the webhooks see every such object that names no
-queue, so a child cannot be started before its parent is admitted either."""
+    parent: str
+    """The parent's kind."""
+    group: str
+    version: str
+    plural: str
+    label: str | None
+    """The label the controller puts on every such child (a JobSet's name, the kind a RayJob's
+    submitter Job comes from), which the hooks select on; None when it puts none of its own
+    (the Trainer's JobSet), and every such object that names no queue is sent to the hooks."""
+
+
+CHILD_KINDS = (
+    ChildKind(jobset.KIND, "batch", "v1", "jobs", jobset.NAME_LABEL),
+    ChildKind(ray.RAYJOB.kind, "batch", "v1", "jobs", ray.ORIGIN_KIND_LABEL),
+    ChildKind(trainjob.KIND, jobset.GROUP, "v1alpha2", jobset.PLURAL, None),
+)
+"""The children the webhooks see, so a child cannot be started before its parent is admitted
+(the Helm chart's webhook template lists the same, in this order)."""
 
 _KUBEFLOW = {k.framework: k for k in kubeflow.KINDS}
 

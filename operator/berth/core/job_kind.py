@@ -61,6 +61,12 @@ class Integration(Protocol):
     def pod_selector(self, job: Body) -> str:
         """A label selector for every pod the job runs, through its children if it has any."""
 
+    def child_as_made(self, job: Body, child: Body) -> Body | str:
+        """The child the job's controller makes under the child's name, or why it makes none.
+
+        ``core.child_jobs`` checks a child against it (no larger, same node selector).
+        """
+
     def before_restore(self, job: Body) -> Body | None:
         """A status merge patch the job needs before its templates may change, if any."""
 
@@ -106,6 +112,11 @@ class Integration(Protocol):
 
     def active_pods(self, job: Body) -> int:
         """Pods of the job that run or are still terminating, by its status."""
+
+
+def makes_no_children(job: Body) -> str:
+    """Why a child of a job whose controller makes no jobs is none it makes."""
+    return f"metadata.ownerReferences: a {job.get('kind')}'s controller makes no jobs"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

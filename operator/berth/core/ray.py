@@ -35,7 +35,7 @@ import copy
 import dataclasses
 
 from berth.api import errors, workload
-from berth.core import batchjob
+from berth.core import batchjob, job_kind
 from berth.core.job_kind import Body, Labelled, PodSetOriginal, PodSetRun
 
 GROUP = "ray.io"
@@ -467,6 +467,12 @@ class RayKind(Labelled):
     def pod_selector(self, job: Body) -> str:
         """The label Berth puts on every role's template at start: the job's uid."""
         return f"{JOB_UID_LABEL}={(job.get('metadata') or {}).get('uid')}"
+
+    def child_as_made(self, job: Body, child: Body) -> Body | str:
+        """A RayJob's cluster or submitter Job as KubeRay makes it; a RayCluster makes no jobs."""
+        if self.shape is RAYJOB:
+            return child_as_made(job, child)
+        return job_kind.makes_no_children(job)
 
     def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - templates of a suspended job may change
         """Nothing: KubeRay reads the templates only when it makes a cluster."""

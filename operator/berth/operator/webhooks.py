@@ -180,7 +180,7 @@ def _child_refusals(
             field, why = "spec", why_child_waits(world, job, parent, running=True)
         if why:
             problems.append(f"{field}: this {kind} is part of a job Berth queues: {why}")
-    for label in integrations.CHILD_LABELS.values():
+    for label in {c.label for c in integrations.CHILD_KINDS if c.label is not None}:
         had = label in ((old.get("metadata") or {}).get("labels") or {})
         if had and label not in ((job.get("metadata") or {}).get("labels") or {}):
             problems.append(
@@ -399,34 +399,25 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
         "values": sorted({*managed.NEVER_MANAGED_NAMESPACES, world.config.namespace}),
     }
     job_namespaces = {"matchExpressions": [protected]}
+    unqueued = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]}
+
+    def selects(child: integrations.ChildKind) -> dict[str, Any]:
+        # A child its controller labels with nothing of its own: every one that names no queue
+        # (one that does is sent by the job hooks below already).
+        if child.label is None:
+            return unqueued
+        return {"matchExpressions": [{"key": child.label, "operator": "Exists"}]}
+
     children = [
         hook(
-            f"{prefix}job-{parent.lower()}-children",
+            f"{prefix}{child.plural.removesuffix('s')}-{child.parent.lower()}-children",
             path,
-            [rule("batch", ["jobs"], operations, "v1")],
-            objectSelector={"matchExpressions": [{"key": label, "operator": "Exists"}]},
+            [rule(child.group, [child.plural], operations, child.version)],
+            objectSelector=selects(child),
             namespaceSelector=job_namespaces,
         )
-        for parent, label in integrations.CHILD_LABELS.items()
-        if parent in world.integrations
-        for prefix, path, operations in (
-            ("m", "/mutate-job", ["CREATE"]),
-            ("v", "/validate-job", ["UPDATE"]),
-        )
-    ]
-    # Children their controller labels with nothing of their own: every one that names no queue
-    # (one that does is sent by the job hooks below already).
-    unqueued = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]}
-    children += [
-        hook(
-            f"{prefix}{plural}-{parent.lower()}-children",
-            path,
-            [rule(group, [plural], operations, version)],
-            objectSelector=unqueued,
-            namespaceSelector=job_namespaces,
-        )
-        for parent, (group, version, plural) in integrations.UNLABELLED_CHILDREN.items()
-        if parent in world.integrations
+        for child in integrations.CHILD_KINDS
+        if child.parent in world.integrations
         for prefix, path, operations in (
             ("m", "/mutate-job", ["CREATE"]),
             ("v", "/validate-job", ["UPDATE"]),
@@ -455,9 +446,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
                 "/mutate-job",
                 job_rules(["CREATE"]),
                 namespaceSelector=managed_namespaces,
-                objectSelector={
-                    "matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]
-                },
+                objectSelector=unqueued,
             )
         )
     berth_rules = [rule(base.GROUP, list(BERTH_PLURALS), ["CREATE", "UPDATE"])]
