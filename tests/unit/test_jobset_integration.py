@@ -93,6 +93,15 @@ POD_SET_CASES = [
         [],
         ["spec.replicatedJobs[0].template.spec.template"],
     ),
+    PodSetCase(
+        "a-job-template-that-is-no-mapping-is-a-field-error",
+        builders.JobSetBuilder("js")
+        .replicated_job("a")
+        .set("spec.replicatedJobs[0].template", "z")
+        .obj(),
+        [],
+        ["spec.replicatedJobs[0].template.spec.template"],
+    ),
 ]
 
 

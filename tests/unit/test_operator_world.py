@@ -272,7 +272,15 @@ def test_trainjobs_naming_a_runtime_are_looked_at_again_when_it_arrives_or_chang
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "ClusterTrainingRuntime",
         "metadata": {"name": "torch", "resourceVersion": "3"},
-        "spec": {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {}}]}}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "node", "template": {"spec": {"template": {"spec": {}}}}}
+                    ]
+                }
+            }
+        },
     }
     world.apply("ClusterTrainingRuntime", runtime)
     assert set(world.dirty_jobs.take()) == {names.JobKey("TrainJob", "team", "a")}

@@ -456,3 +456,61 @@ def test_a_running_trainjob_may_not_grow_past_its_admission(
     old["spec"]["suspend"] = new["spec"]["suspend"] = True
     pending = job_updates.WorkloadState(exists_unfinished=True)
     assert job_updates.refusals(old, new, pending, integ) == []
+
+
+def _malformed_runtime(spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": trainjob.API_VERSION,
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch-distributed"},
+        "spec": spec,
+    }
+
+
+NODE_STEP = rjob("node", container("node"), ancestor="trainer")
+MALFORMED_RUNTIMES = [
+    None,
+    {"template": "x"},
+    {"template": {"spec": {"replicatedJobs": ["x"]}}},
+    {"template": {"spec": {"replicatedJobs": [{"template": None}]}}},
+    {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": None}}]}}},
+    {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": "x"}}]}}},
+    {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": "x"}]}}},
+    {"template": {"spec": {"replicatedJobs": [{**NODE_STEP, "replicas": -1}]}}},
+    {"mlPolicy": {"numNodes": "two"}, "template": {"spec": {"replicatedJobs": [NODE_STEP]}}},
+    {"mlPolicy": "torch", "template": {"spec": {"replicatedJobs": [NODE_STEP]}}},
+]
+MALFORMED_SPECS = [
+    {"trainer": 5},
+    {"trainer": {"numNodes": "x"}},
+    {"trainer": {"numNodes": 0}},
+    {"trainer": {"resourcesPerNode": [1]}},
+    {"runtimePatches": [{"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": "x"}}}}]},
+    {"runtimePatches": [{"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [5]}}}}]},
+    {"runtimeRef": "torch-distributed"},
+]
+
+
+@pytest.mark.parametrize("spec", MALFORMED_RUNTIMES)
+def test_a_malformed_runtime_is_a_field_error_on_the_trainjob(spec: Any) -> None:
+    # An admin's bad runtime YAML (the simulator reads it unchecked by any CRD schema).
+    integ = integrations.TrainJobJob(runtimes=catalog(_malformed_runtime(spec)))
+    job = train_job(trainer={"numNodes": 2})
+    wl, problems = integ.to_workload(job, uid="u")
+    assert wl is None
+    assert problems
+    assert {p.path for p in problems} == {"spec.runtimeRef"}
+    assert all("ClusterTrainingRuntime torch-distributed: spec" in p.message for p in problems)
+    assert integ.pod_count(job) == 0
+    assert integ.pods_ready(job, 1) is False
+    assert integ.pod_priority_class(job) is None
+
+
+@pytest.mark.parametrize("change", MALFORMED_SPECS)
+def test_a_malformed_trainjob_is_a_field_error(change: dict[str, Any]) -> None:
+    job = train_job()
+    job["spec"].update(change)
+    wl, problems = integrations.TrainJobJob(runtimes=EVERY).to_workload(job, uid="u")
+    assert wl is None
+    assert problems
+    assert all(p.path.startswith("spec.") for p in problems)

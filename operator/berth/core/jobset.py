@@ -43,8 +43,12 @@ def _replicated(js: Body) -> list[Body]:
     return [r if isinstance(r, dict) else {} for r in rjobs] if isinstance(rjobs, list) else []
 
 
+def _mapping(value: Any) -> Body:  # noqa: ANN401 - a JSON value
+    return value if isinstance(value, dict) else {}
+
+
 def _job_spec(rjob: Body) -> Body:
-    return (rjob.get("template") or {}).get("spec") or {}
+    return _mapping(_mapping(rjob.get("template")).get("spec"))
 
 
 def replicas(rjob: Body) -> int:
@@ -104,34 +108,35 @@ def child_as_made(js: Body, child: Body) -> Body | str:
     )
 
 
-def _problems(js: Body) -> list[errors.FieldError]:
+def problems(js: Body) -> list[errors.FieldError]:
+    """What keeps a JobSet's replicated jobs from making pod sets (paths from the JobSet)."""
     rjobs = (js.get("spec") or {}).get("replicatedJobs")
     if not isinstance(rjobs, list) or not rjobs:
         return [errors.FieldError("spec.replicatedJobs", "required; list at least one")]
-    problems: list[errors.FieldError] = []
+    out: list[errors.FieldError] = []
     for i, rjob in enumerate(_replicated(js)):
         path = f"spec.replicatedJobs[{i}]"
         if not rjob.get("name"):
-            problems.append(errors.FieldError(f"{path}.name", "required"))
+            out.append(errors.FieldError(f"{path}.name", "required"))
         value = rjob.get("replicas")
         if value is not None and (
             not isinstance(value, int) or isinstance(value, bool) or value < 0
         ):
-            problems.append(errors.FieldError(f"{path}.replicas", "must be a non-negative integer"))
-        problems += [
+            out.append(errors.FieldError(f"{path}.replicas", "must be a non-negative integer"))
+        out += [
             errors.FieldError(f"{path}.template.{p.path}", p.message)
             for p in batchjob.spec_problems(_job_spec(rjob))
         ]
-    return problems
+    return out
 
 
 def to_workload(
     js: Body, *, uid: str, honor_kueue: bool = False
 ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
     """Build the Workload of a JobSet, or return the field errors that prevent it."""
-    problems = _problems(js)
-    if problems:
-        return None, problems
+    found = problems(js)
+    if found:
+        return None, found
     pod_sets = [
         {
             "name": str(rjob["name"]),

@@ -181,6 +181,57 @@ def _int(value: Any, default: int) -> int:  # noqa: ANN401 - a JSON value
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
+def _mapping(value: Any) -> Body:  # noqa: ANN401 - a JSON value
+    return value if isinstance(value, dict) else {}
+
+
+def _positive(value: Any) -> bool:  # noqa: ANN401 - a JSON value
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _trainer_problems(job: Body) -> list[errors.FieldError]:
+    """What is wrong with the TrainJob's ``spec.trainer`` (its sizes and resources)."""
+    trainer = (job.get("spec") or {}).get("trainer")
+    if trainer is None:
+        return []
+    if not isinstance(trainer, dict):
+        return [errors.FieldError("spec.trainer", "must be a mapping")]
+    out = []
+    if trainer.get("numNodes") is not None and not _positive(trainer["numNodes"]):
+        out.append(errors.FieldError("spec.trainer.numNodes", "must be a positive integer"))
+    if trainer.get("resourcesPerNode") is not None and not isinstance(
+        trainer["resourcesPerNode"], dict
+    ):
+        out.append(
+            errors.FieldError(
+                "spec.trainer.resourcesPerNode", "must be a mapping of limits and requests"
+            )
+        )
+    return out
+
+
+def _runtime_problems(runtime: Body) -> list[str]:
+    """What keeps a runtime from making a JobSet, as ``field: why`` in the runtime's terms."""
+    spec = runtime.get("spec")
+    if not isinstance(spec, dict):
+        return ["spec: must be a mapping"]
+    out = []
+    policy = spec.get("mlPolicy")
+    if policy is not None and not isinstance(policy, dict):
+        out.append("spec.mlPolicy: must be a mapping")
+    elif (
+        policy is not None
+        and policy.get("numNodes") is not None
+        and not _positive(policy["numNodes"])
+    ):
+        out.append("spec.mlPolicy.numNodes: must be a positive integer")
+    template_spec = _mapping(_mapping(spec.get("template")).get("spec"))
+    out += [
+        f"spec.template.{p.path}: {p.message}" for p in jobset.problems({"spec": template_spec})
+    ]
+    return out
+
+
 def jobset_spec(
     job: Body, runtime: Body, *, with_own_patch: bool = False
 ) -> tuple[Body, list[errors.FieldError]]:
@@ -188,38 +239,32 @@ def jobset_spec(
 
     ``with_own_patch``: Berth's own ``runtimePatches`` entry applied too (the JobSet as it runs).
     """
-    rt_spec = runtime.get("spec") or {}
-    template_spec = ((rt_spec.get("template") or {}).get("spec")) or {}
-    rjobs = template_spec.get("replicatedJobs")
-    if not isinstance(rjobs, list) or not rjobs:
-        return {}, [
-            errors.FieldError(
-                "spec.runtimeRef",
-                f"{key_of(runtime)} has no spec.template.spec.replicatedJobs; name a runtime "
-                "whose template is a JobSet",
-            )
-        ]
+    key = key_of(runtime)
+    broken = [
+        errors.FieldError("spec.runtimeRef", f"{key}: {why}; fix it or name another runtime")
+        for why in _runtime_problems(runtime)
+    ]
+    problems = _trainer_problems(job)
+    if broken:
+        return {}, broken + problems
+    rt_spec = runtime["spec"]
+    rjobs = rt_spec["template"]["spec"]["replicatedJobs"]
     spec: Body = {"replicatedJobs": copy.deepcopy(rjobs)}
-    names = [str(r.get("name")) for r in rjobs if isinstance(r, dict)]
-    problems = []
+    names = [str(r["name"]) for r in rjobs]
     for i, entry in enumerate(_patches(job)):
         if entry.get("manager") == PATCH_MANAGER and not with_own_patch:
             continue
         patch = _patch_spec(entry)
         if patch is None:
             continue
-        for j, rjob_patch in enumerate(patch.get("replicatedJobs") or []):
-            name = rjob_patch.get("name") if isinstance(rjob_patch, dict) else None
-            if name not in names:
-                problems.append(
-                    errors.FieldError(
-                        f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec."
-                        f"replicatedJobs[{j}].name",
-                        f"the runtime has no replicated job {name!r}; name one of "
-                        f"{', '.join(names)}",
-                    )
-                )
+        problems += _patch_problems(patch, names, f"spec.runtimePatches[{i}]")
         spec = _merge(spec, patch)
+    if not problems:
+        # A patch may set what a runtime may not (a template that is no mapping, say).
+        problems = [
+            errors.FieldError("spec.runtimePatches", f"the runtime once patched: {p}")
+            for p in jobset.problems({"spec": spec})
+        ]
     if problems:
         return {}, problems
     # A merge by name may reorder; the runtime's order is the pod sets' order (as the Trainer).
@@ -227,6 +272,25 @@ def jobset_spec(
     spec["replicatedJobs"] = [by_name[n] for n in names]
     _size(job, rt_spec.get("mlPolicy"), spec["replicatedJobs"])
     return spec, []
+
+
+def _patch_problems(patch: Body, names: list[str], path: str) -> list[errors.FieldError]:
+    """A runtime patch may only name the runtime's replicated jobs (as the Trainer's webhook)."""
+    where = f"{path}.trainingRuntimeSpec.template.spec.replicatedJobs"
+    rjob_patches = patch.get("replicatedJobs", [])
+    if not isinstance(rjob_patches, list):
+        return [errors.FieldError(where, "must be a list")]
+    out = []
+    for j, rjob_patch in enumerate(rjob_patches):
+        name = rjob_patch.get("name") if isinstance(rjob_patch, dict) else None
+        if name not in names:
+            out.append(
+                errors.FieldError(
+                    f"{where}[{j}].name",
+                    f"the runtime has no replicated job {name!r}; name one of {', '.join(names)}",
+                )
+            )
+    return out
 
 
 def _size(job: Body, ml_policy: Any, rjobs: list[Body]) -> None:  # noqa: ANN401 - a JSON value
