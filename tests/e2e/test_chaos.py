@@ -84,10 +84,13 @@ class Sampler(threading.Thread):
             self.failure = e
 
     def _list(self, kind: str) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for ns in self.namespaces:
-            out += self.plane.kubectl().json("get", kind, "-n", ns)["items"]
-        return out
+        """Both namespaces' objects of a kind from one list: one snapshot, at one revision.
+
+        (A list per namespace is two moments: a gang finishing in one namespace and another
+        starting in the other between the two reads would add up to more than the quota.)
+        """
+        items = self.plane.kubectl().json("get", kind, "--all-namespaces")["items"]
+        return [i for i in items if i["metadata"].get("namespace") in self.namespaces]
 
     def _reserved(self, workloads: list[dict[str, Any]], now: float) -> dict[str, int]:
         """Pods each Job's admission counts, by Job uid; records Jobs with two Workloads."""
@@ -123,6 +126,7 @@ class Sampler(threading.Thread):
         now = time.monotonic() - self.started
         reserved = self._reserved(workloads, now)
         gpus = 0
+        holders: collections.Counter[str] = collections.Counter()
         running: collections.Counter[str] = collections.Counter()
         suspects: set[str] = set()
         for pod in pods:
@@ -133,6 +137,7 @@ class Sampler(threading.Thread):
                 continue
             if pod["spec"].get("nodeName"):
                 gpus += 1
+                holders[_holder(pod, job_uid in reserved)] += 1
             running[job_uid] += 1
             if job_uid not in reserved:
                 suspects.add(pod["metadata"]["name"])
@@ -148,9 +153,20 @@ class Sampler(threading.Thread):
             if uid in reserved and n > reserved[uid]
         ]
         if gpus > 2 * QUOTA:
-            self.violations.append(Violation(now, f"{gpus} GPUs held on a quota of {2 * QUOTA}"))
+            held = ", ".join(f"{h}: {n}" for h, n in sorted(holders.items()))
+            self.violations.append(
+                Violation(now, f"{gpus} GPUs held on a quota of {2 * QUOTA} ({held})")
+            )
         self.max_gpus = max(self.max_gpus, gpus)
         self.samples += 1
+
+
+def _holder(pod: dict[str, Any], reserved: bool) -> str:
+    """Who holds a bound pod's GPU, as a violation names it: Job, pod phase, and state."""
+    meta = pod["metadata"]
+    job = meta.get("labels", {}).get("job-name", "?")
+    state = "terminating" if meta.get("deletionTimestamp") else pod["status"].get("phase")
+    return f"{meta['namespace']}/{job} {state}{'' if reserved else ' unreserved'}"
 
 
 def _completed(plane: launcher.ControlPlane, namespaces: list[str]) -> int:
