@@ -16,7 +16,6 @@ under pytest's temporary directory, and a failed test's report says where.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import secrets
 import time
@@ -25,20 +24,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from berth.devtools.devcluster import errors, frameworks, kwok, launcher
+from berth.devtools.devcluster import errors, frameworks, launcher
+from operator_env import GPU_POOLS
 
 if TYPE_CHECKING:
     from berth.devtools.devcluster import kubectl
 
 ControlPlaneFactory = Callable[..., launcher.ControlPlane]
-
-GPU_POOLS = (
-    kwok.A100_POOL,
-    dataclasses.replace(
-        kwok.H100_POOL, taints=(kwok.Taint("berth.dev/flavor", "h100", "NoSchedule"),)
-    ),
-)
-"""The e2e cluster's fake nodes: two pools, the H100 one tainted so only tolerating pods land."""
 
 
 def _in_ci() -> bool:

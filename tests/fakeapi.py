@@ -35,10 +35,10 @@ What it reproduces of kube-apiserver (generic registry ``Store`` and the kinds' 
 
 What it does not: admission (no webhooks, no NamespaceLifecycle: objects may be created in a
 namespace that does not exist), defaulting, schema validation, managedFields, JSON patch,
-strategic merge patch and apply (415), watch requests and bookmarks (use ``feed``), pagination
-(a list returns every item at once, no ``continue``), other label selectors and any field
-selector (400), graceful
-deletion of Pods (deleted at once), the Namespace lifecycle (a deleted Namespace's contents stay),
+strategic merge patch (but a Pod's, as far as ``strategic_merge_patch`` goes) and apply (415),
+watch requests and bookmarks (use ``feed``), pagination (a list returns every item at once, no
+``continue``), other label selectors and any field selector (400), graceful deletion of Pods
+(deleted at once), the Namespace lifecycle (a deleted Namespace's contents stay),
 the garbage collector (``propagationPolicy`` Background is accepted and nothing else is cascaded;
 Foreground and Orphan raise ``NotImplementedError``).
 
@@ -212,6 +212,52 @@ def timestamp(now: float) -> str:
 merge_patch = integrations.merge_patch
 """RFC 7386, as the API server applies a merge patch (the operator's own reading of it)."""
 
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+_MERGE_KEYS = {"schedulingGates": "name"}
+"""The Pod lists a strategic merge patch merges by key, of those the operator patches."""
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """A Pod strategic merge patch, as far as the operator sends one (a pod group's member).
+
+    Maps merge as in a merge patch; ``$deleteFromPrimitiveList/<field>`` removes values from a
+    list of strings; a list with a merge key (``schedulingGates`` by ``name``) merges item by
+    item, ``$patch: delete`` removing one; any other list is replaced.
+    """
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        field = key.removeprefix("$deleteFromPrimitiveList/")
+        if field != key:
+            out[field] = [v for v in out.get(field) or [] if v not in value]
+        elif value is None:
+            out.pop(key, None)
+        elif key in _MERGE_KEYS and isinstance(value, list):
+            out[key] = _merge_by_key(out.get(key) or [], value, _MERGE_KEYS[key])
+        elif isinstance(value, dict):
+            out[key] = strategic_merge_patch(out.get(key), value)
+        else:
+            out[key] = copy.deepcopy(value)
+        if out.get(field) == []:
+            del out[field]
+    return out
+
+
+def _merge_by_key(items: list[Body], changes: list[Body], merge_key: str) -> list[Body]:
+    """A list merged item by item on ``merge_key``; ``$patch: delete`` removes an item."""
+    out = [dict(i) for i in items]
+    for change in changes:
+        at = next((i for i, x in enumerate(out) if x.get(merge_key) == change.get(merge_key)), None)
+        if change.get("$patch") == "delete":
+            if at is not None:
+                del out[at]
+        elif at is None:
+            out.append(change)
+        else:
+            out[at] = strategic_merge_patch(out[at], change)
+    return out
+
 
 class FakeKube:
     """The API server's objects in memory, reached through ``request`` and ``list_items``."""
@@ -324,11 +370,13 @@ class FakeKube:
         if method == "PUT":
             return self._update(target, body, patch=False)
         if method == "PATCH":
-            if content_type.split(";", maxsplit=1)[0].strip() != MERGE_PATCH:
+            kind_of = content_type.split(";", maxsplit=1)[0].strip()
+            strategic = kind_of == STRATEGIC_PATCH and target.resource.kind == "Pod"
+            if kind_of != MERGE_PATCH and not strategic:
                 raise _error(415, f"the fake serves merge patches only, not {content_type}")
             if not isinstance(body, dict):
                 raise _error(400, "a merge patch must be a JSON object")
-            return self._update(target, body, patch=True)
+            return self._update(target, body, patch=True, strategic=strategic)
         if method == "DELETE" and not target.subresource:
             return self._delete(target, body or {})
         raise _error(405, f"the server does not allow this method on the resource: {method}")
@@ -402,10 +450,12 @@ class FakeKube:
             raise _error(422, f"{target.resource.kind} is invalid: metadata.name: Required value")
         return str(meta["name"])
 
-    def _update(self, target: _Target, body: Any, *, patch: bool) -> Body:
+    def _update(self, target: _Target, body: Any, *, patch: bool, strategic: bool = False) -> Body:
         resource = target.resource
         current = self._get(target)
-        if patch:
+        if strategic:
+            body = strategic_merge_patch(current, body)
+        elif patch:
             body = merge_patch(current, body)
         if not isinstance(body, dict):
             raise _error(400, "the body of an update must be a JSON object")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import re
 import signal
@@ -214,6 +215,15 @@ def gpu_job(
             },
         },
     }
+
+
+GPU_POOLS = (
+    kwok.A100_POOL,
+    dataclasses.replace(
+        kwok.H100_POOL, taints=(kwok.Taint("berth.dev/flavor", "h100", "NoSchedule"),)
+    ),
+)
+"""The e2e cluster's fake nodes: two pools, the H100 one tainted so only tolerating pods land."""
 
 
 H100_TOLERATION = {

@@ -15,7 +15,10 @@ the Kubeflow Trainer and the kubelet for jobs:
   an unsuspended RayJob is ``Initializing``, then ``Running`` on a ``ready``
   cluster (a RayCluster: its head, then ``ready``);
 - it completes after its ``duration`` (a JobSet with its ``Completed`` condition);
-- a suspended job's pods are gone at once.
+- a suspended job's pods are gone at once;
+- a pod group's member is made as the Pod webhook leaves it (gated); once the operator ungates
+  it, it is bound and runs on its document's timers (ready, then Succeeded); one the operator
+  deletes is made again at once, as the simulator assumes whoever made the pods does.
 
 For a Workload document (no job), the driver plays the job's part as Kueue's own tests do
 (``FinishEvictionForWorkloads``): its pods are ready after ``ready-after``, it finishes after its
@@ -38,6 +41,7 @@ simulator's events; the driver reads the operator's Workload writes from the wat
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import enum
 import heapq
@@ -47,7 +51,7 @@ from typing import Any, cast
 import fakeapi
 from berth.adapters.kube import client, errors, workloads
 from berth.api import conditions, configuration, names, workload_view
-from berth.core import integrations, jobset, kubeflow, ray, trainjob
+from berth.core import integrations, jobset, kubeflow, podgroup, ray, trainjob
 from berth.operator import jobcontroller, lifecycle, scheduler, world
 from berth.sim import documents
 
@@ -107,6 +111,15 @@ class _Do(enum.Enum):
     WORKLOAD_READY = "a job-less Workload's pods are ready"
     WORKLOAD_FINISH = "a job-less Workload finishes"
     WORKLOAD_RELEASE = "an evicted job-less Workload gives its quota back"
+    MEMBER_START = "a pod group's member is bound and runs"
+    MEMBER_READY = "a member is ready"
+    MEMBER_FINISH = "a member succeeds"
+    MEMBER_REPLACE = "a deleted member is made again by whoever made it"
+
+
+_MEMBER_ACTIONS = frozenset(
+    {_Do.MEMBER_START, _Do.MEMBER_READY, _Do.MEMBER_FINISH, _Do.MEMBER_REPLACE}
+)
 
 
 _WORKLOAD_ACTIONS = frozenset({_Do.WORKLOAD_READY, _Do.WORKLOAD_FINISH, _Do.WORKLOAD_RELEASE})
@@ -141,6 +154,8 @@ class Driver:
         self.docs = [d for d in docs if not isinstance(d.obj, configuration.Configuration)]
         self.by_job: dict[names.WorkloadKey, documents.Document] = {}
         """Job and Workload documents by key: their duration and ready-after."""
+        self.members: dict[names.WorkloadKey, documents.Document] = {}
+        """Pod documents by the pod's key, while the scenario keeps them."""
         self._due: list[_Due] = []
         self._seq = itertools.count()
         self._tokens: dict[names.WorkloadKey, int] = {}
@@ -220,7 +235,9 @@ class Driver:
         elif due.action == _Do.DELETE and due.doc is not None:
             await self._delete(due.doc)
         elif due.job is not None and self._tokens.get(due.job) == due.token:
-            if due.action in _WORKLOAD_ACTIONS:
+            if due.action in _MEMBER_ACTIONS:
+                await self._member_status(due.job, due.action)
+            elif due.action in _WORKLOAD_ACTIONS:
                 await self._workload_status(due.job, due.action)
             else:
                 await self._job_status(due.job, due.action)
@@ -231,13 +248,17 @@ class Driver:
         if doc.kind != documents.NAMESPACE and (doc.obj is None or doc.obj.NAMESPACED):
             meta.setdefault("namespace", doc.namespace)
         body["metadata"] = meta
-        if doc.kind in documents.JOBS or doc.kind[1] == "Workload":
+        if doc.kind == documents.POD:
+            self.members[names.WorkloadKey(doc.namespace, doc.name)] = doc
+            body = self._made(body)
+        elif doc.kind in documents.JOBS or doc.kind[1] == "Workload":
             self.by_job[names.WorkloadKey(doc.namespace, doc.name)] = doc
         if doc.kind in documents.JOBS:
             ns = doc.namespace
             if self.fake.store.get(("Namespace", "", ns)) is None:
                 self.fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-            if self.world.managed(body):  # the mutating webhook (webhooks.mutate_job)
+            if doc.kind != documents.POD and self.world.managed(body):
+                # the mutating webhook (webhooks.mutate_job)
                 body["spec"] = integrations.suspended_spec(self.world.integration(body), body)
         key = (doc.kind[1], meta.get("namespace", "") or "", doc.name)
         stored = self.fake.store.get(key)
@@ -248,7 +269,31 @@ class Driver:
             return
         self.fake.put(body)
 
+    def _made(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """A new Pod as the Pod webhook leaves it (``webhooks.mutate_pod``): a member, gated."""
+        integ = self.world.integration(pod)
+        if not isinstance(integ, integrations.PodGroupJob) or podgroup.controlled(pod):
+            return pod
+        if not self.world.managed(pod):
+            return pod
+        out = copy.deepcopy(pod)
+        for op in podgroup.webhook_patch(out, honor_kueue=self.config.honor_kueue_labels):
+            # Every operation adds, at a path of map keys or at a list's end ("-").
+            *parents, last = [
+                p.replace("~1", "/").replace("~0", "~") for p in op["path"][1:].split("/")
+            ]
+            holder = out
+            for part in parents:
+                holder = holder[part]
+            if last == "-":
+                holder.append(op["value"])
+            else:
+                holder[last] = op["value"]
+        return out
+
     async def _delete(self, doc: documents.Document) -> None:
+        if doc.kind == documents.POD:
+            self.members.pop(names.WorkloadKey(doc.namespace, doc.name), None)  # not made again
         meta = doc.raw.get("metadata") or {}
         ns = doc.namespace if doc.kind != documents.NAMESPACE else ""
         if self.fake.store.get((doc.kind[1], ns or "", doc.name)) is None:
@@ -266,8 +311,60 @@ class Driver:
             self.world.apply(event.kind, event.body)
         if event.kind == "Workload":
             self._note(event.body, deleted=event.type == "DELETED")
+        elif event.kind == "Pod":
+            self._member(event.body, deleted=event.type == "DELETED")
         elif event.kind in self.world.integrations and event.type != "DELETED":
             self._kubelet(event.body)
+
+    def _member(self, pod: dict[str, Any], *, deleted: bool) -> None:
+        """Play the scheduler and kubelet for a pod group's member, and its maker.
+
+        A member the operator ungated runs on its document's timers; one it deleted is made
+        again at once, as the simulator assumes whoever made it does.
+        """
+        meta = pod.get("metadata") or {}
+        key = names.WorkloadKey(str(meta.get("namespace")), str(meta.get("name")))
+        doc = self.members.get(key)
+        if doc is None or not podgroup.is_member(pod):
+            return
+        if deleted:
+            token = self._tokens[key] = self._tokens.get(key, 0) + 1
+            self._at(self._t(), _Do.MEMBER_REPLACE, job=key, token=token)
+            return
+        spec = pod.get("spec") or {}
+        if podgroup.is_gated(pod) or spec.get("nodeName") or meta.get("deletionTimestamp"):
+            return
+        token = self._tokens[key] = self._tokens.get(key, 0) + 1
+        self._at(self._t(), _Do.MEMBER_START, job=key, token=token)
+        if doc.ready_after is not None:
+            self._at(self._t() + doc.ready_after, _Do.MEMBER_READY, job=key, token=token)
+        if doc.duration is not None:
+            self._at(self._t() + doc.duration, _Do.MEMBER_FINISH, job=key, token=token)
+
+    async def _member_status(self, key: names.WorkloadKey, action: _Do) -> None:
+        doc = self.members.get(key)
+        if action == _Do.MEMBER_REPLACE:
+            if doc is not None and self.fake.store.get(("Pod", key.namespace, key.name)) is None:
+                await self._create(doc)
+            return
+        if self.fake.store.get(("Pod", key.namespace, key.name)) is None:
+            return
+        pod_path = fakeapi.path("Pod", key.namespace, key.name)
+        if action == _Do.MEMBER_START:
+            await self.fake.request(
+                "PATCH",
+                pod_path,
+                body={"spec": {"nodeName": "node-1"}},
+                content_type=client.MERGE_PATCH,
+            )
+            status: dict[str, Any] = {"phase": "Running"}
+        elif action == _Do.MEMBER_READY:
+            status = {"conditions": [{"type": "Ready", "status": "True"}]}
+        else:
+            status = {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}
+        await self.fake.request(
+            "PATCH", pod_path + "/status", body={"status": status}, content_type=client.MERGE_PATCH
+        )
 
     def _run_standalone(self, key: names.WorkloadKey) -> None:
         """A Workload without a job, admitted: its pods are ready and it ends on its timers."""

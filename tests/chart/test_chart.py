@@ -167,6 +167,11 @@ NEEDS = (
         "a TrainJob's pod sets are read from its runtime (watched; read when the watch lags)",
     ),
     Need(
+        _rules("ClusterRole", "", "pods", "patch delete"),
+        "berth.adapters.kube.jobs:patch_strategic",
+        "a pod group's members are started (gate lifted), deleted on eviction, and finalized",
+    ),
+    Need(
         _rules("ClusterRole", "batch", "jobs/status", "patch"),
         "berth.adapters.kube.jobs:patch_status",
         "a restored Job's startTime is cleared before it starts again",

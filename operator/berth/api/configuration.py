@@ -125,6 +125,7 @@ class Framework(enum.StrEnum):
     RAYJOB = "ray.io/rayjob"
     RAYCLUSTER = "ray.io/raycluster"
     TRAINJOB = "trainer.kubeflow.org/trainjob"
+    POD = "pod"
 
 
 class Integrations(base.Model):

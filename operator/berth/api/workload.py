@@ -15,6 +15,11 @@ from berth.api import conditions as cond
 
 DEFAULT_POD_SET = names.PodSetName("main")
 
+JOB_UID_LABEL = "berth.dev/job-uid"
+"""On a job's Workload (and on a RayJob's pods): the uid of the job."""
+POD_GROUP_LABEL = "berth.dev/pod-group"
+"""On a pod group's Workload: the group's name. Its pods own it, none as its controller, so its
+job is found by ``JOB_UID_LABEL`` (the group's own uid)."""
 EXPECTED_RUNTIME_ANNOTATION = "berth.dev/expected-runtime"
 """On a job or Workload: how long it is expected to run once started (a duration, e.g. 2h)."""
 RUNTIME_LIMIT_ANNOTATION = "berth.dev/runtime-limit"

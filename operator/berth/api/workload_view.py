@@ -97,8 +97,12 @@ class WorkloadView:
     def owner_job_uid(self) -> str | None:
         """The uid of the job that owns the Workload, if any.
 
-        Its controller (any job kind), else a ``batch`` Job it names.
+        Its controller (any job kind), else a ``batch`` Job it names; a pod group's Workload
+        (owned by its pods, none the controller) says its group's uid in a label.
         """
+        labels = _map(self.metadata.get("labels"))
+        if api_workload.POD_GROUP_LABEL in labels and labels.get(api_workload.JOB_UID_LABEL):
+            return str(labels[api_workload.JOB_UID_LABEL])
         refs = [_map(ref) for ref in _list(self.metadata.get("ownerReferences"))]
         for ref_map in refs:
             if ref_map.get("controller") is True and ref_map.get("uid"):

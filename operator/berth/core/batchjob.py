@@ -29,8 +29,7 @@ MIN_PARALLELISM = "berth.dev/job-min-parallelism"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 KUEUE_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
-JOB_UID_LABEL = "berth.dev/job-uid"
-"""On a job's Workload (and on a RayJob's pods): the uid of the job."""
+JOB_UID_LABEL = workload.JOB_UID_LABEL
 _MAX_NAME = 253
 _HASH = 5
 
@@ -126,11 +125,14 @@ def build_workload(
     kind: str = "Job",
     group: str = "batch",
     runtime_limit: float | None = None,
+    name: str | None = None,
+    labels: dict[str, str] | None = None,
 ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
     """The Workload of a job of any kind from its pod sets, or the field errors that prevent it.
 
-    Named as Kueue names it (``workload_name``), owned by nothing yet (``core.integrations``
-    adds the owner), labelled with the job's uid, in the job's LocalQueue. The job's
+    Named as Kueue names it (``workload_name``, unless ``name`` is given), owned by nothing yet
+    (``core.integrations`` adds the owner), labelled with the job's uid (and ``labels``), in the
+    job's LocalQueue. The job's
     ``berth.dev/expected-runtime`` annotation is copied and its hard ``runtime_limit`` written
     as ``berth.dev/runtime-limit``, for the Backfill strategy's estimates.
     """
@@ -145,9 +147,9 @@ def build_workload(
         "apiVersion": base.API_VERSION,
         "kind": "Workload",
         "metadata": {
-            "name": workload_name(str(meta.get("name") or ""), uid, kind=kind, group=group),
+            "name": name or workload_name(str(meta.get("name") or ""), uid, kind=kind, group=group),
             "namespace": str(meta.get("namespace") or "default"),
-            "labels": {JOB_UID_LABEL: uid},
+            "labels": {JOB_UID_LABEL: uid, **(labels or {})},
             **({"annotations": notes} if notes else {}),
         },
         "spec": {"podSets": list(pod_sets), "queueName": queue_name(job, honor_kueue=honor_kueue)},

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from berth.api import configuration, errors, names, resourceflavor, workload
-from berth.core import batchjob, job_kind, jobset, kubeflow, priority, ray, trainjob
+from berth.core import batchjob, job_kind, jobset, kubeflow, podgroup, priority, ray, trainjob
 from berth.core.job_kind import Body, Integration, PodSetOriginal, PodSetRun
 
 UNSUPPORTED_OWNER_LABEL = "berth.dev/unsupported-owner"
@@ -429,16 +429,20 @@ class NewWorkload:
         """
         meta = job.get("metadata") or {}
         body = self.obj.to_yaml_dict()
-        body["metadata"]["ownerReferences"] = [
-            {
-                "apiVersion": integration.api_version,
-                "kind": integration.kind,
-                "name": meta.get("name"),
-                "uid": meta.get("uid"),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        body["metadata"]["ownerReferences"] = (
+            podgroup.owner_references(job)
+            if isinstance(integration, PodGroupJob)
+            else [
+                {
+                    "apiVersion": integration.api_version,
+                    "kind": integration.kind,
+                    "name": meta.get("name"),
+                    "uid": meta.get("uid"),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ]
+        )
         body["spec"]["priority"] = self.resolved.value
         if self.resolved.class_name is not None:
             workload_class = self.resolved.class_kind == "WorkloadPriorityClass"
@@ -554,6 +558,128 @@ CHILD_KINDS = (
 _KUBEFLOW = {k.framework: k for k in kubeflow.KINDS}
 
 
+MEMBERS = "pods"
+"""The key of a pod group's patches: a map from each member's name to its strategic merge patch,
+or None to delete it (a group is many objects; ``PodGroupJob``)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PodGroupJob(job_kind.Labelled):
+    """The pod integration: plain Pods admitted as a group, one pod set per role.
+
+    The job is the group ``core.podgroup.group_body`` assembles from its pods, and every patch
+    is a map of member patches under ``MEMBERS`` (``core.podgroup``).
+    """
+
+    @property
+    def kind(self) -> str:
+        """``Pod``."""
+        return podgroup.KIND
+
+    @property
+    def api_version(self) -> str:
+        """``v1``."""
+        return podgroup.API_VERSION
+
+    @property
+    def plural(self) -> str:
+        """``pods``."""
+        return podgroup.PLURAL
+
+    @property
+    def size_field(self) -> str:
+        """The group's size annotation."""
+        return f"metadata.annotations[{podgroup.TOTAL_ANNOTATION}]"
+
+    def pod_selector(self, job: Body) -> str:  # noqa: ARG002 - one label marks every member
+        """Berth's label on every member (the group's own members are ``job['pods']``)."""
+        return f"{podgroup.MANAGED_LABEL}=true"
+
+    def child_as_made(self, job: Body, child: Body) -> Body | str:  # noqa: ARG002 - none is made
+        """None: pods make no jobs."""
+        return job_kind.makes_no_children(job)
+
+    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - pods are never restored
+        """Nothing: a stopped member is deleted, not restored."""
+        return None
+
+    def pod_count(self, job: Body) -> int:
+        """The group's size."""
+        return podgroup.total(job, honor_kueue=self.honor_kueue_labels)
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The first member's ``priorityClassName``."""
+        members = podgroup.pods(job)
+        spec = (members[0].get("spec") or {}) if members else {}
+        return spec.get("priorityClassName") or None
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The group's Workload, or why it cannot be made (yet)."""
+        return podgroup.to_workload(job, uid=uid, honor_kueue=self.honor_kueue_labels)
+
+    def start_patch(
+        self,
+        job: Body,
+        originals: list[PodSetOriginal],  # noqa: ARG002 - a member keeps its own template
+        runs: list[PodSetRun],
+    ) -> Body:
+        """Each gated member of the group, ungated on its role's flavors."""
+        placements = {r.name: list(r.placements) for r in runs}
+        size = self.pod_count(job)
+        return {
+            MEMBERS: {
+                str(pod["metadata"]["name"]): podgroup.start_patch(
+                    pod, pod_set=role, flavors=placements.get(role, [])
+                )
+                for pod in podgroup.runnable(job)[:size]
+                if podgroup.is_gated(pod)
+                for role in [podgroup.role_of(pod)]
+            }
+        }
+
+    def stop_patch(self, job: Body) -> Body:
+        """Delete the members that were started and still run."""
+        return {MEMBERS: {str(p["metadata"]["name"]): None for p in podgroup.to_stop(job)}}
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:  # noqa: ARG002 - deleted, not restored
+        """None: pods are deleted, never restored."""
+        return None
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - a group cannot grow
+        """None: the size annotation is fixed and excess members are deleted."""
+        return None
+
+    def upkeep_patch(self, job: Body, *, finished_workload: bool) -> Body:
+        """Excess members deleted, and finalizers off the members that may go."""
+        out: dict[str, Body | None] = {
+            str(p["metadata"]["name"]): podgroup.DROP_FINALIZER
+            for p in podgroup.finalizer_drops(
+                job, finished_workload=finished_workload, honor_kueue=self.honor_kueue_labels
+            )
+        }
+        for pod in podgroup.excess(job, honor_kueue=self.honor_kueue_labels):
+            out[str(pod["metadata"]["name"])] = None
+        return {MEMBERS: out}
+
+    def is_suspended(self, job: Body) -> bool:
+        """A member that counts is still gated."""
+        return podgroup.is_suspended(job, honor_kueue=self.honor_kueue_labels)
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """``total`` members succeeded, or an unretriable group stopped."""
+        return podgroup.finished(job, honor_kueue=self.honor_kueue_labels)
+
+    def pods_ready(self, job: Body, count: int) -> bool:
+        """Ready + succeeded members >= count."""
+        return podgroup.pods_ready(job, count)
+
+    def active_pods(self, job: Body) -> int:
+        """Members bound and not finished."""
+        return podgroup.active_pods(job)
+
+
 def make(
     framework: configuration.Framework,
     *,
@@ -572,6 +698,8 @@ def make(
         return BatchJob(honor_kueue_labels=honor_kueue_labels)
     if framework is configuration.Framework.JOBSET:
         return JobSetJob(honor_kueue_labels=honor_kueue_labels)
+    if framework is configuration.Framework.POD:
+        return PodGroupJob(honor_kueue_labels=honor_kueue_labels)
     if framework is configuration.Framework.RAYJOB:
         return ray.RayKind(honor_kueue_labels=honor_kueue_labels, shape=ray.RAYJOB)
     if framework is configuration.Framework.RAYCLUSTER:

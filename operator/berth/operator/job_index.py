@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from berth.api import names
+from berth.core import podgroup
 
 Body = dict[str, Any]
 
@@ -21,8 +22,15 @@ Body = dict[str, Any]
 def owner_job_uid(body: Body) -> str | None:
     """The uid of the job that controls a Pod, if any.
 
-    Its controller (a Job, a training job), else a ``batch`` Job it names.
+    Its controller (a Job, a training job), else a ``batch`` Job it names; a pod group's member
+    counts for its group (``core.podgroup.group_uid``).
     """
+    if podgroup.is_member(body):
+        member = podgroup.membership(body)
+        meta = _meta(body)
+        return (
+            None if member is None else podgroup.group_uid(str(meta.get("namespace")), member.name)
+        )
     refs = [
         r for r in (body.get("metadata") or {}).get("ownerReferences") or [] if isinstance(r, dict)
     ]

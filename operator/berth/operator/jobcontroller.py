@@ -26,7 +26,7 @@ from typing import Any
 from berth.adapters.kube import client, errors, events, jobs, workloads
 from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
-from berth.core import integrations, job_sync
+from berth.core import integrations, job_sync, podgroup
 from berth.core.job_kind import Integration
 from berth.operator import ports, webhooks
 from berth.operator import world as world_mod
@@ -91,9 +91,13 @@ class JobController:
         if not (w.managed(job) or unfinished):
             return
         owner = job_sync.foreign_owner(job, w.integrations) if key.kind == "Job" else None
+        if isinstance(integ, integrations.PodGroupJob) and await self._members(integ, job, wl):
+            return  # the members' events bring the group back
         if wl_key is None:
             if integ.finished(job)[0]:
                 return
+            if isinstance(integ, integrations.PodGroupJob) and podgroup.missing(job):
+                return  # not whole yet: its Workload is made when its last member comes
             if not integ.is_suspended(job):
                 # Running before Berth managed it (a queue label added past the webhook): stop it
                 # first, so it can only run again through an admission Berth starts.
@@ -105,10 +109,55 @@ class JobController:
             await self._step(integ, job, wl_key, wl, owner)
 
     async def _patch(self, integ: Integration, job: dict[str, Any], patch: dict[str, Any]) -> None:
-        """Merge-patch a job and take in what the API server stored."""
+        """Merge-patch a job and take in what the API server stored.
+
+        A pod group's patch is one per member (``integrations.MEMBERS``): a strategic merge
+        patch, or None to delete the member.
+        """
         meta = job["metadata"]
+        if isinstance(integ, integrations.PodGroupJob):
+            for name, member_patch in sorted(patch.get(integrations.MEMBERS, {}).items()):
+                if member_patch is None:
+                    await jobs.delete(self.kube, integ, meta["namespace"], name)
+                    continue
+                with contextlib.suppress(errors.NotFoundError):  # gone meanwhile: nothing to do
+                    stored = await jobs.patch_strategic(
+                        self.kube, integ, meta["namespace"], name, member_patch
+                    )
+                    self.world.apply(integ.kind, stored)
+            return
         stored = await jobs.patch(self.kube, integ, meta["namespace"], meta["name"], patch)
         self.world.apply(integ.kind, stored)
+
+    async def _members(
+        self,
+        integ: integrations.PodGroupJob,
+        group: dict[str, Any],
+        wl: workload_view.WorkloadView | None,
+    ) -> bool:
+        """Keep a pod group's members, and its Workload owned by every member.
+
+        Excess members are deleted and finalizers come off those that may go; every member owns
+        the Workload (Kueue's ``EnsureWorkloadOwnedByAllMembers``).
+
+        Returns whether it wrote.
+        """
+        done = integ.finished(group)[0]
+        finished = (wl is not None and wl.is_true(_COND.FINISHED)) or (wl is None and done)
+        upkeep = integ.upkeep_patch(group, finished_workload=finished)
+        if upkeep[integrations.MEMBERS]:
+            await self._patch(integ, group, upkeep)
+            return True
+        if wl is None or finished:
+            return False
+        owners = podgroup.owners(group, wl.metadata.get("ownerReferences"))
+        if owners is None:
+            return False
+        stored = await workloads.patch_metadata(
+            self.kube, wl.key, wl.resource_version, {"ownerReferences": owners}
+        )
+        self.world.apply("Workload", stored)
+        return True
 
     async def _follow_priority(
         self, integ: Integration, job: dict[str, Any], wl: workload_view.WorkloadView
@@ -157,6 +206,9 @@ class JobController:
                 await self._track_ready(integ, job, wl_key, wl)
         elif not integ.is_suspended(job):
             meta = job["metadata"]
+            if isinstance(integ, integrations.PodGroupJob):
+                await self._patch(integ, job, integ.stop_patch(job))  # a patch per member
+                return
             await jobs.patch(
                 self.kube, integ, meta["namespace"], meta["name"], integ.stop_patch(job)
             )
@@ -166,7 +218,15 @@ class JobController:
     async def _event(
         self, involved: dict[str, Any], reason: str, message: str, *, warning: bool = False
     ) -> None:
-        """Post an Event on the Job or Workload; best effort (a failure loses only the Event)."""
+        """Post an Event on the Job or Workload; best effort (a failure loses only the Event).
+
+        A pod group's Events go on its first member (the group is no object of its own).
+        """
+        if involved.get("kind") == podgroup.KIND and "pods" in involved:
+            members = podgroup.pods(involved)
+            if not members:
+                return
+            involved = members[0]
         with contextlib.suppress(errors.KubeError):
             await events.emit(
                 self.kube, involved, reason, message, self.world.clock(), warning=warning
@@ -456,13 +516,23 @@ class JobController:
         w = self.world
         meta = job["metadata"]
         ns, name = meta["namespace"], meta["name"]
-        if not integ.is_suspended(job):
+        if isinstance(integ, integrations.PodGroupJob):
+            # Pods are not suspended: the started members are deleted, and the quota goes once
+            # none is left on a node (the members still gated wait for the next admission).
+            stop = integ.stop_patch(job)
+            if stop[integrations.MEMBERS]:
+                await self._patch(integ, job, stop)
+                await self._event(job, "Stopped", "The workload is evicted; its pods are deleted")
+                return
+            if integ.active_pods(job) > 0:
+                return  # the members' deletions bring the group back
+        elif not integ.is_suspended(job):
             await self._patch(integ, job, integ.stop_patch(job))
             self._suspended_at[meta["uid"]] = w.clock()
             message = f"The workload is evicted; the {integ.kind} is suspended"
             await self._event(job, "Stopped", message)
             return
-        if not await self._pods_gone(integ, job, key):
+        elif not await self._pods_gone(integ, job, key):
             return
         restore = integ.restore_patch(job, integrations.originals(wl.pod_sets))
         if restore is not None:

@@ -220,5 +220,8 @@ class WebhookWorld(Protocol):
     def admitted_for_job(self, job: Body) -> bool:
         """Tell whether a job's Workload is admitted now."""
 
+    def pod_group(self, pod: Body) -> Body | None:
+        """The group a member pod belongs to, as assembled now (None: not a member, or none)."""
+
     def workload_state(self, job: Body) -> job_updates.WorkloadState:
         """Where a Job's Workload stands."""

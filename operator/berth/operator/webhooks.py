@@ -38,6 +38,7 @@ from berth.core import (
     job_sync,
     job_updates,
     managed,
+    podgroup,
     workload_updates,
 )
 from berth.operator import ports
@@ -222,6 +223,41 @@ def validate_job(
     return _allow()
 
 
+def mutate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
+    """Make a new managed Pod a pod group's member: held by Berth's gate (``core.podgroup``).
+
+    A pod a controller owns (a Job's) is its controller's business, never a member.
+    """
+    pod = _job(request)
+    if request.get("operation") != "CREATE" or world.integration(pod).kind != podgroup.KIND:
+        return _allow()  # not a create, or the pod integration is off
+    if podgroup.controlled(pod) or not world.managed(pod):
+        return _allow()
+    return _allow(podgroup.webhook_patch(pod, honor_kueue=world.config.honor_kueue_labels))
+
+
+def validate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
+    """Check a new member's group metadata, and that a change keeps ``core.podgroup``'s rules.
+
+    Berth's scheduling gate comes off only while the member's group is admitted.
+    """
+    pod = _job(request)
+    old = _job(request, "oldObject")
+    if not (podgroup.is_member(pod) or podgroup.is_member(old)):
+        return _allow()
+    if request.get("operation") == "CREATE":
+        problems = podgroup.create_problems(pod)
+    elif request.get("operation") == "UPDATE":
+        group = world.pod_group(old)
+        admitted = group is not None and world.admitted_for_job(group)
+        problems = podgroup.update_problems(old, pod, admitted=admitted)
+    else:
+        return _allow()
+    if problems:
+        return _deny("; ".join(str(p) for p in problems), 422)
+    return _allow()
+
+
 def _load(request: dict[str, Any]) -> tuple[base.Object | None, list[str]]:
     obj, problems = kinds.try_load(request.get("object") or {})
     return obj, [str(p) for p in problems]
@@ -326,6 +362,8 @@ def app(
     application = web.Application()
     application.router.add_post("/mutate-job", job_route(mutate_job))
     application.router.add_post("/validate-job", job_route(validate_job))
+    application.router.add_post("/mutate-pod", route(lambda r: mutate_pod(world, r)))
+    application.router.add_post("/validate-pod", route(lambda r: validate_pod(world, r)))
     application.router.add_post("/mutate-berth", route(mutate_berth))
     application.router.add_post(
         "/validate-berth",
@@ -387,6 +425,8 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
     def job_rules(operations: list[str]) -> list[dict[str, Any]]:
         out = []
         for integ in world.integrations.values():
+            if isinstance(integ, integrations.PodGroupJob):
+                continue  # pods have hooks of their own (below)
             group, _, version = integ.api_version.rpartition("/")
             out.append(rule(group, [integ.plural], operations, version))
         return out
@@ -450,12 +490,37 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             )
         )
     berth_rules = [rule(base.GROUP, list(BERTH_PLURALS), ["CREATE", "UPDATE"])]
+    members = {"matchExpressions": [{"key": podgroup.MANAGED_LABEL, "operator": "Exists"}]}
+    pod_hooks = (
+        [
+            hook(
+                "mpod",
+                "/mutate-pod",
+                [rule("", ["pods"], ["CREATE"], "v1")],
+                objectSelector=queued,
+                namespaceSelector=job_namespaces,
+            ),
+            hook(
+                "vpod",
+                "/validate-pod",
+                [rule("", ["pods"], ["CREATE", "UPDATE"], "v1")],
+                objectSelector=members,
+                namespaceSelector=job_namespaces,
+            ),
+        ]
+        if podgroup.KIND in world.integrations
+        else []
+    )
     return [
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": NAME},
-            "webhooks": [*job_hooks, hook("mberth", "/mutate-berth", berth_rules)],
+            "webhooks": [
+                *job_hooks,
+                *(h for h in pod_hooks if h["name"].startswith("m")),
+                hook("mberth", "/mutate-berth", berth_rules),
+            ],
         },
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -470,6 +535,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
                     namespaceSelector=job_namespaces,
                 ),
                 *(h for h in children if h["name"].startswith("v")),
+                *(h for h in pod_hooks if h["name"].startswith("v")),
                 hook("vberth", "/validate-berth", berth_rules),
             ],
         },

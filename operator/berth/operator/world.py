@@ -43,6 +43,7 @@ from berth.core import (
     job_sync,
     job_updates,
     managed,
+    podgroup,
     priority,
     trainjob,
     workload,
@@ -102,6 +103,8 @@ class World:
         """The latest stored body of every Workload, read through its view."""
         self.infos: dict[names.WorkloadKey, workload.WorkloadInfo] = {}
         self.index = job_index.JobIndex()
+        self.pod_groups: dict[names.JobKey, dict[str, Body]] = {}
+        """Each pod group's members as last seen, by pod name (``_pod``)."""
         self.jobs = self.index.jobs
         self.job_of_uid = self.index.job_of_uid
         self.queue_objects = queue_objects.QueueObjects(self.cache, self.priorities)
@@ -162,15 +165,13 @@ class World:
         self._dispatch(kind, body, deleted=True)
 
     def _dispatch(self, kind: str, body: Body, *, deleted: bool) -> None:
-        if kind in self.integrations:
+        if kind == "Pod":
+            self._pod(body, deleted=deleted)
+        elif kind in self.integrations:
             owner = job_sync.parent(body, self.integrations)
             job = self.index.take_job(
                 kind, body, deleted=deleted, parent_uid=None if owner is None else owner.uid
             )
-            if job is not None:
-                self.mark_job(job)
-        elif kind == "Pod":
-            job = self.index.take_pod(body, deleted=deleted)
             if job is not None:
                 self.mark_job(job)
         elif kind == "Workload":
@@ -179,6 +180,39 @@ class World:
             self._runtime(body, deleted=deleted)
         else:
             self._react(self.queue_objects.take(kind, body, deleted=deleted))
+
+    def _pod(self, body: Body, *, deleted: bool) -> None:
+        """Count a job's pod; a pod group's member also changes its group (the group's job)."""
+        job = self.index.take_pod(body, deleted=deleted)
+        if job is not None:
+            self.mark_job(job)
+        if podgroup.KIND not in self.integrations or not podgroup.is_member(body):
+            return
+        member = podgroup.membership(body)
+        meta = body.get("metadata") or {}
+        if member is None:
+            return
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        key = names.JobKey(podgroup.KIND, namespace, member.name)
+        members = self.pod_groups.setdefault(key, {})
+        if deleted:
+            members.pop(name, None)
+        else:
+            members[name] = body
+        if not members:
+            del self.pod_groups[key]
+        group = podgroup.group_body(namespace, member.name, members.values())
+        job = self.index.take_job(podgroup.KIND, group, deleted=not members)
+        if job is not None:
+            self.mark_job(job)
+
+    def pod_group(self, pod: Body) -> Body | None:
+        """The group a member pod belongs to, as assembled now (None: not a member, or none yet)."""
+        member = podgroup.membership(pod) if podgroup.is_member(pod) else None
+        if member is None:
+            return None
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        return self.jobs.get(names.JobKey(podgroup.KIND, namespace, member.name))
 
     def _runtime(self, body: Body, *, deleted: bool) -> None:
         """Keep a training runtime; the TrainJobs that name it are looked at again.

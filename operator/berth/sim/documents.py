@@ -16,7 +16,7 @@ from typing import IO, Any
 import yaml
 
 from berth.api import base, duration, errors, kinds, kueue_convert
-from berth.core import integrations, job_kind, trainjob
+from berth.core import integrations, job_kind, podgroup, trainjob
 
 AT = "sim.berth.dev/at"
 DELETE_AT = "sim.berth.dev/delete-at"
@@ -33,6 +33,8 @@ PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
 RUNTIMES = frozenset((trainjob.API_VERSION, kind) for kind in trainjob.RUNTIME_PLURALS)
 """The Kubeflow Trainer's runtimes: kept as written, read by the TrainJobs that name them."""
 TRAINJOB = (trainjob.API_VERSION, trainjob.KIND)
+POD = (podgroup.API_VERSION, podgroup.KIND)
+"""A plain Pod: a member of a pod group (or a group of one); the engine assembles groups."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -161,6 +163,7 @@ def read_streams(sources: list[tuple[str, IO[str]]]) -> list[Document]:
                         )
                 docs.append(doc)
     problems += _check_trainjobs(docs)
+    problems += _check_pod_groups(docs)
     if problems:
         raise ScenarioError(problems)
     return docs
@@ -176,6 +179,29 @@ def _check_trainjobs(docs: list[Document]) -> list[tuple[Location | None, errors
         if doc.kind == TRAINJOB
         for problem in check.to_workload(doc.raw, uid="load-check")[1]
     ]
+
+
+def _check_pod_groups(docs: list[Document]) -> list[tuple[Location | None, errors.FieldError]]:
+    """Each pod group's members agree on its queue and size, and make pod sets together.
+
+    A problem is reported on the group's last document. A group with fewer pods than its size
+    is no problem: its Workload is never made, as in Kueue.
+    """
+    groups: dict[tuple[str, str], list[Document]] = {}
+    for doc in docs:
+        member = podgroup.membership(doc.raw) if doc.kind == POD else None
+        if member is not None and not podgroup.controlled(doc.raw):
+            groups.setdefault((doc.namespace, member.name), []).append(doc)
+    out: list[tuple[Location | None, errors.FieldError]] = []
+    for (namespace, name), members in sorted(groups.items()):
+        body = podgroup.group_body(namespace, name, [d.raw for d in members])
+        if podgroup.missing(body):
+            out += [(members[-1].location, p) for p in podgroup.consistency_problems(body)]
+            continue
+        obj, problems = podgroup.to_workload(body, uid="load-check")
+        out += [(members[-1].location, p) for p in problems]
+        del obj
+    return out
 
 
 def _runtimes_of(docs: list[Document]) -> dict[trainjob.RuntimeKey, dict[str, Any]]:
@@ -229,6 +255,8 @@ def _raw_problems(kind: tuple[str, str], raw: dict[str, Any]) -> list[errors.Fie
         return [errors.FieldError("spec", f"required; a {kind[1]} needs a spec")]
     if kind == TRAINJOB:
         return []  # checked once every runtime is read (``_check_trainjobs``)
+    if kind == POD:
+        return podgroup.create_problems(raw)  # each group is checked whole (``_check_pod_groups``)
     # Build its Workload once now, so a bad job is reported with every other problem before
     # the run starts rather than when its time comes.
     return JOBS[kind].to_workload(raw, uid="load-check")[1]

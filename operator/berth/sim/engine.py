@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from berth.api import conditions, configuration, duration, errors, names, priorityclass
 from berth.api import workload as api_workload
-from berth.core import cycle, integrations, job_kind, podsready, trainjob, workload
+from berth.core import cycle, integrations, job_kind, podgroup, podsready, trainjob, workload
 from berth.sim import documents, events, intake, summary
 from berth.sim.workloads import Phase, SimWorkload
 from berth.state import cache as cache_mod
@@ -162,6 +162,8 @@ class Simulator:
         self.out.listeners.extend(functools.partial(o.on_event, self) for o in self.observers)
         self.workloads: dict[names.WorkloadKey, SimWorkload] = {}
         self.job_to_workload: dict[names.JobKey, names.WorkloadKey] = {}
+        self.pod_groups: dict[names.JobKey, dict[str, documents.Document]] = {}
+        """Each pod group's members so far, by name (``_apply_pod``)."""
         self.usage_tracker = events.UsageTracker()
         self._timers: list[_Timer] = []
         self._queues_due = False
@@ -251,6 +253,8 @@ class Simulator:
             labels = (doc.raw.get("metadata") or {}).get("labels") or {}
             self.cache.upsert_namespace(doc.name, {str(k): str(v) for k, v in labels.items()})
             self._queues_due = True
+        elif doc.kind == documents.POD:
+            self._apply_pod(doc)
         elif doc.kind in documents.JOBS:
             self._apply_job(doc)
         elif doc.kind in documents.RUNTIMES:
@@ -269,6 +273,8 @@ class Simulator:
         obj = doc.obj
         if doc.kind == documents.NAMESPACE:
             self.cache.delete_namespace(doc.name)
+        elif doc.kind == documents.POD:
+            self._delete_pod(doc)
         elif doc.kind in documents.JOBS:
             key = self.job_to_workload.pop(_job_key(doc), None)
             if key is not None:
@@ -325,6 +331,62 @@ class Simulator:
         new = intake.from_job(doc, integ, self.priorities.classes(), uid)
         self.job_to_workload[job_key] = new.obj.key
         self._create_workload(doc, new, uid, job_key.object_key)
+
+    def _member(self, doc: documents.Document) -> names.JobKey | None:
+        """The pod group a Pod document is a member of (None: not Berth's pod)."""
+        integ = self.integrations[podgroup.KIND]
+        if podgroup.controlled(doc.raw):
+            return None  # a controller's pod (a Job's): never a member
+        if integ.queue_name(doc.raw) is None and not self.config.manage_jobs_without_queue_name:
+            return None
+        member = podgroup.membership(doc.raw, honor_kueue=self.config.honor_kueue_labels)
+        return None if member is None else names.JobKey(podgroup.KIND, doc.namespace, member.name)
+
+    def _apply_pod(self, doc: documents.Document) -> None:
+        """A member joins its group; the group's Workload is made once the group is whole.
+
+        The group runs for its longest member's duration, and is ready when its last member is.
+        A member that joins later (a replacement) runs with the group.
+        """
+        key = self._member(doc)
+        if key is None:
+            return
+        self._ensure_namespace(doc.namespace)
+        members = self.pod_groups.setdefault(key, {})
+        members[doc.name] = doc
+        if key in self.job_to_workload:
+            return
+        integ = self.integrations[podgroup.KIND]
+        body = podgroup.group_body(key.namespace, key.name, [d.raw for d in members.values()])
+        if podgroup.missing(body, honor_kueue=self.config.honor_kueue_labels):
+            return
+        docs = list(members.values())
+        durations = [d.duration for d in docs]
+        readiness = [d.ready_after for d in docs]
+        group = dataclasses.replace(
+            doc,
+            raw=body,
+            duration=None if None in durations else max(d for d in durations if d is not None),
+            ready_after=None if None in readiness else max(r for r in readiness if r is not None),
+        )
+        uid = _uid(next(self._created), key.kind, key.namespace, key.name)
+        new = intake.from_job(group, integ, self.priorities.classes(), uid)
+        self.job_to_workload[key] = new.obj.key
+        self._create_workload(group, new, uid, key.object_key)
+
+    def _delete_pod(self, doc: documents.Document) -> None:
+        """A member leaves; the group's Workload goes with its last member (its pods own it)."""
+        key = self._member(doc)
+        members = None if key is None else self.pod_groups.get(key)
+        if key is None or members is None:
+            return
+        members.pop(doc.name, None)
+        if members:
+            return
+        del self.pod_groups[key]
+        workload_key = self.job_to_workload.pop(key, None)
+        if workload_key is not None:
+            self._delete_workload(workload_key)
 
     def _set_priority(self, sim: SimWorkload, value: int) -> None:
         """Change a workload's priority: it re-sorts if pending, and counts so in preemption."""

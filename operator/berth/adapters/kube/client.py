@@ -21,6 +21,8 @@ from kubernetes_asyncio.client import exceptions as k8s_exceptions
 from berth.adapters.kube import errors
 
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+"""Built-in kinds only: lists merge by key (a pod's scheduling gates) and ``$patch`` directives."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -26,7 +26,8 @@ class Resource(Protocol):
 
 def path(resource: Resource, namespace: str, name: str | None = None) -> str:
     """The API path of a namespace's jobs of one kind, or of one job."""
-    out = f"/apis/{resource.api_version}/namespaces/{namespace}/{resource.plural}"
+    root = "/api" if "/" not in resource.api_version else "/apis"  # the core group: v1 pods
+    out = f"{root}/{resource.api_version}/namespaces/{namespace}/{resource.plural}"
     return out if name is None else f"{out}/{name}"
 
 
@@ -47,6 +48,23 @@ async def patch(
     return await kube.request(
         "PATCH", path(resource, namespace, name), body=body, content_type=client.MERGE_PATCH
     )
+
+
+async def patch_strategic(
+    kube: client.Kube, resource: Resource, namespace: str, name: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Strategic-merge-patch a built-in object (a pod group's member: its gate, its finalizer)."""
+    return await kube.request(
+        "PATCH", path(resource, namespace, name), body=body, content_type=client.STRATEGIC_PATCH
+    )
+
+
+async def delete(kube: client.Kube, resource: Resource, namespace: str, name: str) -> None:
+    """Delete one object of a job (a pod group's member); one already gone is no error."""
+    try:
+        await kube.request("DELETE", path(resource, namespace, name))
+    except errors.NotFoundError:
+        return
 
 
 async def patch_status(

@@ -62,6 +62,25 @@ async def create(kube: client.Kube, body: dict[str, Any]) -> dict[str, Any]:
     return await kube.request("POST", path(namespace), body=body)
 
 
+async def _patch(
+    kube: client.Kube,
+    key: names.WorkloadKey,
+    resource_version: str | None,
+    body: dict[str, Any],
+    subresource: str = "",
+) -> dict[str, Any]:
+    """Merge-patch the Workload (or a subresource); fail on a stale ``resource_version``."""
+    out: dict[str, Any] = dict(body)
+    if resource_version is not None:
+        out["metadata"] = {**(body.get("metadata") or {}), "resourceVersion": resource_version}
+    return await kube.request(
+        "PATCH",
+        path(key.namespace, key.name) + subresource,
+        body=out,
+        content_type=client.MERGE_PATCH,
+    )
+
+
 async def patch_status(
     kube: client.Kube,
     key: names.WorkloadKey,
@@ -69,15 +88,7 @@ async def patch_status(
     status: dict[str, Any],
 ) -> dict[str, Any]:
     """Merge ``status`` into the Workload's status; fail on a stale ``resource_version``."""
-    body: dict[str, Any] = {"status": status}
-    if resource_version is not None:
-        body["metadata"] = {"resourceVersion": resource_version}
-    return await kube.request(
-        "PATCH",
-        path(key.namespace, key.name) + "/status",
-        body=body,
-        content_type=client.MERGE_PATCH,
-    )
+    return await _patch(kube, key, resource_version, {"status": status}, "/status")
 
 
 async def patch_spec(
@@ -87,12 +98,17 @@ async def patch_spec(
     spec: dict[str, Any],
 ) -> dict[str, Any]:
     """Merge ``spec`` into the Workload's spec; fail on a stale ``resource_version``."""
-    body: dict[str, Any] = {"spec": spec}
-    if resource_version is not None:
-        body["metadata"] = {"resourceVersion": resource_version}
-    return await kube.request(
-        "PATCH", path(key.namespace, key.name), body=body, content_type=client.MERGE_PATCH
-    )
+    return await _patch(kube, key, resource_version, {"spec": spec})
+
+
+async def patch_metadata(
+    kube: client.Kube,
+    key: names.WorkloadKey,
+    resource_version: str | None,
+    metadata: dict[str, Any],
+) -> dict[str, Any]:
+    """Merge ``metadata`` into the Workload's (its owners); fail on a stale ``resource_version``."""
+    return await _patch(kube, key, resource_version, {"metadata": metadata})
 
 
 async def delete(kube: client.Kube, key: names.WorkloadKey, uid: str) -> None:

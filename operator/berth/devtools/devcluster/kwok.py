@@ -2,14 +2,15 @@
 
 kwok keeps whatever capacity a Node is created with (``nvidia.com/gpu: 8``), marks the nodes
 Ready, keeps their leases, and walks pods through its "general" stages: Running, then (Job pods
-only) Succeeded, each stage after a delay read from the pod's annotations (`pod_timing`).
-The launcher creates the nodes and starts kwok; ``berth dev up`` parses ``--pool`` with
-`parse_pool`.
+and, by the project's own stage in ``member-pod-stages.yaml``, pod group members only)
+Succeeded, each stage after a delay read from the pod's annotations (`pod_timing`). The
+launcher creates the nodes and starts kwok; ``berth dev up`` parses ``--pool`` with `parse_pool`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,9 +32,10 @@ _STAGES_BEFORE_RUNNING = ("pod-create", "pod-ready")
 def pod_timing(runs_for: str, starts_after: str = "0s") -> dict[str, str]:
     """Return pod annotations that make kwok run a pod after ``starts_after`` for ``runs_for``.
 
-    Both are Go durations such as ``"5s"`` or ``"1h"``; only a Job's pods ever succeed. kwok
-    waits ``delay`` plus a random share of ``jitter-delay - delay``, but only ``jitter-delay``
-    when that is the smaller; the stages default to a 5s jitter, so both are set to one value.
+    Both are Go durations such as ``"5s"`` or ``"1h"``; only a Job's pods and pod group members
+    ever succeed. kwok waits ``delay`` plus a random share of ``jitter-delay - delay``, but only
+    ``jitter-delay`` when that is the smaller; the stages default to a 5s jitter, so both are set
+    to one value.
     """
     out: dict[str, str] = {}
     for stage in _STAGES_BEFORE_RUNNING:
@@ -194,6 +196,10 @@ def node_manifests(pools: Iterable[NodePool]) -> list[dict[str, Any]]:
     return nodes
 
 
+MEMBER_STAGES = pathlib.Path(__file__).with_name("member-pod-stages.yaml")
+"""The project's own stage: a pod group's members succeed as a Job's pods do."""
+
+
 def argv(kwok: Path, kubeconfig: Path, pod_stages: Path) -> list[str]:
     """Return kwok's command line: manage only annotated nodes, with the general pod stages."""
     key, value = FAKE_NODE_ANNOTATION
@@ -201,6 +207,7 @@ def argv(kwok: Path, kubeconfig: Path, pod_stages: Path) -> list[str]:
         str(kwok),
         f"--kubeconfig={kubeconfig}",
         f"--config={pod_stages}",
+        f"--config={MEMBER_STAGES}",
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={key}={value}",
         # Pod IPs come from a range apart from the service range the API server uses.
