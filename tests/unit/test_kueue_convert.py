@@ -183,10 +183,18 @@ CASES = [
         id="pod template labels are renamed, unknown Kueue annotations kept with a warning",
     ),
     pytest.param(
-        kueue(wl().set("spec.podSets[0].topologyRequest", {"required": "rack"}), V1BETA2).raw(),
-        wl().raw(),
-        ["spec.podSets[0].topologyRequest: Berth does not support this field; dropped"],
-        id="topology requests are dropped with a warning",
+        kueue(
+            wl().set("spec.podSets[0].topologyRequest", {"required": "rack", "podIndexLabel": "i"}),
+            V1BETA2,
+        ).raw(),
+        wl().set("spec.podSets[0].topologyRequest", {"required": "rack"}).raw(),
+        [
+            (
+                "spec.podSets[0].topologyRequest.podIndexLabel: Berth does not support this "
+                "field; dropped"
+            )
+        ],
+        id="topology requests are kept, fields Berth does not read are dropped with a warning",
     ),
     pytest.param(
         kueue(wl().set("status", {"accumulatedPastExexcutionTimeSeconds": 5}), V1BETA1).raw(),

@@ -62,6 +62,8 @@ class PendingReason(enum.StrEnum):
     WAITING_FOR_PODS_READY = "WaitingForPodsReady"
     INADMISSIBLE = "Inadmissible"
     ON_HOLD = "OnHold"
+    TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+    """A topology-aware pod set cannot be placed even with every placed workload gone."""
     WAITING_FOR_RESERVATION = "WaitingForReservation"
     """Berth's Backfill strategy: it fits, but would delay a reservation ahead of it."""
 
@@ -100,6 +102,7 @@ class QueueActiveReason(enum.StrEnum):
     READY = "Ready"
     STOPPED = "Stopped"
     FLAVOR_NOT_FOUND = "FlavorNotFound"
+    TOPOLOGY_NOT_FOUND = "TopologyNotFound"
     TERMINATING = "Terminating"
     CLUSTER_QUEUE_IS_INACTIVE = "ClusterQueueIsInactive"
     INVALID_SPEC = "InvalidSpec"

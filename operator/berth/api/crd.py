@@ -64,6 +64,7 @@ AGE = Column("Age", ".metadata.creationTimestamp", "date", "Time since the objec
 
 KIND_INFO: dict[str, KindInfo] = {
     "ResourceFlavor": KindInfo("resourceflavors", ("rf", "flavor", "flavors")),
+    "Topology": KindInfo("topologies", ("topo",), (AGE,)),
     "ClusterQueue": KindInfo(
         "clusterqueues",
         ("cq",),

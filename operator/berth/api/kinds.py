@@ -21,6 +21,7 @@ from berth.api import (
     localqueue,
     priorityclass,
     resourceflavor,
+    topology,
     validation,
     workload,
 )
@@ -35,6 +36,7 @@ BERTH_KINDS: dict[str, type[base.Object]] = {
     "LocalQueue": localqueue.LocalQueue,
     "WorkloadPriorityClass": priorityclass.WorkloadPriorityClass,
     "Workload": workload.Workload,
+    "Topology": topology.Topology,
     "Configuration": configuration.Configuration,
 }
 """Kinds of ``berth.dev/v1beta1``, by kind name."""
@@ -46,6 +48,7 @@ CRD_KINDS = (
     "LocalQueue",
     "WorkloadPriorityClass",
     "Workload",
+    "Topology",
 )
 """Kinds served by the API server as custom resources (Configuration is a file, not a CRD)."""
 

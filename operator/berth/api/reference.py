@@ -48,6 +48,9 @@ RULES: dict[str, list[str]] = {
             "takes no value, `tolerationSeconds` only with `NoExecute`)."
         ),
     ],
+    "Topology": [
+        "Level node labels are unique; `kubernetes.io/hostname` may only be the last level.",
+    ],
     "ClusterQueue": [
         (
             "A resource, and a flavor, may appear in one resource group only; every flavor lists "
@@ -77,6 +80,11 @@ RULES: dict[str, list[str]] = {
     "WorkloadPriorityClass": [],
     "Workload": [
         "Pod set names are unique DNS labels; `minCount` is at most `count`.",
+        (
+            "`topologyRequest` sets at most one of `required`, `preferred` and `unconstrained`; "
+            "`podSetSliceRequiredTopology` and `podSetSliceSize` go together. The template's "
+            "`berth.dev/podset-*-topology` annotations follow the same rules."
+        ),
         (
             "`priorityClassRef` needs `priority`; group `berth.dev` goes with kind "
             "`WorkloadPriorityClass`, `scheduling.k8s.io` with `PriorityClass`."

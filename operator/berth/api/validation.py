@@ -22,6 +22,7 @@ from berth.api import (
     quota,
     resourceflavor,
     selector,
+    topology,
     workload,
 )
 
@@ -41,6 +42,8 @@ def validate(obj: base.Object) -> FieldErrors:
     out = _validate_metadata(obj)
     if isinstance(obj, resourceflavor.ResourceFlavor):
         out += validate_resource_flavor(obj)
+    elif isinstance(obj, topology.Topology):
+        out += topology.topology_problems(obj)
     elif isinstance(obj, clusterqueue.ClusterQueue):
         out += validate_cluster_queue(obj)
     elif isinstance(obj, cohort.Cohort):
@@ -444,6 +447,9 @@ def validate_workload(wl: workload.Workload) -> FieldErrors:
         out += _validate_tolerations(
             ps.template.spec.tolerations, f"{path}.template.spec.tolerations"
         )
+        if ps.topology_request is not None:
+            out += topology.request_problems(ps.topology_request, f"{path}.topologyRequest")
+    out += validate_placement_annotations(wl)
     spec = wl.spec
     if spec.queue_name is not None:
         out += _validate_name(spec.queue_name, "spec.queueName", "LocalQueue name")
@@ -465,6 +471,16 @@ def validate_workload(wl: workload.Workload) -> FieldErrors:
                     "required when priorityClassRef is set; set it to the class's value",
                 )
             )
+    return out
+
+
+def validate_placement_annotations(wl: workload.Workload) -> FieldErrors:
+    """Check the topology placement annotations of a job's pod templates, by pod set."""
+    out: FieldErrors = []
+    for i, ps in enumerate(wl.spec.pod_sets):
+        out += topology.annotation_problems(
+            ps.template.metadata.annotations, f"spec.podSets[{i}].template.metadata"
+        )
     return out
 
 

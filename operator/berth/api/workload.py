@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 
 import pydantic
 
-from berth.api import base, names, pod
+from berth.api import base, names, pod, topology
 from berth.api import conditions as cond
 
 DEFAULT_POD_SET = names.PodSetName("main")
@@ -41,6 +41,9 @@ class PodSet(base.Model):
     template: pod.PodTemplateSpec = pydantic.Field(default_factory=pod.PodTemplateSpec)
     """The pods' template: their requests, node selector, affinity and tolerations decide
     which flavors fit."""
+    topology_request: topology.PodSetTopologyRequest | None = None
+    """Where the pods must or should run together in a topology-aware flavor; unset reads the
+    template's berth.dev/podset-*-topology annotations."""
 
 
 class PriorityClassRef(base.Model):
@@ -71,6 +74,25 @@ class WorkloadSpec(base.Model):
     """Deactivate the workload after it has run this long in total."""
 
 
+class TopologyDomainAssignment(base.Model):
+    """Pods placed in one domain."""
+
+    values: list[str]
+    """The domain's label values, one per level of the assignment."""
+    count: int = pydantic.Field(ge=1)
+    """Pods placed there."""
+
+
+class TopologyAssignment(base.Model):
+    """Where a pod set's pods go: counts per domain of the listed levels (the lowest ones)."""
+
+    levels: list[str]
+    """Node labels the domains' values are for (only kubernetes.io/hostname when the topology
+    ends with it)."""
+    domains: list[TopologyDomainAssignment]
+    """Domains with the pods placed in each."""
+
+
 class PodSetAssignment(base.Model):
     """The admitted shape of one pod set: flavor per resource, usage and count."""
 
@@ -82,6 +104,8 @@ class PodSetAssignment(base.Model):
     """Quota used by the whole pod set, per resource."""
     count: int | None = None
     """Number of pods admitted (less than the pod set's count with partial admission)."""
+    topology_assignment: TopologyAssignment | None = None
+    """In a topology-aware flavor: how many pods go to each domain."""
 
 
 class Admission(base.Model):

@@ -11,22 +11,34 @@ from typing import Any
 
 from berth.api import quantity
 from berth.api import workload as api_workload
-from berth.core import resources, workload
+from berth.core import resources, topology, workload
 
 
 def to_status(adm: workload.Admission) -> dict[str, Any]:
     """Return ``status.admission`` (YAML shape) for an admission."""
     return {
         "clusterQueue": adm.cluster_queue,
-        "podSetAssignments": [
-            {
-                "name": ps.name,
-                "flavors": dict(sorted(ps.flavors.items())),
-                "resourceUsage": quantity.format_list(dict(ps.requests)),
-                "count": ps.count,
-            }
-            for ps in adm.pod_sets
-        ],
+        "podSetAssignments": [_pod_set_status(ps) for ps in adm.pod_sets],
+    }
+
+
+def _pod_set_status(ps: workload.PodSetAdmission) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": ps.name,
+        "flavors": dict(sorted(ps.flavors.items())),
+        "resourceUsage": quantity.format_list(dict(ps.requests)),
+        "count": ps.count,
+    }
+    if ps.topology is not None:
+        out["topologyAssignment"] = topology_status(ps.topology)
+    return out
+
+
+def topology_status(assignment: topology.Assignment) -> dict[str, Any]:
+    """A placement in Kueue's ``topologyAssignment`` shape: levels, and pods per domain."""
+    return {
+        "levels": list(assignment.levels),
+        "domains": [{"values": list(d.values), "count": d.count} for d in assignment.domains],
     }
 
 
@@ -39,6 +51,7 @@ def from_status(info: workload.WorkloadInfo, adm: api_workload.Admission) -> wor
     by_name = {a.name: a for a in adm.pod_set_assignments}
     pod_sets: list[workload.PodSetAdmission] = []
     usage: resources.FlavorResourceAmounts = {}
+    placed: list[topology.Placed] = []
     for ps in info.pod_sets:
         assigned = by_name.get(ps.name)
         if assigned is None:
@@ -47,8 +60,25 @@ def from_status(info: workload.WorkloadInfo, adm: api_workload.Admission) -> wor
         # What was written is what was counted (it includes ``pods`` when the queue covers it).
         requests = dict(assigned.resource_usage) or ps.total(count)
         flavors = dict(assigned.flavors)
-        pod_sets.append(workload.PodSetAdmission(ps.name, count, flavors, requests))
+        placement = _assignment(assigned.topology_assignment)
+        pod_sets.append(workload.PodSetAdmission(ps.name, count, flavors, requests, placement))
         for res, flavor in flavors.items():
             fr = resources.FlavorResource(flavor, res)
             usage[fr] = usage.get(fr, 0) + requests.get(res, 0)
-    return workload.Admission(adm.cluster_queue, tuple(pod_sets), usage)
+        if placement is not None:
+            # The placement is counted in the flavor of the pod set's first resource that
+            # has one; a pod set has exactly one topology-aware flavor.
+            placed.extend(
+                topology.placed(flavor, placement, ps.per_pod)
+                for flavor in sorted(set(flavors.values()))
+            )
+    return workload.Admission(adm.cluster_queue, tuple(pod_sets), usage, tuple(placed))
+
+
+def _assignment(api: api_workload.TopologyAssignment | None) -> topology.Assignment | None:
+    if api is None:
+        return None
+    return topology.Assignment(
+        tuple(api.levels),
+        tuple(topology.DomainCount(tuple(d.values), d.count) for d in api.domains),
+    )

@@ -320,7 +320,7 @@ class _Cycle:
         snap = self.snap
         with snap.what_if():
             for victim in self.preempted.values():
-                snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+                snap.remove_admission(victim.admission)
             entry.assignment, entry.targets = get_assignment(
                 snap, entry.cq, entry.info, self.policy
             )
@@ -329,6 +329,11 @@ class _Cycle:
     def process(self, entry: Entry) -> None:
         """Decide one nominated entry against the snapshot as earlier entries left it."""
         snap, cq = self.snap, entry.cq
+        if not self._placements_still_fit(entry):
+            # An earlier entry of this cycle took the domains it was placed in: place it again
+            # against the snapshot as it is now (Kueue's
+            # TASRecomputeAssignmentWithinSchedulingCycle).
+            entry.assignment, entry.targets = get_assignment(snap, cq, entry.info, self.policy)
         overlap = any(t.victim.info.key in self.preempted for t in entry.targets)
         # Another entry of this cycle already claimed some of these victims: if the entry fits
         # once they are gone, it waits for them instead of choosing victims of its own.
@@ -419,6 +424,16 @@ class _Cycle:
         a = entry.assignment
         return planner.held(entry.info, entry.cq.name, a.usage, borrows=a.borrowing > 0)
 
+    def _placements_still_fit(self, entry: Entry) -> bool:
+        placed = entry.assignment.placed()
+        if not placed:
+            return True
+        snap = self.snap
+        with snap.what_if():
+            for t in entry.targets:
+                snap.remove_admission(t.victim.admission)
+            return snap.placed_fits(placed)
+
     def _fits_with_victims_gone(self, entry: Entry) -> bool:
         # Only victims in the entry's own quota tree can make room for it.
         root = self.snap.node(entry.cq.name).root().name
@@ -436,6 +451,7 @@ class _Cycle:
                 target.victim
             )
         snap.add_usage(cq.name, entry.assignment.usage)
+        snap.place(entry.assignment.placed(), 1)
         if mode == flavors.Mode.PREEMPT and self.planner is not None:
             self.planner.started(info, cq.name, entry.assignment.usage)
         if mode == flavors.Mode.PREEMPT:
@@ -505,7 +521,7 @@ def get_assignment(
         if tried.mode == flavors.Mode.FIT:
             return tried, []
         if tried.mode == flavors.Mode.PREEMPT:
-            found = finder.targets(tried.frs_needing_preemption(), tried.usage)
+            found = _placed_targets(snap, assigner, finder, tried)
             if found:
                 return tried, found
         return None
@@ -520,6 +536,33 @@ def get_assignment(
         if best is not None:
             return best
     return full, []
+
+
+def _placed_targets(
+    snap: snapshot.Snapshot,
+    assigner: flavors.FlavorAssigner,
+    finder: _TargetFinder,
+    tried: flavors.Assignment,
+) -> list[preemption.Target]:
+    """Victims for an assignment that needs preemption; with topology, its pods must be placed.
+
+    Once found, the placement it will hold when they are gone is recorded on the assignment
+    (Kueue's ``updateAssignmentForTAS``).
+    """
+    frs, usage = tried.frs_needing_preemption(), tried.usage
+    if not assigner.places(tried):
+        return finder.targets(frs, usage)
+
+    def placement() -> bool:
+        return assigner.place(tried, simulate_empty=False, record=False) is None
+
+    found = finder.targets(frs, usage, placement)
+    if found:
+        with snap.what_if():
+            for t in found:
+                snap.remove_admission(t.victim.admission)
+            assigner.place(tried, simulate_empty=False, record=True)
+    return found
 
 
 _Question = tuple[
@@ -547,9 +590,17 @@ class _TargetFinder:
         return self.classical.mode_after(fr, amount, self.targets({fr}, {fr: amount}))
 
     def targets(
-        self, frs: set[resources.FlavorResource], usage: resources.FlavorResourceAmounts
+        self,
+        frs: set[resources.FlavorResource],
+        usage: resources.FlavorResourceAmounts,
+        placement: Callable[[], bool] | None = None,
     ) -> list[preemption.Target]:
-        """Victims that let ``usage`` fit, under fair sharing or classical preemption."""
+        """Victims that let ``usage`` fit (and, for a topology-aware workload, ``placement``)."""
+        if placement is not None:
+            fair = self.fair
+            if fair is not None:
+                return fair.targets(frs, usage, placement)
+            return self.classical.targets(frs, usage, placement)
         key = (frozenset(frs), tuple(sorted(usage.items())))
         found = self.found.get(key)
         if found is None:
@@ -584,7 +635,7 @@ def _fits_without(
     node = snap.node(entry.cq.name)
     with snap.what_if():
         for victim in victims.values():
-            snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+            snap.remove_admission(victim.admission)
         return all(amount <= node.available(fr) for fr, amount in entry.assignment.usage.items())
 
 

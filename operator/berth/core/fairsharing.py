@@ -267,6 +267,7 @@ class FairPreemptor:
         self.wl = wl
         self.strategies = strategies or DEFAULT_STRATEGIES
         self.ancestors = list(self.node.ancestors())
+        self.placement: Callable[[], bool] | None = None
 
     def _candidates(self, frs: set[resources.FlavorResource]) -> list[snapshot.AdmittedWorkload]:
         pre = self.cq.preemption
@@ -295,7 +296,12 @@ class FairPreemptor:
         # The preemptor's own usage is simulated while shares are compared; take it out here.
         with self.snap.what_if():
             self.snap.remove_usage(self.cq.name, usage)
-            return all(amount <= self.node.available(fr) for fr, amount in usage.items())
+            return self._fits_now(usage)
+
+    def _fits_now(self, usage: resources.FlavorResourceAmounts) -> bool:
+        if any(amount > self.node.available(fr) for fr, amount in usage.items()):
+            return False
+        return self.placement is None or self.placement()
 
     def _within_nominal(self, frs: set[resources.FlavorResource]) -> bool:
         return not any(self.node.borrowing(fr) for fr in frs)
@@ -305,9 +311,24 @@ class FairPreemptor:
         return _almost_lca(self.node, lca), _almost_lca(target, lca)
 
     def targets(
+        self,
+        frs: set[resources.FlavorResource],
+        usage: resources.FlavorResourceAmounts,
+        placement: Callable[[], bool] | None = None,
+    ) -> list[preemption.Target]:
+        """Return victims that let ``usage`` fit fairly, or [] if there are none.
+
+        ``placement``: as for ``preemption.Preemptor.targets``.
+        """
+        self.placement = placement
+        try:
+            return self._targets(frs, usage)
+        finally:
+            self.placement = None
+
+    def _targets(
         self, frs: set[resources.FlavorResource], usage: resources.FlavorResourceAmounts
     ) -> list[preemption.Target]:
-        """Return victims that let ``usage`` fit fairly, or [] if there are none."""
         candidates = self._candidates(frs)
         if not candidates:
             return []
@@ -321,16 +342,16 @@ class FairPreemptor:
             return []
         with snap.what_if():
             for t in targets:
-                snap.remove_usage(t.victim.cluster_queue, t.victim.admission.usage)
+                snap.remove_admission(t.victim.admission)
             kept = list(targets)
             for i in range(len(kept) - 2, -1, -1):
                 victim = kept[i].victim
-                snap.add_usage(victim.cluster_queue, victim.admission.usage)
-                if all(a <= self.node.available(fr) for fr, a in usage.items()):
+                snap.add_admission(victim.admission)
+                if self._fits_now(usage):
                     kept[i] = kept[-1]
                     kept.pop()
                 else:
-                    snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+                    snap.remove_admission(victim.admission)
         return kept
 
     def _first_strategy(
@@ -348,7 +369,7 @@ class FairPreemptor:
         for target_node in order:
             if target_node is self.node or within_nominal:
                 victim = order.pop(target_node)
-                snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+                snap.remove_admission(victim.admission)
                 reason = (
                     conditions.PreemptionReason.IN_CLUSTER_QUEUE
                     if target_node is self.node
@@ -367,10 +388,10 @@ class FairPreemptor:
             while order.has(target_node):
                 victim = order.pop(target_node)
                 with snap.what_if():
-                    snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+                    snap.remove_admission(victim.admission)
                     target_new = share(snap, target_lca)
                 if _passes(first, preemptor_new, target_old, target_new):
-                    snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+                    snap.remove_admission(victim.admission)
                     targets.append(
                         preemption.Target(
                             victim, conditions.PreemptionReason.IN_COHORT_FAIR_SHARING
@@ -395,7 +416,7 @@ class FairPreemptor:
             passed = compare(share(snap, preemptor_lca), share(snap, target_lca)) < 0
             victim = order.pop(target_node)
             if passed:
-                snap.remove_usage(victim.cluster_queue, victim.admission.usage)
+                snap.remove_admission(victim.admission)
                 targets.append(
                     preemption.Target(victim, conditions.PreemptionReason.IN_COHORT_FAIR_SHARING)
                 )

@@ -1,6 +1,6 @@
 """Flavor assignment: which flavor each pod set uses for each resource, and at what cost.
 
-Mirrors Kueue's flavor assigner (``pkg/scheduler/flavorassigner``) without topology awareness:
+Mirrors Kueue's flavor assigner (``pkg/scheduler/flavorassigner``, ``tas_flavorassigner.go``):
 
 - Per pod set and resource group, flavors are tried in the order the ClusterQueue lists them,
   starting after the flavor the previous attempt stopped at (``start``). A flavor is skipped when
@@ -14,6 +14,11 @@ Mirrors Kueue's flavor assigner (``pkg/scheduler/flavorassigner``) without topol
 - ``flavorFungibility`` decides whether to stop at a flavor that borrows or needs preemption; when
   every flavor was tried, the best one wins by ``preference``.
 - A non-zero request for a resource the ClusterQueue does not cover makes the workload NoFit.
+- Topology: a pod set that asks for a placement (or any pod set, when every flavor of the
+  ClusterQueue is topology-aware) may only use topology-aware flavors that have the levels it
+  names, and other pod sets may not use them. Once quota fits, the pods are placed
+  (``berth.core.topology``); no placement makes the pod set Preempt (room may be freed), and if
+  it cannot be placed even with every placed workload gone, NoFit (``TopologyPlacementFailed``).
 
 Called by ``berth.core.cycle``; uses ``berth.core.preemption`` as the preemption oracle.
 """
@@ -25,7 +30,7 @@ import enum
 from collections.abc import Callable
 
 from berth.api import clusterqueue, conditions, names, pod, quantity
-from berth.core import quota, resources, snapshot, workload
+from berth.core import quota, resources, snapshot, topology, workload
 
 
 class Mode(enum.IntEnum):
@@ -59,6 +64,7 @@ _SEVERITY = {
     conditions.PendingReason.WAITING_FOR_QUOTA.value: 2,
     conditions.PendingReason.EXCEEDS_MAX_QUOTA.value: 3,
     conditions.PendingReason.NO_MATCHING_FLAVOR.value: 4,
+    conditions.PendingReason.TOPOLOGY_PLACEMENT_FAILED.value: 5,
 }
 
 
@@ -129,6 +135,10 @@ class PodSetAssignment:
     flavors: dict[names.ResourceName, FlavorChoice]
     reasons: list[str]
     attempts: dict[names.FlavorName, tuple[PreemptionMode, str]]
+    per_pod: resources.Requests = dataclasses.field(default_factory=dict)
+    topology: topology.Assignment | None = None
+    """Where its pods go in its topology-aware flavor (once placed)."""
+    topology_flavor: names.FlavorName | None = None
 
     @property
     def mode(self) -> Mode:
@@ -192,12 +202,29 @@ class Assignment:
                     count=ps.count,
                     flavors={res: c.flavor for res, c in sorted(ps.flavors.items())},
                     requests=dict(ps.requests),
+                    topology=ps.topology,
                 )
                 for ps in self.pod_sets
             ),
             usage=dict(self.usage),
+            placed=self.placed(),
         )
 
+    def placed(self) -> tuple[topology.Placed, ...]:
+        """What the pod sets' placements take from their flavors' domains."""
+        return tuple(
+            topology.placed(ps.topology_flavor, ps.topology, ps.per_pod)
+            for ps in self.pod_sets
+            if ps.topology is not None and ps.topology_flavor is not None
+        )
+
+
+def _set_mode(psa: PodSetAssignment, mode: Mode) -> None:
+    for choice in psa.flavors.values():
+        choice.mode = mode
+
+
+_IMPLIED = topology.Request(topology.Placement.UNCONSTRAINED, implied=True)
 
 PreemptionOracle = Callable[[resources.FlavorResource, int], tuple[PreemptionMode, int]]
 """Simulate preemption for ``amount`` of one flavor-resource: the mode and borrowing level after."""
@@ -206,24 +233,6 @@ PreemptionOracle = Callable[[resources.FlavorResource, int], tuple[PreemptionMod
 def _taint_str(taint: pod.Taint) -> str:
     value = f"={taint.value}" if taint.value else ""
     return f"{taint.key}{value}:{taint.effect.value}"
-
-
-def _expression_matches(op: str, value: str | None, values: tuple[str, ...]) -> bool:
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and value is not None and values:
-        try:
-            left, right = int(value), int(values[0])
-        except ValueError:
-            return False
-        return left > right if op == "Gt" else left < right
-    return False
 
 
 def flavor_mismatch(flavor: snapshot.FlavorInfo, ps: workload.PodSetInfo) -> str | None:
@@ -248,7 +257,7 @@ def flavor_mismatch(flavor: snapshot.FlavorInfo, ps: workload.PodSetInfo) -> str
             break
         terms.append(kept)
     if terms and not any(
-        all(_expression_matches(op, labels.get(key), values) for key, op, values in term)
+        all(topology.expression_matches(op, labels.get(key), values) for key, op, values in term)
         for term in terms
     ):
         return f"flavor {flavor.name} doesn't match node affinity"
@@ -287,7 +296,13 @@ class FlavorAssigner:
             if covers_pods:
                 requests[quantity.PODS] = count
             psa = PodSetAssignment(
-                name=ps.name, count=count, requests=requests, flavors={}, reasons=[], attempts={}
+                name=ps.name,
+                count=count,
+                requests=requests,
+                flavors={},
+                reasons=[],
+                attempts={},
+                per_pod=dict(ps.per_pod),
             )
             failed = self._assign_pod_set(index, ps, psa, out.usage)
             out.pod_sets.append(psa)
@@ -301,9 +316,114 @@ class FlavorAssigner:
             if failed:
                 out.no_fit_reason = self._no_fit_reason(out)
                 return out
+        if out.mode != Mode.NO_FIT:
+            self._place_pod_sets(out)
         if out.mode == Mode.NO_FIT:
             out.no_fit_reason = self._no_fit_reason(out)
         return out
+
+    # Topology -------------------------------------------------------------------------------
+
+    def request_of(self, ps: workload.PodSetInfo) -> topology.Request | None:
+        """The placement a pod set asks for (implied anywhere in a topology-only queue)."""
+        if ps.topology is not None:
+            return ps.topology
+        return _IMPLIED if self.cq.topology_only else None
+
+    def places(self, out: Assignment) -> bool:
+        """Tell whether some pod set of this assignment is placed by topology."""
+        return any(
+            self.request_of(ps) is not None and psa.count > 0
+            for ps, psa in zip(self.wl.pod_sets, out.pod_sets, strict=False)
+        )
+
+    def place(
+        self, out: Assignment, *, simulate_empty: bool, record: bool
+    ) -> tuple[int, str] | None:
+        """Place every pod set that asks for it; the first that cannot be placed, and why.
+
+        ``record`` keeps the placements on the pod sets; ``simulate_empty`` places as if nothing
+        were placed yet (Kueue's check of whether preemption could ever make room).
+        """
+        assumed: dict[names.FlavorName, dict[int, resources.Requests]] = {}
+        for i, (ps, psa) in enumerate(zip(self.wl.pod_sets, out.pod_sets, strict=False)):
+            request = self.request_of(ps)
+            if request is None or psa.count == 0 or not psa.flavors:
+                continue
+            placed = sorted({c.flavor for c in psa.flavors.values()} & set(self.snap.placements))
+            if len(placed) != 1:
+                if not placed and request.implied:
+                    continue
+                what = ", ".join(placed) or "none"
+                return i, f"exactly one topology-aware flavor must be assigned (got {what})"
+            flavor = placed[0]
+            fp = self.snap.placements[flavor]
+            got = topology.find(
+                fp.tree,
+                fp.usage,
+                request,
+                psa.count,
+                ps.per_pod,
+                constraints=topology.PodConstraints(
+                    ps.node_selector, ps.affinity_terms, ps.tolerations
+                ),
+                flavor_tolerations=self.snap.flavors[flavor].tolerations,
+                assumed=assumed.get(flavor),
+                simulate_empty=simulate_empty,
+            )
+            if isinstance(got, topology.Failure):
+                return i, got.message
+            if record:
+                psa.topology, psa.topology_flavor = got, flavor
+            taken = assumed.setdefault(flavor, {})
+            for values, amounts in topology.placed(flavor, got, ps.per_pod).leaves:
+                leaf = fp.tree.leaf_index(values)
+                if leaf is None:
+                    continue
+                room = taken.setdefault(leaf, {})
+                for res, amount in amounts:
+                    room[res] = room.get(res, 0) + amount
+        return None
+
+    def _place_pod_sets(self, out: Assignment) -> None:
+        """Place pod sets once quota is decided (Kueue's step after flavor assignment)."""
+        if not self.places(out):
+            return
+        fit_message = ""
+        if out.mode == Mode.FIT:
+            failed = self.place(out, simulate_empty=False, record=True)
+            if failed is None:
+                return
+            # Room may be freed by preemption: the pod set now needs it.
+            index, fit_message = failed
+            out.pod_sets[index].reasons.append(fit_message)
+            _set_mode(out.pod_sets[index], Mode.PREEMPT)
+        if out.mode == Mode.PREEMPT:
+            failed = self.place(out, simulate_empty=True, record=False)
+            if failed is not None:
+                index, message = failed
+                psa = out.pod_sets[index]
+                # Say why it can never fit, not also why it does not fit now.
+                psa.reasons = [r for r in psa.reasons if r != fit_message] + [message]
+                _set_mode(psa, Mode.NO_FIT)
+                reason = conditions.PendingReason.TOPOLOGY_PLACEMENT_FAILED.value
+                for choice in psa.flavors.values():
+                    psa.attempts[choice.flavor] = (PreemptionMode.NO_FIT, reason)
+                return
+            self._needs_room(out)
+
+    def _needs_room(self, out: Assignment) -> None:
+        """Mark placed pod sets as needing preemption in their topology-aware flavors.
+
+        Quota may fit while the domains are fragmented: room is made there by preemption.
+        """
+        for ps, psa in zip(self.wl.pod_sets, out.pod_sets, strict=False):
+            psa.topology = psa.topology_flavor = None
+            if self.request_of(ps) is None:
+                continue
+            for choice in psa.flavors.values():
+                if choice.flavor in self.snap.placements and choice.mode == Mode.FIT:
+                    choice.mode = Mode.PREEMPT
 
     def _assign_pod_set(
         self,
@@ -362,7 +482,9 @@ class FlavorAssigner:
             fname = flavor_list[idx]
             flavor = self.snap.flavors.get(fname)
             mismatch = (
-                f"flavor {fname} not found" if flavor is None else flavor_mismatch(flavor, ps)
+                f"flavor {fname} not found"
+                if flavor is None
+                else flavor_mismatch(flavor, ps) or self._topology_mismatch(flavor, ps, group)
             )
             if mismatch is not None:
                 reasons.append(mismatch)
@@ -398,6 +520,36 @@ class FlavorAssigner:
         for choice in best.values():
             choice.tried_index = tried
         return best, reasons, best_mode.mode == PreemptionMode.FIT
+
+    def _topology_mismatch(
+        self,
+        flavor: snapshot.FlavorInfo,
+        ps: workload.PodSetInfo,
+        group: snapshot.ResourceGroupInfo,
+    ) -> str | None:
+        """Why a flavor does not suit the pod set's placement (Kueue's TAS flavor match)."""
+        request = self.request_of(ps)
+        if request is None:
+            if flavor.topology_name is not None:
+                return f'flavor "{flavor.name}" supports only topology-aware scheduling'
+            return None
+        if request.implied:
+            return None  # every flavor of the queue is topology-aware
+        if flavor.topology_name is None:
+            if not any(ps.per_pod.get(res) for res in group.covered):
+                return None  # quota-only resources may come from a plain flavor
+            return f'flavor "{flavor.name}" does not support topology-aware scheduling'
+        fp = self.snap.placements.get(flavor.name)
+        if fp is None:
+            return f'flavor "{flavor.name}": its Topology "{flavor.topology_name}" is not known'
+        missing = [level for level in request.levels_named() if level not in fp.tree.levels]
+        if missing:
+            return (
+                f'flavor "{flavor.name}" does not contain the requested level '
+                f"{', '.join(missing)} (Topology {flavor.topology_name} has "
+                f"{', '.join(fp.tree.levels)})"
+            )
+        return None
 
     def _fits_quota(
         self, fr: resources.FlavorResource, assumed: int, request: int

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 
 from berth.api import clusterqueue, conditions, names
 from berth.core import flavors, ordering, quota, resources, snapshot, workload
@@ -121,6 +122,8 @@ class Preemptor:
         self.cq = cq
         self.node = snap.node(cq.name)
         self.wl = wl
+        self.placement: Callable[[], bool] | None = None
+        """During ``targets``: whether the preemptor's pods can be placed (topology) now."""
 
     # The oracle used by flavor assignment ------------------------------------------------------
 
@@ -137,7 +140,7 @@ class Preemptor:
             return flavors.PreemptionMode.NO_CANDIDATES, borrow
         with self.snap.what_if():
             for t in targets:
-                self.snap.remove_usage(t.victim.cluster_queue, t.victim.admission.usage)
+                self.snap.remove_admission(t.victim.admission)
             borrow, _ = quota.lowest_fitting_subtree_height(self.node, fr, amount)
         if any(t.victim.cluster_queue == self.cq.name for t in targets):
             return flavors.PreemptionMode.PREEMPT, borrow
@@ -149,8 +152,24 @@ class Preemptor:
         self,
         frs: set[resources.FlavorResource],
         usage: resources.FlavorResourceAmounts,
+        placement: Callable[[], bool] | None = None,
     ) -> list[Target]:
-        """Return a minimal-ish set of victims that lets ``usage`` fit, or [] if none does."""
+        """Return a minimal-ish set of victims that lets ``usage`` fit, or [] if none does.
+
+        ``placement``, for a topology-aware preemptor: whether its pods can be placed once the
+        victims so far are gone (Kueue checks the placement beside quota).
+        """
+        self.placement = placement
+        try:
+            return self._targets(frs, usage)
+        finally:
+            self.placement = None
+
+    def _targets(
+        self,
+        frs: set[resources.FlavorResource],
+        usage: resources.FlavorResourceAmounts,
+    ) -> list[Target]:
         same = self._same_queue_candidates(frs)
         hierarchy, priority = self._cohort_candidates(frs, usage)
         key = self._sort_key
@@ -195,7 +214,7 @@ class Preemptor:
             for cand in ordered:
                 if not self._valid(cand, frs, allow_borrowing=allow_borrowing):
                     continue
-                snap.remove_usage(cand.adm.cluster_queue, cand.adm.admission.usage)
+                snap.remove_admission(cand.adm.admission)
                 removed.append(cand)
                 if self._fits(usage, allow_borrowing=allow_borrowing):
                     return self._fill_back(removed, usage, allow_borrowing=allow_borrowing)
@@ -212,12 +231,12 @@ class Preemptor:
         targets = list(removed)
         for i in range(len(targets) - 2, -1, -1):
             cand = targets[i]
-            self.snap.add_usage(cand.adm.cluster_queue, cand.adm.admission.usage)
+            self.snap.add_admission(cand.adm.admission)
             if self._fits(usage, allow_borrowing=allow_borrowing):
                 targets[i] = targets[-1]
                 targets.pop()
             else:
-                self.snap.remove_usage(cand.adm.cluster_queue, cand.adm.admission.usage)
+                self.snap.remove_admission(cand.adm.admission)
         return [Target(c.adm, c.variant.reason()) for c in targets]
 
     def _fits(self, usage: resources.FlavorResourceAmounts, *, allow_borrowing: bool) -> bool:
@@ -227,7 +246,7 @@ class Preemptor:
                 return False
             if amount > node.available(fr):
                 return False
-        return True
+        return self.placement is None or self.placement()
 
     def _valid(
         self, cand: _Candidate, frs: set[resources.FlavorResource], *, allow_borrowing: bool

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 from berth.api import names
 from berth.core import resources
@@ -39,7 +40,8 @@ class Journal:
     __slots__ = ("entries",)
 
     def __init__(self) -> None:
-        self.entries: list[tuple[QuotaNode, resources.FlavorResource, int]] = []
+        # (table, key, old value): quota nodes' usage, and placements' usage per leaf.
+        self.entries: list[tuple[dict[Any, int], Any, int]] = []
 
     def checkpoint(self) -> int:
         """Return a mark to roll back to."""
@@ -49,11 +51,11 @@ class Journal:
         """Undo every usage change made since ``mark``, newest first."""
         entries = self.entries
         while len(entries) > mark:
-            node, fr, old = entries.pop()
+            table, key, old = entries.pop()
             if old:
-                node.usage[fr] = old
+                table[key] = old
             else:
-                node.usage.pop(fr, None)
+                table.pop(key, None)
 
     def commit(self) -> None:
         """Forget the undo log: changes so far become permanent."""
@@ -164,7 +166,7 @@ class QuotaNode:
 
     def _set_usage(self, fr: resources.FlavorResource, value: int) -> None:
         usage = self.usage
-        self.journal.entries.append((self, fr, usage.get(fr, 0)))
+        self.journal.entries.append((usage, fr, usage.get(fr, 0)))
         if value:
             usage[fr] = value
         else:

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from berth.api import clusterqueue, names, pod, selector
-from berth.core import quota, resources, workload
+from berth.core import quota, resources, topology, workload
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -33,6 +33,16 @@ class FlavorInfo:
     node_labels: dict[str, str]
     node_taints: tuple[pod.Taint, ...]
     tolerations: tuple[pod.Toleration, ...]
+    topology_name: str | None = None
+    """The Topology its nodes are placed by, for a topology-aware flavor."""
+
+
+@dataclasses.dataclass(slots=True)
+class FlavorPlacement:
+    """A topology-aware flavor's domains and what placed workloads take from them."""
+
+    tree: topology.Tree
+    usage: topology.Usage
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -50,6 +60,9 @@ class ClusterQueueInfo:
     stop_policy: clusterqueue.StopPolicy
     fair_weight: int
     """Fair-sharing weight in thousandths (1000 = weight 1)."""
+    topology_only: bool = False
+    """Every flavor is topology-aware: pod sets that ask for no placement are placed anyway,
+    anywhere (Kueue's implied topology-aware scheduling)."""
     backfill: clusterqueue.Backfill | None = None
     """Reservation and estimate settings when the strategy is Backfill; None otherwise."""
     inactive_reason: str | None = None
@@ -90,6 +103,8 @@ class Snapshot:
         self.cohort_nodes: dict[names.CohortName, quota.QuotaNode] = {}
         self.cohort_weights: dict[names.CohortName, int] = {}
         self.flavors: dict[names.FlavorName, FlavorInfo] = {}
+        self.placements: dict[names.FlavorName, FlavorPlacement] = {}
+        """Topology-aware flavors whose Topology exists, with their domains."""
         self.namespaces: dict[str, dict[str, str]] = {}
         self.admitted: dict[names.ClusterQueueName, dict[names.WorkloadKey, AdmittedWorkload]] = {}
 
@@ -115,16 +130,37 @@ class Snapshot:
             if amount:
                 node.remove_usage(fr, amount)
 
+    def add_admission(self, adm: workload.Admission) -> None:
+        """Count an admission: its quota and, in topology-aware flavors, its placements."""
+        self.add_usage(adm.cluster_queue, adm.usage)
+        self.place(adm.placed, 1)
+
+    def remove_admission(self, adm: workload.Admission) -> None:
+        """Stop counting an admission's quota and placements."""
+        self.remove_usage(adm.cluster_queue, adm.usage)
+        self.place(adm.placed, -1)
+
+    def place(self, placed: tuple[topology.Placed, ...], sign: int) -> None:
+        """Count (``sign`` 1) or release (-1) placements in their flavors' domains."""
+        for p in placed:
+            fp = self.placements.get(p.flavor)
+            if fp is None:
+                continue
+            for values, amounts in p.leaves:
+                leaf = fp.tree.leaf_index(values)
+                if leaf is not None:  # a node that left counts nowhere
+                    fp.usage.add(leaf, dict(amounts), sign)
+
     def add_workload(self, adm: AdmittedWorkload) -> None:
         """Record an admitted workload and count its usage (a committed change)."""
         self.admitted.setdefault(adm.cluster_queue, {})[adm.info.key] = adm
-        self.add_usage(adm.cluster_queue, adm.admission.usage)
+        self.add_admission(adm.admission)
 
     def remove_workload(self, key: names.WorkloadKey, cq: names.ClusterQueueName) -> None:
         """Forget an admitted workload and release its usage (a committed change)."""
         adm = self.admitted.get(cq, {}).pop(key, None)
         if adm is not None:
-            self.remove_usage(cq, adm.admission.usage)
+            self.remove_admission(adm.admission)
 
     def replace_workload(self, adm: AdmittedWorkload) -> None:
         """Replace the record of an admitted workload without changing its usage."""
@@ -160,6 +196,23 @@ class Snapshot:
     def namespace_labels(self, namespace: str) -> dict[str, str] | None:
         """Return a namespace's labels, or None if it does not exist."""
         return self.namespaces.get(namespace)
+
+    def placed_fits(self, placed: tuple[topology.Placed, ...]) -> bool:
+        """Tell whether placements made earlier still have room in their domains."""
+        for p in placed:
+            fp = self.placements.get(p.flavor)
+            if fp is None:
+                return False
+            for values, amounts in p.leaves:
+                leaf = fp.tree.leaf_index(values)
+                if leaf is None:
+                    return False
+                free = fp.tree.free[leaf]
+                if any(
+                    fp.usage.of(leaf, res) + amount > free.get(res, 0) for res, amount in amounts
+                ):
+                    return False
+        return True
 
     def usage_of(self, cq: names.ClusterQueueName) -> resources.FlavorResourceAmounts:
         """Return a ClusterQueue's current usage per flavor-resource."""

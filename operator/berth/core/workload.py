@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 from berth.api import duration, names, pod, workload
-from berth.core import resources
+from berth.api import topology as api_topology
+from berth.core import resources, topology
 
 NodeSelectorTerm = tuple[tuple[str, str, tuple[str, ...]], ...]
 """A required node-affinity term: (key, operator, values) expressions, ANDed."""
@@ -27,6 +28,8 @@ class PodSetInfo:
     node_selector: tuple[tuple[str, str], ...] = ()
     affinity_terms: tuple[NodeSelectorTerm, ...] = ()
     tolerations: tuple[pod.Toleration, ...] = ()
+    topology: topology.Request | None = None
+    """Its placement request in a topology-aware flavor, if it makes one."""
 
     def total(self, count: int | None = None) -> resources.Requests:
         """Requests of ``count`` pods (all of them by default)."""
@@ -42,6 +45,8 @@ class PodSetAdmission:
     count: int
     flavors: dict[names.ResourceName, names.FlavorName]
     requests: resources.Requests
+    topology: topology.Assignment | None = None
+    """Where its pods go, when its flavor is topology-aware."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,6 +56,8 @@ class Admission:
     cluster_queue: names.ClusterQueueName
     pod_sets: tuple[PodSetAdmission, ...]
     usage: resources.FlavorResourceAmounts
+    placed: tuple[topology.Placed, ...] = ()
+    """What its topology assignments take from their flavors' domains."""
 
     def uses_any(self, frs: set[resources.FlavorResource]) -> bool:
         """Tell whether this admission counts against any of ``frs``."""
@@ -102,6 +109,7 @@ class WorkloadInfo:
                     ps.node_selector,
                     ps.affinity_terms,
                     ps.tolerations,
+                    ps.topology,
                 )
                 for ps in self.pod_sets
             ),
@@ -132,6 +140,9 @@ def pod_set_info(ps: workload.PodSet, *, excluded_prefixes: tuple[str, ...] = ()
             tuple((e.key, e.operator, tuple(e.values)) for e in term.match_expressions)
             for term in required.node_selector_terms
         )
+    request = ps.topology_request
+    if request is None or request.is_empty:
+        request = api_topology.request_from_annotations(ps.template.metadata.annotations)
     return PodSetInfo(
         name=ps.name,
         count=ps.count,
@@ -140,6 +151,7 @@ def pod_set_info(ps: workload.PodSet, *, excluded_prefixes: tuple[str, ...] = ()
         node_selector=tuple(sorted(spec.node_selector.items())),
         affinity_terms=tuple(terms),
         tolerations=tuple(spec.tolerations),
+        topology=None if request is None else topology.request_of(request),
     )
 
 

@@ -205,7 +205,9 @@ def validate_job(
     if request.get("operation") == "CREATE":
         if not world.managed(job):
             return _allow()
-        _obj, problems = integ.to_workload(job, uid=str(meta.get("uid") or "new"))
+        obj, problems = integ.to_workload(job, uid=str(meta.get("uid") or "new"))
+        if obj is not None:
+            problems += validation.validate_placement_annotations(obj)
         if problems:
             return _deny("; ".join(str(p) for p in problems), 422)
         return _allow()

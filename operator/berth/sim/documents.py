@@ -15,7 +15,8 @@ from typing import IO, Any
 
 import yaml
 
-from berth.api import base, duration, errors, kinds, kueue_convert
+from berth.api import base, duration, errors, kinds, kueue_convert, validation
+from berth.api import node as api_node
 from berth.core import integrations, job_kind, podgroup, trainjob
 
 AT = "sim.berth.dev/at"
@@ -24,6 +25,8 @@ DURATION = "sim.berth.dev/duration"
 READY_AFTER = "sim.berth.dev/ready-after"
 
 NAMESPACE = ("v1", "Namespace")
+NODE = (api_node.API_VERSION, api_node.KIND)
+"""A node of a topology-aware flavor: its labels place it in domains, its allocatable is room."""
 JOB = ("batch/v1", "Job")
 JOBS: dict[tuple[str, str], job_kind.Integration] = {
     (i.api_version, i.kind): i for i in integrations.EVERY_KIND
@@ -259,7 +262,10 @@ def _raw_problems(kind: tuple[str, str], raw: dict[str, Any]) -> list[errors.Fie
         return podgroup.create_problems(raw)  # each group is checked whole (``_check_pod_groups``)
     # Build its Workload once now, so a bad job is reported with every other problem before
     # the run starts rather than when its time comes.
-    return JOBS[kind].to_workload(raw, uid="load-check")[1]
+    obj, problems = JOBS[kind].to_workload(raw, uid="load-check")
+    if obj is not None:
+        problems += validation.validate_placement_annotations(obj)
+    return problems
 
 
 def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[errors.FieldError]]:
@@ -286,7 +292,10 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
     problems += [err] if err else []
     kind = (str(raw.get("apiVersion")), str(raw.get("kind")))
     obj: base.Object | None = None
-    if kind == NAMESPACE or kind in JOBS or kind in RUNTIMES:
+    if kind == NODE:
+        obj, load_problems = api_node.parse(raw)
+        problems += load_problems
+    elif kind == NAMESPACE or kind in JOBS or kind in RUNTIMES:
         if not (metadata or {}).get("name"):
             problems.append(errors.FieldError("metadata.name", "required; give the object a name"))
         problems += _raw_problems(kind, raw)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from berth.core import admission as core_admission
 from berth.core import resources, workload
 
 if TYPE_CHECKING:
@@ -69,10 +70,7 @@ class EventLog:
             "Admitted",
             sim,
             clusterQueue=admission.cluster_queue,
-            podSets=[
-                {"name": ps.name, "count": ps.count, "flavors": dict(ps.flavors)}
-                for ps in admission.pod_sets
-            ],
+            podSets=[_pod_set(ps) for ps in admission.pod_sets],
             **extra,
         )
 
@@ -81,6 +79,13 @@ class EventLog:
         line: dict[str, Any] = {"t": _t(body.pop("t")), "event": "Summary"}
         line.update(body)
         self.lines.append(line)
+
+
+def _pod_set(ps: workload.PodSetAdmission) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": ps.name, "count": ps.count, "flavors": dict(ps.flavors)}
+    if ps.topology is not None:
+        out["topologyAssignment"] = core_admission.topology_status(ps.topology)
+    return out
 
 
 class UsageTracker:

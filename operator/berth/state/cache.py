@@ -1,7 +1,8 @@
 """The scheduler cache: queue, cohort and flavor objects, namespaces, and admitted workloads.
 
 Fed by events (``upsert_*``/``delete_*``), it keeps one ``core.snapshot.Snapshot`` current: the
-quota tree is rebuilt when queues, cohorts or flavors change, and admitted usage is added or
+quota tree is rebuilt when queues, cohorts, flavors, Topologies or nodes change (with the domains
+of each topology-aware flavor, ``berth.core.topology``), and admitted usage is added or
 removed as workloads are assumed, forgotten, evicted or finished. ``assume`` records an admission
 before it is written anywhere, so a failed write can be undone with ``forget``. Used by the
 operator's scheduler loop and the simulator alike; no I/O, no clock.
@@ -12,8 +13,10 @@ from __future__ import annotations
 import dataclasses
 
 from berth.api import clusterqueue, cohort, conditions, localqueue, names, resourceflavor
+from berth.api import node as api_node
 from berth.api import quota as api_quota
-from berth.core import quota, resources, workload
+from berth.api import topology as api_topology
+from berth.core import quota, resources, topology, workload
 from berth.core import snapshot as core_snapshot
 
 _ACTIVE = conditions.QueueActiveReason
@@ -46,6 +49,10 @@ class Cache:
         self.cluster_queues: dict[names.ClusterQueueName, clusterqueue.ClusterQueue] = {}
         self.cohorts: dict[names.CohortName, cohort.Cohort] = {}
         self.local_queues: dict[tuple[str, str], localqueue.LocalQueue] = {}
+        self.topologies: dict[str, api_topology.Topology] = {}
+        self.nodes: dict[str, topology.Node] = {}
+        self.other_usage: dict[str, resources.Requests] = {}
+        """Per node: what pods Berth does not place by topology request there."""
         self.admitted: dict[names.WorkloadKey, core_snapshot.AdmittedWorkload] = {}
         self._snapshot = core_snapshot.Snapshot()
         self._stale = False
@@ -65,6 +72,36 @@ class Cache:
         """Remove a ResourceFlavor."""
         self.flavors.pop(names.FlavorName(name), None)
         self._stale = True
+
+    def upsert_topology(self, obj: api_topology.Topology) -> None:
+        """Add or replace a Topology."""
+        self.topologies[obj.name] = obj
+        self._stale = True
+
+    def delete_topology(self, name: str) -> None:
+        """Remove a Topology."""
+        self.topologies.pop(name, None)
+        self._stale = True
+
+    def upsert_node(self, node: topology.Node) -> None:
+        """Add or replace a node (its labels, allocatable, taints, readiness)."""
+        if self.nodes.get(node.name) != node:
+            self.nodes[node.name] = node
+            self._stale = True
+
+    def delete_node(self, name: str) -> None:
+        """Remove a node."""
+        if self.nodes.pop(name, None) is not None:
+            self._stale = True
+
+    def set_other_usage(self, node: str, requests: resources.Requests) -> None:
+        """Record what pods not placed by Berth request on a node."""
+        if self.other_usage.get(node, {}) != requests:
+            if requests:
+                self.other_usage[node] = dict(requests)
+            else:
+                self.other_usage.pop(node, None)
+            self._stale = True
 
     def upsert_cluster_queue(
         self, obj: clusterqueue.ClusterQueue, *, invalid: str | None = None
@@ -131,6 +168,10 @@ class Cache:
             self.upsert_flavor(obj)
         elif isinstance(obj, cohort.Cohort):
             self.upsert_cohort(obj)
+        elif isinstance(obj, api_topology.Topology):
+            self.upsert_topology(obj)
+        elif isinstance(obj, api_node.Node):
+            self.upsert_node(topology.node_of(obj))
         elif isinstance(obj, clusterqueue.ClusterQueue):
             self.upsert_cluster_queue(obj)
         elif isinstance(obj, localqueue.LocalQueue):
@@ -148,6 +189,10 @@ class Cache:
             self.delete_flavor(name)
         elif kind == "Cohort":
             self.delete_cohort(name)
+        elif kind == "Topology":
+            self.delete_topology(name)
+        elif kind == api_node.KIND:
+            self.delete_node(name)
         elif kind == "ClusterQueue":
             self.delete_cluster_queue(name)
         elif kind == "LocalQueue":
@@ -284,9 +329,11 @@ class Cache:
                 node_labels=dict(rf.spec.node_labels),
                 node_taints=tuple(rf.spec.node_taints),
                 tolerations=tuple(rf.spec.tolerations),
+                topology_name=rf.spec.topology_name,
             )
             for name, rf in self.flavors.items()
         }
+        snap.placements = self._placements(snap)
         cycles = self._add_cohort_nodes(snap)
         self._add_queue_nodes(snap, cycles)
         for node in list(snap.cohort_nodes.values()) + list(snap.cq_nodes.values()):
@@ -352,12 +399,30 @@ class Cache:
             snap.cq_nodes[name] = node
             snap.cluster_queues[name] = self._cq_info(cq, cycles)
 
+    def _placements(
+        self, snap: core_snapshot.Snapshot
+    ) -> dict[names.FlavorName, core_snapshot.FlavorPlacement]:
+        """The domains of every topology-aware flavor whose Topology exists."""
+        out: dict[names.FlavorName, core_snapshot.FlavorPlacement] = {}
+        for name, rf in sorted(self.flavors.items()):
+            topo = self.topologies.get(rf.spec.topology_name or "")
+            if topo is None:
+                continue
+            levels = topo.level_labels
+            labels = rf.spec.node_labels
+            nodes = [
+                n for n in self.nodes.values() if topology.node_matches_flavor(n, labels, levels)
+            ]
+            tree = topology.Tree(topo.name, levels, nodes, self.other_usage)
+            out[name] = core_snapshot.FlavorPlacement(tree, topology.Usage(snap.journal))
+        return out
+
     def _add_admitted(self, snap: core_snapshot.Snapshot) -> None:
         """Put every admitted workload, and its usage, back into the new tree."""
         for key in sorted(self.admitted):
             adm = self.admitted[key]
             snap.admitted.setdefault(adm.cluster_queue, {})[key] = adm
-            snap.add_usage(adm.cluster_queue, adm.admission.usage)
+            snap.add_admission(adm.admission)
 
     def _cq_info(
         self, cq: clusterqueue.ClusterQueue, cycles: set[names.CohortName]
@@ -371,6 +436,15 @@ class Cache:
         )
         by_resource = {res: g for g in groups for res in g.covered}
         missing = sorted({f for g in groups for f in g.flavors if f not in self.flavors})
+        used = [self.flavors[f] for g in groups for f in g.flavors if f in self.flavors]
+        no_topology = sorted(
+            {
+                rf.spec.topology_name
+                for rf in used
+                if rf.spec.topology_name is not None
+                and rf.spec.topology_name not in self.topologies
+            }
+        )
         reason: str | None = None
         message = "Can admit new workloads"
         invalid = self.invalid_cluster_queues.get(names.ClusterQueueName(cq.name))
@@ -390,6 +464,12 @@ class Cache:
                 "Can't admit new workloads: references missing ResourceFlavor(s): "
                 f"{', '.join(missing)}"
             )
+        elif no_topology:
+            reason = _ACTIVE.TOPOLOGY_NOT_FOUND
+            message = (
+                "Can't admit new workloads: references missing Topology(s): "
+                f"{', '.join(no_topology)}"
+            )
         elif spec.cohort_name is not None and spec.cohort_name in cycles:
             reason, message = "CohortCycle", f"Cohort {spec.cohort_name} is part of a cycle"
         weight = spec.fair_sharing.weight if spec.fair_sharing is not None else 1000
@@ -404,6 +484,7 @@ class Cache:
             preemption=spec.preemption,
             stop_policy=spec.stop_policy,
             fair_weight=weight,
+            topology_only=bool(used) and all(rf.spec.topology_name for rf in used),
             backfill=(
                 (spec.backfill or clusterqueue.Backfill())
                 if spec.queueing_strategy == clusterqueue.QueueingStrategy.BACKFILL
