@@ -84,6 +84,10 @@ def test_queued_job_is_suspended_admitted_started_on_flavor_and_releases_quota(
         ),
         timeout=30,
     )
+    # The job controller starts the Job once it sees the admission: a moment after it.
+    wait_until(
+        lambda: not get(gpu_cluster, "job", "train", "-n", ns)["spec"]["suspend"], timeout=30
+    )
     job = get(gpu_cluster, "job", "train", "-n", ns)
     assert job["spec"]["template"]["spec"]["nodeSelector"] == A100
     wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 4, timeout=30)
