@@ -105,6 +105,7 @@ class Resource:
 RESOURCES: tuple[Resource, ...] = (
     Resource("Pod", "", "v1", "pods", True, True, initial_status={"phase": "Pending"}),
     Resource("Event", "", "v1", "events", True, False),
+    Resource("Node", "", "v1", "nodes", False, True),
     Resource("Namespace", "", "v1", "namespaces", False, True, initial_status={"phase": "Active"}),
     Resource("Job", "batch", "v1", "jobs", True, True, generation=True, initial_status={}),
     Resource(

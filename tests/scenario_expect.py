@@ -57,14 +57,26 @@ def _admission_problems(key: str, spec: dict[str, Any], event: dict[str, Any]) -
         if union != spec["flavors"]:
             out.append(f"{key}: flavors {union}, want {spec['flavors']}")
     for name, want in (spec.get("podSets") or {}).items():
-        got = next((ps for ps in event["podSets"] if ps["name"] == name), None)
-        if got is None:
-            out.append(f"{key}: no pod set {name} in the admission")
-            continue
-        if "count" in want and got["count"] != want["count"]:
-            out.append(f"{key}: pod set {name} count {got['count']}, want {want['count']}")
-        if "flavors" in want and got["flavors"] != want["flavors"]:
-            out.append(f"{key}: pod set {name} flavors {got['flavors']}, want {want['flavors']}")
+        out += _pod_set_problems(key, name, want, event)
+    return out
+
+
+def _pod_set_problems(
+    key: str, name: str, want: dict[str, Any], event: dict[str, Any]
+) -> list[str]:
+    got = next((ps for ps in event["podSets"] if ps["name"] == name), None)
+    if got is None:
+        return [f"{key}: no pod set {name} in the admission"]
+    out = []
+    if "count" in want and got["count"] != want["count"]:
+        out.append(f"{key}: pod set {name} count {got['count']}, want {want['count']}")
+    if "flavors" in want and got["flavors"] != want["flavors"]:
+        out.append(f"{key}: pod set {name} flavors {got['flavors']}, want {want['flavors']}")
+    placed = got.get("topologyAssignment")
+    if "topologyAssignment" in want and placed != want["topologyAssignment"]:
+        out.append(
+            f"{key}: pod set {name} topology assignment {placed}, want {want['topologyAssignment']}"
+        )
     return out
 
 

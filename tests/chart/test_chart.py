@@ -99,7 +99,9 @@ def _rules(kind: str, group: str, resources: str, verbs: str, name: str = "") ->
     return tuple(Rule(kind, group, r, v, name) for r in resources.split() for v in verbs.split())
 
 
-_QUEUE_KINDS = "resourceflavors cohorts clusterqueues localqueues workloadpriorityclasses workloads"
+_QUEUE_KINDS = (
+    "topologies resourceflavors cohorts clusterqueues localqueues workloadpriorityclasses workloads"
+)
 NEEDS = (
     Need(
         _rules("ClusterRole", "berth.dev", _QUEUE_KINDS, "get list watch"),
@@ -169,7 +171,13 @@ NEEDS = (
     Need(
         _rules("ClusterRole", "", "pods", "patch delete"),
         "berth.adapters.kube.jobs:patch_strategic",
-        "a pod group's members are started (gate lifted), deleted on eviction, and finalized",
+        "a pod group's members are started (gate lifted), deleted on eviction, and finalized; "
+        "pods placed by topology are pinned to their domains (operator.ungater)",
+    ),
+    Need(
+        _rules("ClusterRole", "", "nodes", "list watch"),
+        "berth.operator.handlers:WATCHED",
+        "nodes of topology-aware flavors: their domains and room",
     ),
     Need(
         _rules("ClusterRole", "batch", "jobs/status", "patch"),

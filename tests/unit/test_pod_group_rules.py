@@ -16,7 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from berth.api import configuration
-from berth.core import batchjob, integrations, podgroup, priority
+from berth.api import topology as api_topology
+from berth.core import batchjob, integrations, podgroup, priority, topology
 
 GPU = "nvidia.com/gpu"
 H100 = batchjob.FlavorPlacement({"gpu": "h100"}, ({"key": "h100", "operator": "Exists"},))
@@ -306,6 +307,27 @@ def test_start_ungates_each_counted_gated_member_on_its_roles_flavors() -> None:
     assert patch["head"]["spec"] == {
         "schedulingGates": [{"$patch": "delete", "name": podgroup.GATE}]
     }
+
+
+def test_start_pins_each_member_of_a_placed_role_to_its_domain() -> None:
+    """Members exist before admission: each is pinned as it starts, in name order."""
+    members = [pod(f"w-{i}", total=3, gpus=8) for i in (2, 0, 1)]
+    role = podgroup.role_of(members[0])
+    host = topology.HOSTNAME
+    placed = batchjob.FlavorPlacement({"gpu": "h100"}, (), ((api_topology.PLACED_LABEL, "g-uid"),))
+    assignment = topology.Assignment(
+        (host,), (topology.DomainCount(("h1",), 2), topology.DomainCount(("h2",), 1))
+    )
+    runs = [integrations.PodSetRun(role, 3, (placed,), assignment)]
+    patch = INTEG.start_patch(group(*members), [], runs)[integrations.MEMBERS]
+    assert {name: p["spec"]["nodeSelector"] for name, p in patch.items()} == {
+        "w-0": {"gpu": "h100", host: "h1"},
+        "w-1": {"gpu": "h100", host: "h1"},
+        "w-2": {"gpu": "h100", host: "h2"},
+    }
+    assert all(
+        p["metadata"]["labels"][api_topology.PLACED_LABEL] == "g-uid" for p in patch.values()
+    )
 
 
 def test_stop_deletes_the_started_members_and_keeps_the_gated_and_finished() -> None:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from berth.api import pod, quantity
+from berth.api import configuration, pod, quantity
 from berth.api import topology as api_topology
 from berth.core import quota, topology
 
@@ -109,6 +109,7 @@ class Case:
     want_failure: str = ""
     other_usage: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     constraints: topology.PodConstraints | None = None
+    profile: configuration.TopologyProfile = configuration.TopologyProfile.MIXED
 
 
 CASES = {
@@ -427,6 +428,32 @@ CASES = {
         count=7,
         want=(("x1", 3), ("x2", 1), ("x3", 2), ("x4", 1)),
     ),
+    "profile BestFit: an unconstrained pod set is placed tightly too (KEP 2724)": Case(
+        nodes=(
+            node("b1-r1-x1", cpu="3"),
+            node("b1-r1-x2", cpu="3"),
+            node("b1-r1-x3", cpu="2"),
+            node("b1-r1-x4", cpu="1"),
+        ),
+        levels=THREE,
+        request=UNCONSTRAINED,
+        count=7,
+        profile=configuration.TopologyProfile.BEST_FIT,
+        want=(("x1", 3), ("x2", 3), ("x4", 1)),
+    ),
+    "profile MostFreeCapacity: the most free first, no tight fit (spreads)": Case(
+        nodes=(
+            node("b1-r1-x1", cpu="3"),
+            node("b1-r1-x2", cpu="3"),
+            node("b1-r1-x3", cpu="2"),
+            node("b1-r1-x4", cpu="1"),
+        ),
+        levels=THREE,
+        request=required(RACK),
+        count=7,
+        profile=configuration.TopologyProfile.MOST_FREE_CAPACITY,
+        want=(("x1", 3), ("x2", 3), ("x3", 1)),
+    ),
 }
 
 
@@ -450,7 +477,13 @@ def _per_pod(case: Case) -> dict[str, int]:
 def test_find(case: Case) -> None:
     tree = _tree(case)
     got = topology.find(
-        tree, None, case.request, case.count, _per_pod(case), constraints=case.constraints
+        tree,
+        None,
+        case.request,
+        case.count,
+        _per_pod(case),
+        constraints=case.constraints,
+        profile=case.profile,
     )
     if case.want_failure:
         assert got == topology.Failure(case.want_failure)

@@ -147,6 +147,19 @@ class Integrations(base.Model):
         return self
 
 
+class TopologyProfile(enum.StrEnum):
+    """How topology-aware placement chooses among domains that fit (Kueue's TAS profiles)."""
+
+    MIXED = "Mixed"
+    """Kueue's default (``TASProfileMixed``): BestFit for pod sets that require or prefer a
+    level, LeastFreeCapacity (pack the fullest domains) for unconstrained ones."""
+    BEST_FIT = "BestFit"
+    """BestFit for every pod set: the most free domains first, the last the tightest fit."""
+    MOST_FREE_CAPACITY = "MostFreeCapacity"
+    """Spread: the most free domains first and no tight fit (``TASProfileMostFreeCapacity``);
+    fragments the nodes, kept to compare against."""
+
+
 class Configuration(base.Object):
     """The operator's configuration (``berth.dev/v1beta1`` Configuration)."""
 
@@ -168,6 +181,8 @@ class Configuration(base.Object):
     """Job frameworks the operator manages."""
     honor_kueue_labels: bool = False
     """Also read ``kueue.x-k8s.io/queue-name``; off so two operators never manage one Job."""
+    topology_profile: TopologyProfile = TopologyProfile.MIXED
+    """How topology-aware placement picks among domains that fit."""
 
     def to_yaml_dict(self) -> dict[str, Any]:
         """Dump like every model, but keep an explicit ``waitForPodsReady: null`` (it disables)."""

@@ -33,6 +33,12 @@ ANNOTATIONS = (
 )
 """Pod template annotations that ask for a placement."""
 
+GATE = "berth.dev/topology"
+"""Scheduling gate on the pods of a placed pod set until each is pinned to its domain."""
+PLACED_LABEL = "berth.dev/tas"
+"""On the pods of a pod set placed by topology: the uid of the job whose admission placed them
+(the ungater finds their placement through it; other pods count as others' usage on nodes)."""
+
 MAX_LEVELS = 16
 
 

@@ -60,7 +60,7 @@ def from_status(info: workload.WorkloadInfo, adm: api_workload.Admission) -> wor
         # What was written is what was counted (it includes ``pods`` when the queue covers it).
         requests = dict(assigned.resource_usage) or ps.total(count)
         flavors = dict(assigned.flavors)
-        placement = _assignment(assigned.topology_assignment)
+        placement = topology.from_status(assigned.topology_assignment)
         pod_sets.append(workload.PodSetAdmission(ps.name, count, flavors, requests, placement))
         for res, flavor in flavors.items():
             fr = resources.FlavorResource(flavor, res)
@@ -73,12 +73,3 @@ def from_status(info: workload.WorkloadInfo, adm: api_workload.Admission) -> wor
                 for flavor in sorted(set(flavors.values()))
             )
     return workload.Admission(adm.cluster_queue, tuple(pod_sets), usage, tuple(placed))
-
-
-def _assignment(api: api_workload.TopologyAssignment | None) -> topology.Assignment | None:
-    if api is None:
-        return None
-    return topology.Assignment(
-        tuple(api.levels),
-        tuple(topology.DomainCount(tuple(d.values), d.count) for d in api.domains),
-    )

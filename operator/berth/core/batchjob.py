@@ -224,6 +224,8 @@ class FlavorPlacement:
 
     node_labels: dict[str, str]
     tolerations: tuple[dict[str, Any], ...] = ()
+    pod_labels: tuple[tuple[str, str], ...] = ()
+    """Labels the admitted pods get (a topology-aware flavor's: which job placed them)."""
 
 
 _UNCHANGED = object()
@@ -320,6 +322,7 @@ def placed(
     for flavor in flavors:
         selector.update(flavor.node_labels)
         tolerations.extend(t for t in flavor.tolerations if t not in tolerations)
+        labels.update(flavor.pod_labels)
     return labels, selector, tolerations
 
 

@@ -132,6 +132,7 @@ class Policy:
     fair_sharing_strategies: tuple[configuration.PreemptionStrategy, ...] = ()
     """Fair-sharing preemption strategies in order (empty: Kueue's default pair)."""
     block_admission: bool = False
+    topology_profile: configuration.TopologyProfile = configuration.TopologyProfile.MIXED
 
     @classmethod
     def from_configuration(cls, config: configuration.Configuration) -> Policy:
@@ -142,6 +143,7 @@ class Policy:
             fair_sharing=config.fair_sharing is not None,
             fair_sharing_strategies=tuple(strategies),
             block_admission=wfpr is not None and wfpr.block_admission,
+            topology_profile=config.topology_profile,
         )
 
 
@@ -511,7 +513,13 @@ def get_assignment(
     """
     finder = _target_finder(snap, cq, info, policy)
     assigner = flavors.FlavorAssigner(
-        snap, cq, info, finder.oracle, fair_sharing=policy.fair_sharing, start=start
+        snap,
+        cq,
+        info,
+        finder.oracle,
+        fair_sharing=policy.fair_sharing,
+        start=start,
+        profile=policy.topology_profile,
     )
 
     def judged(

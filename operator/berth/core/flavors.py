@@ -29,7 +29,7 @@ import dataclasses
 import enum
 from collections.abc import Callable
 
-from berth.api import clusterqueue, conditions, names, pod, quantity
+from berth.api import clusterqueue, conditions, configuration, names, pod, quantity
 from berth.core import quota, resources, snapshot, topology, workload
 
 
@@ -276,6 +276,7 @@ class FlavorAssigner:
         *,
         fair_sharing: bool,
         start: list[dict[names.ResourceName, int]] | None = None,
+        profile: configuration.TopologyProfile = configuration.TopologyProfile.MIXED,
     ) -> None:
         self.snap = snap
         self.cq = cq
@@ -284,6 +285,7 @@ class FlavorAssigner:
         self.oracle = oracle
         self.fair_sharing = fair_sharing
         self.start = start
+        self.profile = profile
 
     def assign(self, counts: tuple[int, ...] | None = None) -> Assignment:
         """Assign flavors to every pod set at the given pod counts (all pods by default)."""
@@ -370,6 +372,7 @@ class FlavorAssigner:
                 flavor_tolerations=self.snap.flavors[flavor].tolerations,
                 assumed=assumed.get(flavor),
                 simulate_empty=simulate_empty,
+                profile=self.profile,
             )
             if isinstance(got, topology.Failure):
                 return i, got.message

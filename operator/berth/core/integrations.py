@@ -23,7 +23,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from berth.api import configuration, errors, names, resourceflavor, workload
-from berth.core import batchjob, job_kind, jobset, kubeflow, podgroup, priority, ray, trainjob
+from berth.api import topology as api_topology
+from berth.core import (
+    batchjob,
+    job_kind,
+    jobset,
+    kubeflow,
+    podgroup,
+    priority,
+    ray,
+    topology,
+    trainjob,
+)
 from berth.core.job_kind import Body, Integration, PodSetOriginal, PodSetRun
 
 UNSUPPORTED_OWNER_LABEL = "berth.dev/unsupported-owner"
@@ -513,22 +524,30 @@ def runs(
     admission: workload.Admission | None,
     flavors: Mapping[names.FlavorName, resourceflavor.ResourceFlavor],
     default_count: int,
+    *,
+    job_uid: str = "",
 ) -> list[PodSetRun]:
     """How each admitted pod set runs: its count and its flavors' node labels and tolerations.
 
     A pod set admitted without a count runs ``default_count`` pods; a flavor deleted since the
-    admission adds nothing.
+    admission adds nothing. A pod set placed by topology also labels its pods with ``job_uid``
+    (``berth.dev/tas``): the webhook gates them and the ungater pins each to its domain.
     """
     out = []
     for psa in [] if admission is None else admission.pod_set_assignments:
+        placed = topology.from_status(psa.topology_assignment)
         placements = tuple(
             batchjob.FlavorPlacement(
-                dict(rf.spec.node_labels), tuple(t.to_yaml_dict() for t in rf.spec.tolerations)
+                dict(rf.spec.node_labels),
+                tuple(t.to_yaml_dict() for t in rf.spec.tolerations),
+                ((api_topology.PLACED_LABEL, job_uid),)
+                if placed is not None and rf.spec.topology_name is not None
+                else (),
             )
             for rf in (flavors.get(name) for name in sorted(set(psa.flavors.values())))
             if rf is not None
         )
-        out.append(PodSetRun(psa.name, psa.count or default_count, placements))
+        out.append(PodSetRun(psa.name, psa.count or default_count, placements, placed))
     return out
 
 
@@ -625,19 +644,32 @@ class PodGroupJob(job_kind.Labelled):
         originals: list[PodSetOriginal],  # noqa: ARG002 - a member keeps its own template
         runs: list[PodSetRun],
     ) -> Body:
-        """Each gated member of the group, ungated on its role's flavors."""
-        placements = {r.name: list(r.placements) for r in runs}
+        """Each gated member of the group, ungated on its role's flavors.
+
+        A role placed by topology pins each member to its domain at once: the members exist
+        already, so none waits at the topology gate.
+        """
+        by_role = {r.name: r for r in runs}
         size = self.pod_count(job)
-        return {
-            MEMBERS: {
-                str(pod["metadata"]["name"]): podgroup.start_patch(
-                    pod, pod_set=role, flavors=placements.get(role, [])
+        gated = [p for p in podgroup.runnable(job)[:size] if podgroup.is_gated(p)]
+        pinned: dict[str, dict[str, str]] = {}
+        for role, run in by_role.items():
+            if run.topology is not None:
+                members = sorted(
+                    str(p["metadata"]["name"]) for p in gated if podgroup.role_of(p) == role
                 )
-                for pod in podgroup.runnable(job)[:size]
-                if podgroup.is_gated(pod)
-                for role in [podgroup.role_of(pod)]
-            }
-        }
+                pinned.update(topology.pin(run.topology, (), members))
+        out: dict[str, Body] = {}
+        for pod in gated:
+            name, role = str(pod["metadata"]["name"]), podgroup.role_of(pod)
+            found = by_role.get(role)
+            out[name] = podgroup.start_patch(
+                pod,
+                pod_set=role,
+                flavors=[] if found is None else list(found.placements),
+                pinned=pinned.get(name),
+            )
+        return {MEMBERS: out}
 
     def stop_patch(self, job: Body) -> Body:
         """Delete the members that were started and still run."""

@@ -16,7 +16,7 @@ import dataclasses
 from typing import Any, Protocol
 
 from berth.api import errors, workload
-from berth.core import batchjob
+from berth.core import batchjob, topology
 
 Body = dict[str, Any]
 
@@ -28,6 +28,8 @@ class PodSetRun:
     name: str
     count: int
     placements: tuple[batchjob.FlavorPlacement, ...] = ()
+    topology: topology.Assignment | None = None
+    """Where its pods go, when its flavor is topology-aware."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

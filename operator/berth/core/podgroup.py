@@ -45,6 +45,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from berth.api import errors, quantity, workload
+from berth.api import topology as api_topology
 from berth.core import batchjob
 
 Body = dict[str, Any]
@@ -497,24 +498,33 @@ def is_suspended(group: Body, *, honor_kueue: bool = False) -> bool:
 # Writes -----------------------------------------------------------------------------------------
 
 
-def start_patch(pod: Body, *, pod_set: str, flavors: list[batchjob.FlavorPlacement]) -> Body:
+def start_patch(
+    pod: Body,
+    *,
+    pod_set: str,
+    flavors: list[batchjob.FlavorPlacement],
+    pinned: dict[str, str] | None = None,
+) -> Body:
     """The strategic merge patch that starts a gated member on its pod set's flavors.
 
     Berth's gate goes; the pod set's label, the flavors' node labels and tolerations are added
-    (``batchjob.placed``). Tolerations have no merge key, so the list is sent whole.
+    (``batchjob.placed``), and with a topology placement the node labels of its domain
+    (``pinned``) and the ``berth.dev/tas`` label. Tolerations have no merge key, so the list is
+    sent whole.
     """
     labels, selector, tolerations = batchjob.placed(
         _template(pod), pod_set=pod_set, flavors=flavors
     )
+    selector.update(pinned or {})
     spec: Body = {"schedulingGates": [{"$patch": "delete", "name": GATE}]}
     if selector:
         spec["nodeSelector"] = selector
     if tolerations:
         spec["tolerations"] = tolerations
-    return {
-        "metadata": {"labels": {batchjob.POD_SET_LABEL: labels[batchjob.POD_SET_LABEL]}},
-        "spec": spec,
-    }
+    added = {batchjob.POD_SET_LABEL: labels[batchjob.POD_SET_LABEL]}
+    if api_topology.PLACED_LABEL in labels:
+        added[api_topology.PLACED_LABEL] = labels[api_topology.PLACED_LABEL]
+    return {"metadata": {"labels": added}, "spec": spec}
 
 
 def owner_references(group: Body) -> list[Body]:

@@ -13,10 +13,12 @@ Mirrors Kueue's Topology Aware Scheduling (``pkg/cache/scheduler/tas_flavor_snap
   each slice inside one domain of ``slice_level``.
 - ``find`` answers in two phases, as Kueue's: (1) how many pods (and slices) fit in every
   domain, bottom-up; (2) pick the domains at the requested level and descend level by level,
-  minimising the number of domains used. Profiles (KEP 2724, ``TASProfileMixed``, on by default
-  since Kueue 0.15): Required and Preferred use **BestFit** (largest domains first, the last
-  one the tightest that still fits); Unconstrained uses **LeastFreeCapacity** (fullest domains
-  first), which packs small pods into already busy nodes.
+  minimising the number of domains used. Profiles (KEP 2724; the Configuration's
+  ``topologyProfile``): ``Mixed``, Kueue's default since 0.15 (``TASProfileMixed``): Required
+  and Preferred use **BestFit** (largest domains first, the last one the tightest that still
+  fits), Unconstrained uses **LeastFreeCapacity** (fullest domains first), which packs small
+  pods into already busy nodes; ``BestFit`` for every pod set; ``MostFreeCapacity`` (largest
+  first, no tight fit: spreading, to compare against).
 - The result is an ``Assignment`` at the lowest level (only the hostname when that is the lowest
   level), in Kueue's ``topologyAssignment`` shape: ``levels`` and ``domains[{values, count}]``.
 
@@ -32,9 +34,10 @@ import dataclasses
 import enum
 from collections.abc import Callable, Iterable, Mapping
 
-from berth.api import names, pod, quantity
+from berth.api import configuration, names, pod, quantity
 from berth.api import node as api_node
 from berth.api import topology as api_topology
+from berth.api import workload as api_workload
 from berth.core import quota, resources
 
 HOSTNAME = api_topology.HOSTNAME
@@ -293,6 +296,69 @@ def placed(flavor: names.FlavorName, assignment: Assignment, per_pod: resources.
     )
 
 
+# Pods onto their domains -------------------------------------------------------------------
+
+
+def pin(
+    assignment: Assignment,
+    pinned: Iterable[Mapping[str, str]],
+    waiting: Iterable[str],
+) -> dict[str, dict[str, str]]:
+    """The node selector of each waiting pod that has a domain with room left (Kueue's ungater).
+
+    ``pinned``: the node selectors of the pod set's pods already pinned and still active; each
+    takes one place in the domain it names. Waiting pods, in the order given (their completion
+    index, then name), fill the domains in the assignment's order, so neighbouring ranks share a
+    domain. Pods beyond the assignment's counts stay waiting (a replacement waits for a place).
+    """
+    left = {d.values: d.count for d in assignment.domains}
+    selectors = {d.values: assignment.node_selector(d) for d in assignment.domains}
+    for selector in pinned:
+        for values, wanted in selectors.items():
+            if all(selector.get(k) == v for k, v in wanted.items()):
+                left[values] -= 1
+                break
+    out: dict[str, dict[str, str]] = {}
+    queue = iter(waiting)
+    for d in assignment.domains:
+        for _ in range(max(0, left[d.values])):
+            name = next(queue, None)
+            if name is None:
+                return out
+            out[name] = dict(selectors[d.values])
+    return out
+
+
+def gate_patch(pod: Mapping[str, object]) -> list[dict[str, object]]:
+    """The JSON patch that holds a new placed pod at Berth's topology gate (none if it has it)."""
+    spec = pod.get("spec")
+    gates = spec.get("schedulingGates") if isinstance(spec, dict) else None
+    gate = {"name": api_topology.GATE}
+    if not isinstance(gates, list) or not gates:
+        return [{"op": "add", "path": "/spec/schedulingGates", "value": [gate]}]
+    if any(isinstance(g, dict) and g.get("name") == api_topology.GATE for g in gates):
+        return []
+    return [{"op": "add", "path": "/spec/schedulingGates/-", "value": gate}]
+
+
+def is_gated(pod: Mapping[str, object]) -> bool:
+    """Tell whether a pod waits at Berth's topology gate."""
+    spec = pod.get("spec")
+    gates = spec.get("schedulingGates") if isinstance(spec, dict) else None
+    return isinstance(gates, list) and any(
+        isinstance(g, dict) and g.get("name") == api_topology.GATE for g in gates
+    )
+
+
+def from_status(api: api_workload.TopologyAssignment | None) -> Assignment | None:
+    """The core's view of a Workload's ``topologyAssignment``."""
+    if api is None:
+        return None
+    return Assignment(
+        tuple(api.levels), tuple(DomainCount(tuple(d.values), d.count) for d in api.domains)
+    )
+
+
 # Finding an assignment ---------------------------------------------------------------------
 
 
@@ -370,13 +436,21 @@ def expression_matches(op: str, value: str | None, values: tuple[str, ...]) -> b
 class _Finder:
     """One call of ``find``: the tree, the counts, the request."""
 
-    def __init__(self, tree: Tree, request: Request, count: int) -> None:
+    def __init__(
+        self, tree: Tree, request: Request, count: int, profile: configuration.TopologyProfile
+    ) -> None:
         self.tree = tree
         self.request = request
         self.count = count
         self.state = _State(tree.domain_count)
         self.unconstrained = request.unconstrained
-        self.bestfit = not self.unconstrained
+        mixed = profile == configuration.TopologyProfile.MIXED
+        # Least free first (packing) only for unconstrained pod sets under Kueue's default
+        # profile; the tight fit of the last domain under BestFit (and Mixed's other pod sets).
+        self.least_free = mixed and self.unconstrained
+        self.bestfit = profile == configuration.TopologyProfile.BEST_FIT or (
+            mixed and not self.unconstrained
+        )
         self.slice_size = request.slice_size if request.slice_level is not None else 1
 
     # Phase 1 ------------------------------------------------------------------------------
@@ -408,7 +482,7 @@ class _Finder:
         Kueue's comparator does.
         """
         st = self.state
-        sign = 1 if self.unconstrained else -1
+        sign = 1 if self.least_free else -1
         return sorted(
             domains, key=lambda d: (sign * st.slices[d.index], st.pods[d.index], d.values)
         )
@@ -434,7 +508,7 @@ class _Finder:
         if self.bestfit and st.slices[top.index] >= wanted:
             top = self.best_fit(ordered, wanted, slices=True)
         required = self.request.placement == Placement.REQUIRED
-        if not self.bestfit:
+        if self.least_free:
             for d in ordered:
                 if st.slices[d.index] >= wanted:
                     return level, [d]
@@ -594,6 +668,7 @@ def find(
     flavor_tolerations: tuple[pod.Toleration, ...] = (),
     assumed: Mapping[int, resources.Requests] | None = None,
     simulate_empty: bool = False,
+    profile: configuration.TopologyProfile = configuration.TopologyProfile.MIXED,
 ) -> Assignment | Failure:
     """Place ``count`` pods of ``per_pod`` in ``tree`` as ``request`` asks, or say why not.
 
@@ -608,7 +683,7 @@ def find(
     if isinstance(indexes, Failure):
         return indexes
     level, slice_level = indexes
-    finder = _Finder(tree, request, count)
+    finder = _Finder(tree, request, count, profile)
     if count % finder.slice_size:
         return Failure(
             f"the pod count {count} is not a multiple of the slice size {finder.slice_size}"

@@ -38,6 +38,7 @@ from berth.operator import (
     observe,
     scheduler,
     statuses,
+    ungater,
     webhook_server,
 )
 from berth.operator import world as world_mod
@@ -135,6 +136,7 @@ async def _lead(
                 recorder.run(),
                 scheduler.Scheduler(world, kube, recorder).run(),
                 jobcontroller.JobController(world, kube).run(),
+                ungater.Ungater(world, kube).run(),
                 lifecycle.Lifecycle(world, kube).run(),
                 finalizers.Finalizers(world, kube).run(),
                 statuses.StatusWriter(world, statuses.KubeStatusPort(kube)).run(),

@@ -21,6 +21,7 @@ from berth.core import trainjob
 from berth.operator import world as world_mod
 
 WATCHED = (
+    ("Topology", base.GROUP, base.VERSION, "topologies"),
     ("ResourceFlavor", base.GROUP, base.VERSION, "resourceflavors"),
     ("Cohort", base.GROUP, base.VERSION, "cohorts"),
     ("ClusterQueue", base.GROUP, base.VERSION, "clusterqueues"),
@@ -28,6 +29,7 @@ WATCHED = (
     ("WorkloadPriorityClass", base.GROUP, base.VERSION, "workloadpriorityclasses"),
     ("Workload", base.GROUP, base.VERSION, "workloads"),
     ("Job", "batch", "v1", "jobs"),
+    ("Node", "", "v1", "nodes"),
     ("Pod", "", "v1", "pods"),
     ("Namespace", "", "v1", "namespaces"),
     ("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses"),

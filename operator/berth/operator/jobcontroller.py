@@ -461,7 +461,8 @@ class JobController:
     ) -> None:
         w = self.world
         adm = wl.admission
-        runs = integrations.runs(adm, w.cache.flavors, integ.pod_count(job))
+        uid = str(job["metadata"].get("uid") or "")
+        runs = integrations.runs(adm, w.cache.flavors, integ.pod_count(job), job_uid=uid)
         await self._patch(
             integ, job, integ.start_patch(job, integrations.originals(wl.pod_sets), runs)
         )

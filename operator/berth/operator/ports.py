@@ -3,8 +3,8 @@
 ``World`` satisfies all of them; a task is typed against its own Protocol, so what it may read
 and change is written down here and a test can hand it a smaller stand-in. Members are read-only
 properties (the task never rebinds them; it may still change the objects they hold, such as a
-mailbox or the state). Used by ``scheduler``, ``lifecycle``, ``jobcontroller``, ``statuses``,
-``finalizers``, ``webhooks`` and ``handlers``.
+mailbox or the state). Used by ``scheduler``, ``lifecycle``, ``jobcontroller``, ``ungater``,
+``statuses``, ``finalizers``, ``webhooks`` and ``handlers``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from berth.state import lifecycle, priorities
 from berth.state import queues as queues_mod
 
 if TYPE_CHECKING:
-    from berth.operator import observe
+    from berth.operator import observe, placed_pods
     from berth.operator.world import Wakeups
 
 Body = dict[str, Any]
@@ -157,6 +157,29 @@ class JobWorld(_Known, Protocol):
 
     def pods_left(self, job_uid: str) -> int:
         """Pods of a job that exist and have not finished."""
+
+    def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
+        """The Workload of a Job, if it exists."""
+
+
+class UngaterWorld(_Known, Protocol):
+    """What the ungater needs."""
+
+    @property
+    def jobs(self) -> dict[names.JobKey, Body]:
+        """The latest jobs of every integrated kind."""
+
+    @property
+    def job_of_uid(self) -> dict[str, names.JobKey]:
+        """Jobs by uid."""
+
+    @property
+    def placed_pods(self) -> placed_pods.PlacedPods:
+        """Pods placed by topology, by the uid of the job that placed them."""
+
+    @property
+    def to_pin(self) -> mailbox.Mailbox[str]:
+        """Uids of jobs whose placed pods wait at the topology gate."""
 
     def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
         """The Workload of a Job, if it exists."""

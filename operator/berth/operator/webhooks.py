@@ -30,7 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from berth.adapters import tls
-from berth.api import base, kinds, validation
+from berth.api import base, kinds, topology, validation
 from berth.core import (
     batchjob,
     child_jobs,
@@ -41,11 +41,13 @@ from berth.core import (
     podgroup,
     workload_updates,
 )
+from berth.core import topology as core_topology
 from berth.operator import ports
 from berth.operator import world as world_mod
 
 NAME = "berth"
 BERTH_PLURALS = (
+    "topologies",
     "resourceflavors",
     "cohorts",
     "clusterqueues",
@@ -238,6 +240,18 @@ def mutate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, 
     return _allow(podgroup.webhook_patch(pod, honor_kueue=world.config.honor_kueue_labels))
 
 
+def mutate_placed_pod(request: dict[str, Any]) -> dict[str, Any]:
+    """Hold a new pod of a pod set placed by topology at Berth's topology gate.
+
+    The ungater (``operator.ungater``) pins it to its domain and removes the gate.
+    """
+    pod = _job(request)
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if request.get("operation") != "CREATE" or topology.PLACED_LABEL not in labels:
+        return _allow()
+    return _allow(core_topology.gate_patch(pod))
+
+
 def validate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
     """Check a new member's group metadata, and that a change keeps ``core.podgroup``'s rules.
 
@@ -366,6 +380,7 @@ def app(
     application.router.add_post("/validate-job", job_route(validate_job))
     application.router.add_post("/mutate-pod", route(lambda r: mutate_pod(world, r)))
     application.router.add_post("/validate-pod", route(lambda r: validate_pod(world, r)))
+    application.router.add_post("/mutate-placed-pod", route(mutate_placed_pod))
     application.router.add_post("/mutate-berth", route(mutate_berth))
     application.router.add_post(
         "/validate-berth",
@@ -513,6 +528,14 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
         if podgroup.KIND in world.integrations
         else []
     )
+    placed = {"matchExpressions": [{"key": topology.PLACED_LABEL, "operator": "Exists"}]}
+    placed_hook = hook(
+        "mtas",
+        "/mutate-placed-pod",
+        [rule("", ["pods"], ["CREATE"], "v1")],
+        objectSelector=placed,
+        namespaceSelector=job_namespaces,
+    )
     return [
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -521,6 +544,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             "webhooks": [
                 *job_hooks,
                 *(h for h in pod_hooks if h["name"].startswith("m")),
+                placed_hook,
                 hook("mberth", "/mutate-berth", berth_rules),
             ],
         },

@@ -33,6 +33,7 @@ from berth.api import (
     names,
     workload_view,
 )
+from berth.api import node as api_node
 from berth.api import workload as api_workload
 from berth.api.configuration import RequeueTimestamp
 from berth.core import (
@@ -45,10 +46,11 @@ from berth.core import (
     managed,
     podgroup,
     priority,
+    topology,
     trainjob,
     workload,
 )
-from berth.operator import job_index, mailbox, queue_objects
+from berth.operator import job_index, mailbox, placed_pods, queue_objects
 from berth.state import lifecycle, priorities
 
 if TYPE_CHECKING:
@@ -81,6 +83,7 @@ class Wakeups:
     jobs: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     lifecycle: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     finalizers: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    ungate: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
 
 class World:
@@ -132,6 +135,10 @@ class World:
         )
         """Pending workloads whose Requeued condition is False for a reason the lifecycle task
         turns True (BackoffFinished after a pods-ready timeout, a stopped queue restarted)."""
+        self.placed_pods = placed_pods.PlacedPods(self.cache)
+        """Others' usage per node (the room of topology domains) and Berth's placed pods."""
+        self.to_pin: mailbox.Mailbox[str] = mailbox.Mailbox("placed pods to pin", self.wake.ungate)
+        """Uids of jobs whose placed pods wait at the topology gate (the ungater pins them)."""
         self.observer: observe.Observer | None = None
         """Told of every Workload body that changes (metrics and history, on the leader)."""
         self._seen: dict[tuple[str, str, str], int] = {}
@@ -167,6 +174,8 @@ class World:
     def _dispatch(self, kind: str, body: Body, *, deleted: bool) -> None:
         if kind == "Pod":
             self._pod(body, deleted=deleted)
+        elif kind == api_node.KIND:
+            self._node(body, deleted=deleted)
         elif kind in self.integrations:
             owner = job_sync.parent(body, self.integrations)
             job = self.index.take_job(
@@ -181,11 +190,33 @@ class World:
         else:
             self._react(self.queue_objects.take(kind, body, deleted=deleted))
 
+    def _node(self, body: Body, *, deleted: bool) -> None:
+        """Keep a node of topology-aware flavors; pending workloads try again when it changed."""
+        name = str((body.get("metadata") or {}).get("name") or "")
+        if deleted:
+            changed = self.cache.delete_node(name)
+        else:
+            node, problems = api_node.parse(body)
+            if node is None:
+                log.warning("node %s not read: %s", name, "; ".join(map(str, problems)))
+                return
+            changed = self.cache.upsert_node(topology.node_of(node))
+        if changed and self.cache.topologies:
+            self._react(queue_objects.Changed(queues=True))
+
     def _pod(self, body: Body, *, deleted: bool) -> None:
-        """Count a job's pod; a pod group's member also changes its group (the group's job)."""
+        """Count a job's pod; a pod group's member also changes its group (the group's job).
+
+        Every pod also counts on its node (others' usage, or a placed pod to pin).
+        """
         job = self.index.take_pod(body, deleted=deleted)
         if job is not None:
             self.mark_job(job)
+        placed_by, freed = self.placed_pods.take(body, deleted=deleted)
+        if placed_by is not None and self.placed_pods.waiting(placed_by):
+            self.to_pin.add(placed_by)
+        if freed:
+            self._react(queue_objects.Changed(queues=True))
         if podgroup.KIND not in self.integrations or not podgroup.is_member(body):
             return
         member = podgroup.membership(body)

@@ -101,9 +101,12 @@ def generated(
 
     ``at`` and ``run_for`` stand for the ``sim.berth.dev/at`` and ``duration`` annotations.
     """
-    obj: base.Object | None = None
-    if raw["apiVersion"] == base.API_VERSION:
-        obj = kinds.load(raw)
+    kind = (str(raw.get("apiVersion")), str(raw.get("kind")))
+    obj, problems = (
+        _object(kind, raw) if kind == NODE or kind[0] == base.API_VERSION else (None, [])
+    )
+    if problems:
+        raise errors.ApiError(problems)
     return Document(
         location=Location("<generated>", index),
         raw=raw,
@@ -268,6 +271,15 @@ def _raw_problems(kind: tuple[str, str], raw: dict[str, Any]) -> list[errors.Fie
     return problems
 
 
+def _object(
+    kind: tuple[str, str], raw: dict[str, Any]
+) -> tuple[base.Object | None, list[errors.FieldError]]:
+    """Load a document the simulator models: a Node (``api.node``), else a Berth kind."""
+    if kind == NODE:
+        return api_node.parse(raw)
+    return kinds.try_load(raw)
+
+
 def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[errors.FieldError]]:
     if not isinstance(raw, dict):
         return None, [
@@ -292,15 +304,12 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
     problems += [err] if err else []
     kind = (str(raw.get("apiVersion")), str(raw.get("kind")))
     obj: base.Object | None = None
-    if kind == NODE:
-        obj, load_problems = api_node.parse(raw)
-        problems += load_problems
-    elif kind == NAMESPACE or kind in JOBS or kind in RUNTIMES:
+    if kind == NAMESPACE or kind in JOBS or kind in RUNTIMES:
         if not (metadata or {}).get("name"):
             problems.append(errors.FieldError("metadata.name", "required; give the object a name"))
         problems += _raw_problems(kind, raw)
     else:
-        obj, load_problems = kinds.try_load(raw)
+        obj, load_problems = _object(kind, raw)
         problems += load_problems
     if problems:
         return None, problems

@@ -83,25 +83,47 @@ class Cache:
         self.topologies.pop(name, None)
         self._stale = True
 
-    def upsert_node(self, node: topology.Node) -> None:
-        """Add or replace a node (its labels, allocatable, taints, readiness)."""
-        if self.nodes.get(node.name) != node:
-            self.nodes[node.name] = node
-            self._stale = True
+    def upsert_node(self, node: topology.Node) -> bool:
+        """Add or replace a node (its labels, allocatable, taints, readiness); True if changed."""
+        if self.nodes.get(node.name) == node:
+            return False  # a heartbeat: nothing placement reads
+        self.nodes[node.name] = node
+        self._stale = True
+        return True
 
-    def delete_node(self, name: str) -> None:
-        """Remove a node."""
-        if self.nodes.pop(name, None) is not None:
-            self._stale = True
+    def delete_node(self, name: str) -> bool:
+        """Remove a node; True if it was known."""
+        if self.nodes.pop(name, None) is None:
+            return False
+        self._stale = True
+        return True
 
-    def set_other_usage(self, node: str, requests: resources.Requests) -> None:
-        """Record what pods not placed by Berth request on a node."""
-        if self.other_usage.get(node, {}) != requests:
-            if requests:
-                self.other_usage[node] = dict(requests)
-            else:
-                self.other_usage.pop(node, None)
-            self._stale = True
+    def set_other_usage(self, node: str, requests: resources.Requests) -> bool:
+        """Record what pods not placed by Berth request on a node.
+
+        The room of the node's domain changes in place (pods come and go far more often than
+        nodes or queues, so no rebuild). Returns whether the node is in a topology-aware flavor.
+        """
+        old = self.other_usage.get(node, {})
+        if old == requests:
+            return False
+        if requests:
+            self.other_usage[node] = dict(requests)
+        else:
+            self.other_usage.pop(node, None)
+        if self._stale:
+            # The rebuild reads the new usage; whether the node is placed is known only then.
+            return bool(self.topologies) and node in self.nodes
+        placed = False
+        for fp in self._snapshot.placements.values():
+            leaf = fp.tree.leaf_of_node.get(node)
+            if leaf is None:
+                continue
+            placed = True
+            free = fp.tree.free[leaf]
+            for res in {*old, *requests}:
+                free[res] = free.get(res, 0) + old.get(res, 0) - requests.get(res, 0)
+        return placed
 
     def upsert_cluster_queue(
         self, obj: clusterqueue.ClusterQueue, *, invalid: str | None = None
