@@ -183,6 +183,16 @@ def test_bound_pods_without_the_label_take_room_from_their_node() -> None:
     assert _free(cache, "n1")["nvidia.com/gpu"] == 8
 
 
+def test_a_forged_placed_label_does_not_hide_a_pods_usage() -> None:
+    """``berth.dev/tas`` naming no job Berth manages: the pod is others' usage like any pod."""
+    cache = _cache()
+    pods = placed_pods.PlacedPods(cache)
+    forged = pod("sneaky", node="n1", phase="Running", placed_by="no-such-job")
+    assert pods.take(forged, deleted=False, known={"job-uid"}.__contains__) == (None, False)
+    assert _free(cache, "n1")["nvidia.com/gpu"] == 0
+    assert "no-such-job" not in pods.by_job
+
+
 def test_pods_on_nodes_of_no_topology_free_nothing_worth_a_retry() -> None:
     cache = _cache()
     pods = placed_pods.PlacedPods(cache)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pydantic
@@ -49,8 +50,14 @@ class PlacedPods:
         self.by_job: dict[str, dict[str, Body]] = {}
         """Placed pods by the uid of the job that placed them, then by namespace/name."""
 
-    def take(self, body: Body, *, deleted: bool) -> tuple[str | None, bool]:
+    def take(
+        self, body: Body, *, deleted: bool, known: Callable[[str], bool] = lambda _uid: True
+    ) -> tuple[str | None, bool]:
         """Take in one pod event.
+
+        ``known`` tells whether the job uid ``berth.dev/tas`` names is the pod's own job: a pod
+        whose label names another (a label anyone may write) is someone else's usage like any
+        other pod, so a forged label can neither hide a pod's requests nor take a job's place.
 
         Returns the uid of the job whose placed pods changed (the ungater looks at it), and
         whether room was freed on a topology-aware node (pending workloads try again).
@@ -58,6 +65,8 @@ class PlacedPods:
         meta = body.get("metadata") or {}
         labels = meta.get("labels") or {}
         placed_by = labels.get(topology.PLACED_LABEL)
+        if placed_by is not None and not known(str(placed_by)):
+            placed_by = None
         uid = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
         status = body.get("status") if isinstance(body.get("status"), dict) else {}
         done = deleted or (status or {}).get("phase") in _DONE

@@ -212,7 +212,13 @@ class World:
         job = self.index.take_pod(body, deleted=deleted)
         if job is not None:
             self.mark_job(job)
-        placed_by, freed = self.placed_pods.take(body, deleted=deleted)
+        # Trusted only when it names the job the pod belongs to (its owners lead there): a label
+        # on any other pod is someone else's usage, never a place in a placement.
+        placed_by, freed = self.placed_pods.take(
+            body,
+            deleted=deleted,
+            known=lambda uid: job is not None and self.index.job_of_uid.get(uid) == job,
+        )
         if placed_by is not None and self.placed_pods.waiting(placed_by):
             self.to_pin.add(placed_by)
         if freed:
