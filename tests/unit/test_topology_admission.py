@@ -222,3 +222,22 @@ def test_a_job_with_a_bad_placement_annotation_is_refused_naming_it(tmp_path: Pa
     assert result.exit_code != 0
     assert "annotations[berth.dev/podset-slice-size]" in result.output
     assert "Traceback" not in result.output
+
+
+def test_explain_names_the_level_and_the_closest_domain(tmp_path: Path) -> None:
+    """``berth explain`` on a gang no rack can hold says which rack came closest."""
+    path = tmp_path / "scenario.yaml"
+    path.write_text(
+        HEAD.replace("QUOTA", "128")
+        + _nodes()
+        + _job("fill", 5, 1)
+        + _job("big", 5, 3, annotations={REQUIRED: RACK})
+    )
+    result = CliRunner().invoke(
+        cli.main, ["explain", "--scenario", str(path), "--at", "5", "-n", "ml", "job/big"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "TopologyPlacementFailed" in result.output
+    assert "at level example.com/rack (the largest domain, b1/b1-r1, has room for 4 pod(s))" in (
+        result.output
+    )

@@ -22,7 +22,7 @@ import click
 
 from berth.api.clusterqueue import QueueingStrategy
 from berth.core import cycle, fairsharing
-from berth.devtools import perfshape, tracebench
+from berth.devtools import perfshape, topologybench, tracebench
 from berth.devtools.bench_harness import command as harness_command
 from berth.sim import engine
 
@@ -266,6 +266,70 @@ def trace(  # click passes every option by name
         title = f"{name.value}: {len(selected):,} jobs on {capacity} GPUs"
         tracebench.plot_waits([*rows, bound], title, plot_path)
         click.echo(f"wrote {plot_path}")
+
+
+@command.command(name="topology")
+@click.option(
+    "--trace",
+    "trace_name",
+    type=click.Choice([t.value for t in tracebench.TraceName]),
+    default=tracebench.TraceName.PHILLY.value,
+    show_default=True,
+    help="Which public trace to replay.",
+)
+@click.option(
+    "--traces-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="BERTH_TRACES_DIR",
+    help="The shared/traces folder (default: the one beside the project).",
+)
+@click.option("--jobs", type=click.IntRange(min=1), help="Replay only the first N jobs.")
+@click.option(
+    "--load",
+    type=click.FloatRange(min=0.01, max=10),
+    default=0.9,
+    show_default=True,
+    help="Size the capacity so the jobs' average demand fills this share of it.",
+)
+@click.option(
+    "--sample",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="Seconds of virtual time between two counts of stranded GPUs.",
+)
+def topology(
+    *, trace_name: str, traces_dir: Path | None, jobs: int | None, load: float, sample: float
+) -> None:
+    """Replay a trace on racks of hosts, packed and spread: the GPUs fragmentation strands."""
+    folder = traces_dir or _default_traces_dir()
+    name = tracebench.TraceName(trace_name)
+    try:
+        all_jobs = tracebench.read(name, folder)
+    except (OSError, KeyError, ValueError) as e:
+        msg = f"cannot read the {name.value} trace under {folder}: {e}; give --traces-dir"
+        raise click.ClickException(msg) from e
+    selected = all_jobs[:jobs] if jobs else all_jobs
+    if not selected:
+        raise click.ClickException(f"the {name.value} trace under {folder} holds no GPU job")
+    capacity = tracebench.default_capacity(selected, load)
+    nodes = topologybench.hosts(capacity)
+    click.echo(
+        f"{name.value}: {len(selected):,} jobs over {selected[-1].arrival / 86400:.1f} days on "
+        f"{len(nodes)} hosts of 8 GPUs ({topologybench.HOSTS_PER_RACK} to a rack, "
+        f"{topologybench.RACKS_PER_BLOCK} racks to a block)"
+    )
+    buckets = "  ".join(f"{'wait ' + b.name:>10}" for b in tracebench.BUCKETS)
+    click.echo(
+        f"{'profile':<18} {'stranded GPUs':>13} {'share':>6} {'util':>6}  {buckets}  {'CPU s':>7}"
+    )
+    for profile in topologybench.PROFILES:
+        f = topologybench.replay(selected, capacity, profile, sample=sample)
+        waits = "  ".join(f"{_hours(f.mean_wait[b.name]):>10}" for b in tracebench.BUCKETS)
+        click.echo(
+            f"{profile.value:<18} {f.stranded:>13.1f} {100 * f.stranded_share:>5.1f}% "
+            f"{100 * f.utilisation:>5.1f}%  {waits}  {f.cpu_seconds:>7.1f}"
+        )
 
 
 def _cost_against_size(

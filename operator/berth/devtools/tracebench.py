@@ -38,7 +38,7 @@ import enum
 import math
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -360,8 +360,9 @@ def replay(
             never += 1
             continue
         by_bucket[bucket_of(job.gpus).name].append(sum(wl.waited))
-    held, lost, done = _held(events, jobs)
     window = max(j.arrival for j in jobs) if jobs else 0.0
+    gpus = {str(_key(j, i)): j.gpus for i, j in enumerate(jobs)}
+    held, lost, done = gpu_seconds(events, gpus, window)
     window = window if window > 0 else sim.now
     all_waits = [w for values in by_bucket.values() for w in values]
     return Figures(
@@ -387,10 +388,13 @@ def replay(
     )
 
 
-def _held(events: list[dict[str, Any]], jobs: Sequence[TraceJob]) -> tuple[float, float, float]:
-    """GPU-seconds held while jobs arrive, GPU-seconds of runs cut short, of runs completed."""
-    window = max(j.arrival for j in jobs) if jobs else 0.0
-    gpus = {str(_key(j, i)): j.gpus for i, j in enumerate(jobs)}
+def gpu_seconds(
+    events: Sequence[dict[str, Any]], gpus: Mapping[str, int], window: float
+) -> tuple[float, float, float]:
+    """GPU-seconds held until ``window``, GPU-seconds of runs cut short, of runs completed.
+
+    ``gpus``: each workload's GPUs, by ``namespace/name``.
+    """
     started: dict[str, float] = {}
     held = lost = done = 0.0
     for e in events:
