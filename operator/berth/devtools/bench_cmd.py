@@ -15,8 +15,9 @@ from __future__ import annotations
 import resource
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -160,30 +161,64 @@ def _estimates(f: tracebench.Figures) -> str:
     return "-" if error is None else f"{_hours(error)} n={len(f.estimate_errors):,}"
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _trace_options(command: _F) -> _F:
+    """The options every trace replay takes: which trace, where, how many jobs, what load."""
+    for option in reversed(
+        (
+            click.option(
+                "--trace",
+                "trace_name",
+                type=click.Choice([t.value for t in tracebench.TraceName]),
+                default=tracebench.TraceName.PHILLY.value,
+                show_default=True,
+                help="Which public trace to replay.",
+            ),
+            click.option(
+                "--traces-dir",
+                type=click.Path(file_okay=False, path_type=Path),
+                envvar="BERTH_TRACES_DIR",
+                help="The shared/traces folder (default: the one beside the project).",
+            ),
+            click.option(
+                "--jobs", type=click.IntRange(min=1), help="Replay only the first N jobs."
+            ),
+            click.option(
+                "--load",
+                type=click.FloatRange(min=0.01, max=10),
+                default=0.9,
+                show_default=True,
+                help="Size the capacity so the jobs' average demand fills this share of it.",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def _read_trace(name: tracebench.TraceName, traces_dir: Path | None) -> list[tracebench.TraceJob]:
+    folder = traces_dir or _default_traces_dir()
+    try:
+        return tracebench.read(name, folder)
+    except (OSError, KeyError, ValueError) as e:
+        msg = f"cannot read the {name.value} trace under {folder}: {e}; give --traces-dir"
+        raise click.ClickException(msg) from e
+
+
+def _first(
+    jobs: list[tracebench.TraceJob], count: int | None, name: tracebench.TraceName
+) -> list[tracebench.TraceJob]:
+    selected = jobs[:count] if count else jobs
+    if not selected:
+        raise click.ClickException(f"the {name.value} trace holds no GPU job")
+    return selected
+
+
 @command.command(name="trace")
-@click.option(
-    "--trace",
-    "trace_name",
-    type=click.Choice([t.value for t in tracebench.TraceName]),
-    default=tracebench.TraceName.PHILLY.value,
-    show_default=True,
-    help="Which public trace to replay.",
-)
-@click.option(
-    "--traces-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="BERTH_TRACES_DIR",
-    help="The shared/traces folder (default: the one beside the project).",
-)
-@click.option("--jobs", type=click.IntRange(min=1), help="Replay only the first N jobs.")
+@_trace_options
 @click.option("--gpus", type=click.IntRange(min=1), help="Capacity in GPUs (default: by --load).")
-@click.option(
-    "--load",
-    type=click.FloatRange(min=0.01, max=10),
-    default=0.9,
-    show_default=True,
-    help="Size the capacity so the jobs' average demand fills this share of it.",
-)
 @click.option(
     "--policy",
     "policies",
@@ -219,19 +254,12 @@ def trace(  # click passes every option by name
     scenario_out: Path | None,
 ) -> None:
     """Replay a public GPU trace under each queueing strategy and print what it measured."""
-    folder = traces_dir or _default_traces_dir()
     name = tracebench.TraceName(trace_name)
-    try:
-        all_jobs = tracebench.read(name, folder)
-    except (OSError, KeyError, ValueError) as e:
-        msg = f"cannot read the {name.value} trace under {folder}: {e}; give --traces-dir"
-        raise click.ClickException(msg) from e
+    all_jobs = _read_trace(name, traces_dir)
     if sizes is not None:
         _cost_against_size(all_jobs, sizes, load, gpus)
         return
-    selected = all_jobs[:jobs] if jobs else all_jobs
-    if not selected:
-        raise click.ClickException(f"the {name.value} trace under {folder} holds no GPU job")
+    selected = _first(all_jobs, jobs, name)
     capacity = gpus or tracebench.default_capacity(selected, load)
     chosen = [QueueingStrategy(v) for v in policies] or list(tracebench.STRATEGIES)
     if scenario_out is not None:
@@ -269,28 +297,7 @@ def trace(  # click passes every option by name
 
 
 @command.command(name="topology")
-@click.option(
-    "--trace",
-    "trace_name",
-    type=click.Choice([t.value for t in tracebench.TraceName]),
-    default=tracebench.TraceName.PHILLY.value,
-    show_default=True,
-    help="Which public trace to replay.",
-)
-@click.option(
-    "--traces-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="BERTH_TRACES_DIR",
-    help="The shared/traces folder (default: the one beside the project).",
-)
-@click.option("--jobs", type=click.IntRange(min=1), help="Replay only the first N jobs.")
-@click.option(
-    "--load",
-    type=click.FloatRange(min=0.01, max=10),
-    default=0.9,
-    show_default=True,
-    help="Size the capacity so the jobs' average demand fills this share of it.",
-)
+@_trace_options
 @click.option(
     "--sample",
     type=click.FloatRange(min=1),
@@ -302,16 +309,8 @@ def topology(
     *, trace_name: str, traces_dir: Path | None, jobs: int | None, load: float, sample: float
 ) -> None:
     """Replay a trace on racks of hosts, packed and spread: the GPUs fragmentation strands."""
-    folder = traces_dir or _default_traces_dir()
     name = tracebench.TraceName(trace_name)
-    try:
-        all_jobs = tracebench.read(name, folder)
-    except (OSError, KeyError, ValueError) as e:
-        msg = f"cannot read the {name.value} trace under {folder}: {e}; give --traces-dir"
-        raise click.ClickException(msg) from e
-    selected = all_jobs[:jobs] if jobs else all_jobs
-    if not selected:
-        raise click.ClickException(f"the {name.value} trace under {folder} holds no GPU job")
+    selected = _first(_read_trace(name, traces_dir), jobs, name)
     capacity = tracebench.default_capacity(selected, load)
     nodes = topologybench.hosts(capacity)
     click.echo(
