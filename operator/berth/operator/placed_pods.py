@@ -49,6 +49,8 @@ class PlacedPods:
         self._per_node: dict[str, resources.Requests] = {}
         self.by_job: dict[str, dict[str, Body]] = {}
         """Placed pods by the uid of the job that placed them, then by namespace/name."""
+        self._gated: dict[str, set[str]] = {}
+        """Of those, the ones waiting at the topology gate (a pod event asks in O(1))."""
 
     def take(
         self, body: Body, *, deleted: bool, known: Callable[[str], bool] = lambda _uid: True
@@ -75,17 +77,24 @@ class PlacedPods:
             return None, freed
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         pods = self.by_job.setdefault(str(placed_by), {})
+        gated = self._gated.setdefault(str(placed_by), set())
         if deleted:
             pods.pop(key, None)
         else:
             pods[key] = body
+        if not deleted and core_topology.is_gated(body):
+            gated.add(key)
+        else:
+            gated.discard(key)
+        if not gated:
+            del self._gated[str(placed_by)]
         if not pods:
             del self.by_job[str(placed_by)]
         return str(placed_by), freed
 
     def waiting(self, job_uid: str) -> bool:
         """Tell whether some placed pod of this job waits at the topology gate."""
-        return any(core_topology.is_gated(p) for p in self.by_job.get(job_uid, {}).values())
+        return job_uid in self._gated
 
     def _count(self, uid: str, body: Body, *, gone: bool) -> bool:
         spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
