@@ -24,14 +24,6 @@ PREFERRED_ANNOTATION = "berth.dev/podset-preferred-topology"
 UNCONSTRAINED_ANNOTATION = "berth.dev/podset-unconstrained-topology"
 SLICE_REQUIRED_ANNOTATION = "berth.dev/podset-slice-required-topology"
 SLICE_SIZE_ANNOTATION = "berth.dev/podset-slice-size"
-ANNOTATIONS = (
-    REQUIRED_ANNOTATION,
-    PREFERRED_ANNOTATION,
-    UNCONSTRAINED_ANNOTATION,
-    SLICE_REQUIRED_ANNOTATION,
-    SLICE_SIZE_ANNOTATION,
-)
-"""Pod template annotations that ask for a placement."""
 
 GATE = "berth.dev/topology"
 """Scheduling gate on the pods of a placed pod set until each is pinned to its domain."""

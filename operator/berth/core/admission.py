@@ -66,8 +66,8 @@ def from_status(info: workload.WorkloadInfo, adm: api_workload.Admission) -> wor
             fr = resources.FlavorResource(flavor, res)
             usage[fr] = usage.get(fr, 0) + requests.get(res, 0)
         if placement is not None:
-            # The placement is counted in the flavor of the pod set's first resource that
-            # has one; a pod set has exactly one topology-aware flavor.
+            # A pod set has exactly one topology-aware flavor; the snapshot counts the placement
+            # in that one and skips the others (they have no domains).
             placed.extend(
                 topology.placed(flavor, placement, ps.per_pod)
                 for flavor in sorted(set(flavors.values()))

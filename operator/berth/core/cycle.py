@@ -333,8 +333,8 @@ class _Cycle:
         snap, cq = self.snap, entry.cq
         if not self._placements_still_fit(entry):
             # An earlier entry of this cycle took the domains it was placed in: place it again
-            # against the snapshot as it is now (Kueue's
-            # TASRecomputeAssignmentWithinSchedulingCycle).
+            # against the snapshot as it is now (Kueue's TASRecomputeAssignmentWithinScheduling-
+            # Cycle).
             entry.assignment, entry.targets = get_assignment(snap, cq, entry.info, self.policy)
         overlap = any(t.victim.info.key in self.preempted for t in entry.targets)
         # Another entry of this cycle already claimed some of these victims: if the entry fits
@@ -605,10 +605,13 @@ class _TargetFinder:
     ) -> list[preemption.Target]:
         """Victims that let ``usage`` fit (and, for a topology-aware workload, ``placement``)."""
         if placement is not None:
-            fair = self.fair
-            if fair is not None:
-                return fair.targets(frs, usage, placement)
-            return self.classical.targets(frs, usage, placement)
+            # Not cached: the answer depends on where the pods can be placed, not on quota alone.
+            searcher = self.fair if self.fair is not None else self.classical
+            searcher.placement = placement
+            try:
+                return searcher.targets(frs, usage)
+            finally:
+                searcher.placement = None
         key = (frozenset(frs), tuple(sorted(usage.items())))
         found = self.found.get(key)
         if found is None:

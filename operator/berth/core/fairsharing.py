@@ -268,6 +268,7 @@ class FairPreemptor:
         self.strategies = strategies or DEFAULT_STRATEGIES
         self.ancestors = list(self.node.ancestors())
         self.placement: Callable[[], bool] | None = None
+        """As ``preemption.Preemptor.placement``."""
 
     def _candidates(self, frs: set[resources.FlavorResource]) -> list[snapshot.AdmittedWorkload]:
         pre = self.cq.preemption
@@ -314,21 +315,8 @@ class FairPreemptor:
         self,
         frs: set[resources.FlavorResource],
         usage: resources.FlavorResourceAmounts,
-        placement: Callable[[], bool] | None = None,
     ) -> list[preemption.Target]:
-        """Return victims that let ``usage`` fit fairly, or [] if there are none.
-
-        ``placement``: as for ``preemption.Preemptor.targets``.
-        """
-        self.placement = placement
-        try:
-            return self._targets(frs, usage)
-        finally:
-            self.placement = None
-
-    def _targets(
-        self, frs: set[resources.FlavorResource], usage: resources.FlavorResourceAmounts
-    ) -> list[preemption.Target]:
+        """Return victims that let ``usage`` fit fairly, or [] if there are none."""
         candidates = self._candidates(frs)
         if not candidates:
             return []

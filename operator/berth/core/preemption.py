@@ -123,7 +123,8 @@ class Preemptor:
         self.node = snap.node(cq.name)
         self.wl = wl
         self.placement: Callable[[], bool] | None = None
-        """During ``targets``: whether the preemptor's pods can be placed (topology) now."""
+        """For a topology-aware preemptor, set by the cycle while it searches: whether its pods
+        can be placed once the victims so far are gone (Kueue checks it beside quota)."""
 
     # The oracle used by flavor assignment ------------------------------------------------------
 
@@ -152,24 +153,8 @@ class Preemptor:
         self,
         frs: set[resources.FlavorResource],
         usage: resources.FlavorResourceAmounts,
-        placement: Callable[[], bool] | None = None,
     ) -> list[Target]:
-        """Return a minimal-ish set of victims that lets ``usage`` fit, or [] if none does.
-
-        ``placement``, for a topology-aware preemptor: whether its pods can be placed once the
-        victims so far are gone (Kueue checks the placement beside quota).
-        """
-        self.placement = placement
-        try:
-            return self._targets(frs, usage)
-        finally:
-            self.placement = None
-
-    def _targets(
-        self,
-        frs: set[resources.FlavorResource],
-        usage: resources.FlavorResourceAmounts,
-    ) -> list[Target]:
+        """Return a minimal-ish set of victims that lets ``usage`` fit, or [] if none does."""
         same = self._same_queue_candidates(frs)
         hierarchy, priority = self._cohort_candidates(frs, usage)
         key = self._sort_key

@@ -26,15 +26,7 @@ from typing import Any, Protocol
 
 from berth.api import conditions, configuration, duration, errors, names, priorityclass
 from berth.api import workload as api_workload
-from berth.core import (
-    cycle,
-    integrations,
-    job_kind,
-    podgroup,
-    podsready,
-    trainjob,
-    workload,
-)
+from berth.core import cycle, integrations, job_kind, podgroup, podsready, trainjob, workload
 from berth.sim import documents, events, intake, summary
 from berth.sim.workloads import Phase, SimWorkload
 from berth.state import cache as cache_mod
