@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
+from berth.api import configuration, kinds, resourceflavor, topology
 from berth.api import node as api_node
-from berth.api import resourceflavor, topology
 from berth.api import workload as api_workload
 from berth.core import batchjob, integrations
 from berth.core import topology as core_topology
 from berth.operator import placed_pods, ungater, webhooks
+from berth.operator import world as world_mod
 from berth.state import cache as cache_mod
 
 HOST = core_topology.HOSTNAME
@@ -241,3 +242,65 @@ def test_a_topology_pod_set_labels_its_pods_with_the_job_that_placed_them() -> N
     labels, selector, _ = batchjob.placed({}, pod_set="main", flavors=list(run.placements))
     assert labels[topology.PLACED_LABEL] == "u-1"
     assert selector == {"gpu": "h100"}
+
+
+BAD_YAML = {
+    "hostname not last": (
+        {"levels": [{"nodeLabel": HOST}, {"nodeLabel": RACK}]},
+        "spec.levels[0].nodeLabel",
+        "may only be the last",
+    ),
+    "a level twice": (
+        {"levels": [{"nodeLabel": RACK}, {"nodeLabel": RACK}]},
+        "spec.levels[1].nodeLabel",
+        "list each label once",
+    ),
+    "no levels": ({"levels": []}, "spec.levels", "at least 1"),
+    "empty label": ({"levels": [{"nodeLabel": ""}]}, "spec.levels[0].nodeLabel", "at least 1"),
+}
+
+
+@pytest.mark.parametrize(("spec", "path", "words"), BAD_YAML.values(), ids=list(BAD_YAML))
+def test_an_admins_bad_topology_is_refused_naming_the_field(
+    spec: dict[str, Any], path: str, words: str
+) -> None:
+    doc = {"apiVersion": "berth.dev/v1beta1", "kind": "Topology", "metadata": {"name": "dc"}}
+    _, problems = kinds.try_load({**doc, "spec": spec})
+    assert [p.path for p in problems] == [path]
+    assert words in problems[0].message
+
+
+def test_a_restarted_operator_pins_the_pods_that_still_wait() -> None:
+    """After a restart, priming lists the Job and its pods: the waiting ones are asked for.
+
+    A pod carrying the job's uid but not owned by the job is not one of its placed pods.
+    """
+    world = world_mod.World(configuration.Configuration(), clock=lambda: 0.0)
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "gang",
+            "namespace": "ml",
+            "uid": "job-uid",
+            "labels": {batchjob.QUEUE_LABEL: "lq"},
+        },
+        "spec": {"suspend": False, "parallelism": 2, "template": {"spec": {"containers": []}}},
+    }
+    world.apply("Job", job)
+    waiting = pod("gang-0", gated=True)
+    waiting["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "gang",
+            "uid": "job-uid",
+            "controller": True,
+        }
+    ]
+    world.apply("Pod", waiting)
+    assert "job-uid" in world.to_pin
+    assert world.placed_pods.waiting("job-uid")
+    stranger = pod("other", gated=True, placed_by="job-uid")  # no owner: not the job's pod
+    world.apply("Pod", stranger)
+    assert "ml/other" not in world.placed_pods.by_job["job-uid"]
