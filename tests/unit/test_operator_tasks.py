@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 
-from berth.adapters.kube import errors, events
+from berth.adapters import wakeup
+from berth.adapters.kube import client, errors, events
+from berth.api import configuration
 from berth.entry import operator_main as main
+from berth.operator import finalizers, jobcontroller, lifecycle, scheduler, ungater
+from berth.operator import world as world_mod
 
 
 class _BoomError(RuntimeError):
@@ -90,6 +95,61 @@ def _workload(name: str) -> dict[str, Any]:
         "kind": "Workload",
         "metadata": {"name": name, "namespace": "team", "uid": f"uid-{name}"},
     }
+
+
+_Task = Callable[[world_mod.World, client.Kube], Coroutine[Any, Any, None]]
+_LEADER_TASKS: list[tuple[str, _Task, Callable[[world_mod.Wakeups], asyncio.Event]]] = [
+    (
+        "scheduler",
+        lambda w, k: scheduler.Scheduler(w, k, events.Recorder(k)).run(),
+        lambda wake: wake.schedule,
+    ),
+    (
+        "job controller",
+        lambda w, k: jobcontroller.JobController(w, k).run(),
+        lambda wake: wake.jobs,
+    ),
+    ("ungater", lambda w, k: ungater.Ungater(w, k).run(), lambda wake: wake.ungate),
+    ("lifecycle", lambda w, k: lifecycle.Lifecycle(w, k).run(), lambda wake: wake.lifecycle),
+    ("finalizers", lambda w, k: finalizers.Finalizers(w, k).run(), lambda wake: wake.finalizers),
+]
+
+
+@pytest.mark.parametrize(
+    ("task", "event"), [(t, e) for _, t, e in _LEADER_TASKS], ids=[n for n, _, _ in _LEADER_TASKS]
+)
+def test_a_leader_task_woken_as_its_term_ends_still_ends(
+    task: _Task, event: Callable[[world_mod.Wakeups], asyncio.Event]
+) -> None:
+    """Cancelled in the loop turn its wake-up is set, a task ends (or the term never would)."""
+
+    async def scenario() -> bool:
+        world = world_mod.World(configuration.Configuration(), lambda: 0.0)
+        kube: Any = object()  # an empty world sends nothing
+        running = asyncio.create_task(task(world, kube))
+        await asyncio.sleep(0.05)  # asleep on its wake-up
+        event(world.wake).set()
+        running.cancel()
+        done, _ = await asyncio.wait({running}, timeout=2)
+        running.cancel()
+        return running in done and running.cancelled()
+
+    assert asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("set_at", "seconds", "woken"), [(0.0, 1.0, True), (None, 0.01, False), (0.0, None, True)]
+)
+def test_woken_tells_whether_the_event_was_set(
+    set_at: float | None, seconds: float | None, woken: bool
+) -> None:
+    async def scenario() -> bool:
+        event = asyncio.Event()
+        if set_at is not None:
+            asyncio.get_running_loop().call_later(set_at, event.set)
+        return await wakeup.woken(event, seconds)
+
+    assert asyncio.run(scenario()) is woken
 
 
 def test_the_recorder_never_waits_and_drops_what_does_not_fit() -> None:

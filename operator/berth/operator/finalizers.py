@@ -15,11 +15,11 @@ Kueue's ``resource-in-use`` finalizer (``pkg/controller/core/resourceflavor_cont
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from typing import Any
 
+from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events
 from berth.api import base, names
 from berth.operator import ports
@@ -64,8 +64,7 @@ class Finalizers:
                 except errors.KubeError as e:
                     log.warning("%s %s: %s", kind, name, e)
                     retry = True
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(w.wake.finalizers.wait(), _RETRY if retry else 5.0)
+            await wakeup.woken(w.wake.finalizers, _RETRY if retry else 5.0)
             w.wake.finalizers.clear()
 
     async def reconcile(self, kind: str, name: str, body: dict[str, Any]) -> None:

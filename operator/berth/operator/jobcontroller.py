@@ -23,6 +23,7 @@ import contextlib
 import logging
 from typing import Any
 
+from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events, jobs, workloads
 from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
@@ -73,8 +74,7 @@ class JobController:
                     retry = True
             if w.dirty_jobs and not retry:
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(w.wake.jobs.wait(), _RETRY if retry else None)
+            await wakeup.woken(w.wake.jobs, _RETRY if retry else None)
 
     async def reconcile(self, key: names.JobKey) -> None:
         """Bring one job and its Workload in step."""

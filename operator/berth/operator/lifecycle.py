@@ -20,11 +20,11 @@ decided again on the next pass.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from typing import Any
 
+from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events, workloads
 from berth.api import conditions, names, workload_view
 from berth.core import podsready
@@ -64,8 +64,7 @@ class Lifecycle:
                 await self.pass_once()
             except errors.KubeError as e:
                 log.warning("workload lifecycle: %s", e)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.world.wake.lifecycle.wait(), _PERIOD)
+            await wakeup.woken(self.world.wake.lifecycle, _PERIOD)
 
     async def pass_once(self) -> None:
         """Make every due eviction and priority rewrite once."""

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import dataclasses
 import enum
 import logging
 import time
 from typing import Any
 
+from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events, workloads
 from berth.api import conditions, names, workload_view
 from berth.core import admission, cycle
@@ -106,8 +106,7 @@ class Scheduler:
                 continue
             expiry = w.queues.next_backoff_expiry(w.clock())
             timeout = None if expiry is None else max(0.05, expiry - w.clock())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(w.wake.schedule.wait(), timeout)
+            await wakeup.woken(w.wake.schedule, timeout)
 
     async def step(self) -> bool:
         """Decide one batch and write its admissions and evictions; tell whether it progressed.

@@ -15,12 +15,12 @@ go through ``berth.adapters.kube``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import logging
 from typing import Any
 
+from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, jobs
 from berth.api import conditions, topology
 from berth.core import batchjob
@@ -68,8 +68,7 @@ class Ungater:
                     retry = True
             if w.to_pin and not retry:
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(w.wake.ungate.wait(), _RETRY if retry else None)
+            await wakeup.woken(w.wake.ungate, _RETRY if retry else None)
 
     async def pin(self, job_uid: str) -> None:
         """Pin the waiting pods of one job to domains of its admission."""

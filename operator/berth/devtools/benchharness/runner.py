@@ -23,6 +23,7 @@ import logging
 import time
 from typing import Any
 
+from berth.adapters import wakeup
 from berth.api import base
 from berth.devtools.benchharness import api as api_mod
 from berth.devtools.benchharness import generator
@@ -349,8 +350,7 @@ class Runner:
                 if rec.epoch == epoch:
                     self._act(rec)
             timeout = None if not self._timers else max(0.0, self._timers[0][0] - self.now())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._timer_wake.wait(), timeout)
+            await wakeup.woken(self._timer_wake, timeout)
 
     async def _patch_status(self, rec: Record, status: dict[str, Any]) -> dict[str, Any] | None:
         """Merge-patch the status with the body's resourceVersion; the stored body, or None."""
