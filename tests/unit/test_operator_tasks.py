@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 
+import fakeapi
 from berth.adapters import wakeup
-from berth.adapters.kube import client, errors, events
+from berth.adapters.kube import client, errors, events, leader
 from berth.api import configuration
 from berth.entry import operator_main as main
 from berth.operator import finalizers, jobcontroller, lifecycle, scheduler, ungater
@@ -170,3 +173,47 @@ def test_the_recorder_never_waits_and_drops_what_does_not_fit() -> None:
     assert [e["involvedObject"]["name"] for e in kube.posted] == ["a", "b", "f"]
     assert [e["reason"] for e in kube.posted] == ["QuotaReserved", "QuotaReserved", "Admitted"]
     assert (recorder.sent, recorder.failed, recorder.dropped) == (3, 1, 2)
+
+
+def test_a_term_whose_work_does_not_end_after_its_cancel_stops_the_process() -> None:
+    """A lost lease cancels the leader's work; if it ignores that, the replica must not go on.
+
+    Competing again could make it lead twice, and waiting for ever would stall every queue; the
+    error ends the operator, so a restart (a new pod) takes over.
+    """
+
+    async def scenario() -> tuple[BaseException | None, int]:
+        kube = fakeapi.FakeKube(time.time)
+        await kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "berth"}})
+        leads = 0
+        deafened = True
+
+        async def deaf() -> None:
+            nonlocal leads
+            leads += 1
+            kube.fail("PUT", "/apis/coordination.k8s.io", times=1000)  # no renewal from now on
+            while deafened:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.sleep(0.05)
+
+        running = asyncio.create_task(
+            leader.run_while_leader(
+                kube,
+                name="leader",
+                namespace="berth",
+                identity="a",
+                lead=deaf,
+                renew_deadline=0,
+                retry_period=0,
+                stop_grace=0.2,
+            )
+        )
+        done, _ = await asyncio.wait({running}, timeout=5)
+        failure = running.exception() if running in done else None
+        running.cancel()
+        deafened = False  # so that the loop can end
+        return failure, leads
+
+    failure, leads = asyncio.run(scenario())
+    assert isinstance(failure, leader.TermStuckError)
+    assert leads == 1, "never competes again while the stuck term's work runs"

@@ -16,6 +16,7 @@ import click
 import yaml
 
 from berth.adapters.history import store
+from berth.adapters.kube import leader
 from berth.api import configuration, errors, kinds
 from berth.entry import operator_main
 from berth.entry import options as entry_options
@@ -167,6 +168,9 @@ def command(  # noqa: PLR0917 - one parameter per command-line option
         except store.HistoryError as err:
             msg = f"{err} (set --history-db to a store this process can write, or --no-history)"
             raise click.ClickException(msg) from err
+        except leader.TermStuckError as err:
+            # Exit non-zero: the Deployment (or whoever runs it) starts a fresh process.
+            raise click.ClickException(f"{err}; stopping so that a fresh process leads") from err
 
 
 def history_url(url: str | None, data_dir: Path | None) -> str:

@@ -10,7 +10,11 @@ client-go's ``tools/leaderelection`` semantics:
   seconds the replica stops leading: ``lead`` is cancelled (and awaited), then it competes again;
 - every request failure — a connection refused while the API server restarts, a timeout, a 5xx,
   a conflict with another replica — only costs a retry after ``retry_period``; nothing here
-  raises out of the loop but cancellation;
+  raises out of the loop but cancellation and ``TermStuckError``;
+- **a term ends or the process does**: ``lead`` must end within ``stop_grace`` seconds of its
+  cancel; if it does not, ``TermStuckError`` is raised, because competing again while its tasks
+  still run could make this replica lead twice, and a replica that neither leads nor competes
+  would stall every queue (a restart is the remedy);
 - **release on cancel** (client-go's ``ReleaseOnCancel``): when the operator stops, ``lead`` is
   cancelled and awaited first, then the Lease is given up (holder cleared, duration 1 s), so a
   standby takes over at once instead of waiting out the Lease.
@@ -160,10 +164,12 @@ async def run_while_leader(
     lease_duration: int = 15,
     renew_deadline: int = 10,
     retry_period: int = 2,
+    stop_grace: float = 30.0,
 ) -> None:
     """Hold the Lease ``namespace/name`` as ``identity`` and run ``lead`` while it is held.
 
     Runs until cancelled; cancelling it cancels ``lead``, waits for it, and releases the Lease.
+    Raises ``TermStuckError`` when ``lead`` has not ended ``stop_grace`` seconds after its cancel.
     """
     elector = Elector(
         kube, name=name, namespace=namespace, identity=identity, lease_duration=lease_duration
@@ -175,12 +181,12 @@ async def run_while_leader(
         try:
             await _renew_until_lost(elector, leading, renew_deadline, retry_period)
         except asyncio.CancelledError:
-            await _stop(leading)
+            await _stop(leading, stop_grace)
             with contextlib.suppress(errors.KubeError):
                 await elector.release()
                 log.info("released the lease %s/%s", namespace, name)
             raise
-        await _stop(leading)
+        await _stop(leading, stop_grace)
         await asyncio.sleep(retry_period)
 
 
@@ -215,7 +221,14 @@ async def _renew_until_lost(
         log.warning("the leader's work ended: %s; competing again", leading.exception())
 
 
-async def _stop(task: asyncio.Task[None]) -> None:
+class TermStuckError(RuntimeError):
+    """The leader's work did not end after its cancel: the process must stop."""
+
+
+async def _stop(task: asyncio.Task[None], grace: float) -> None:
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    done, _pending = await asyncio.wait({task}, timeout=grace)
+    if not done:
+        raise TermStuckError(f"the leader's work has not ended {grace:g} s after its cancel")
+    if not task.cancelled():
+        task.exception()  # retrieved: how the term ended was logged by _renew_until_lost
