@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from berth.devtools.bench_harness import command
 from berth.devtools.benchharness import api as api_mod
-from berth.devtools.benchharness import generator, runner, summary
+from berth.devtools.benchharness import generator, kueue, runner, summary
 
 CONFIGS = Path(__file__).resolve().parents[2] / "config" / "bench"
 
@@ -198,3 +199,131 @@ def test_webhook_latency_is_the_difference_between_two_scrapes() -> None:
     got = summary.webhook_latency(before, after)
     assert got == {"mutate": {"calls": 100, "meanMs": 20.0, "p95AtMostMs": 25.0}}
     assert summary.webhook_latency(after, after) == {}
+
+
+def test_summary_gives_kueues_wait_from_first_event_to_last_admission() -> None:
+    config = generator.load(CONFIGS / "smoke.yaml")
+    records = [runner.Record(a) for a in generator.arrivals(config)]
+    for r in records:
+        r.created, r.seen = r.arrival.at, r.arrival.at + 0.5
+        r.admitted = r.arrival.at + 1.0
+        r.intervals = [(r.admitted, r.admitted + 0.1)]  # evicted, then admitted again
+        r.running_since = r.admitted + 2.0
+    s = summary.summarize(config, records, wall=20.0)
+    small = s["workloadClasses"]["small"]
+    assert small["averageTimeToAdmissionSeconds"] == pytest.approx(1.0)
+    assert small["averageSeenToLastAdmissionSeconds"] == pytest.approx(2.5)
+
+
+class _SlowCreates:
+    """Answers each create after ``hold`` seconds; keeps when each was sent."""
+
+    def __init__(self, hold: float) -> None:
+        self.hold = hold
+        self.sent: list[tuple[float, str, str]] = []
+
+    async def request(self, method: str, path: str, body: object = None) -> dict[str, object]:
+        assert method == "POST"
+        assert isinstance(body, dict)
+        self.sent.append((time.monotonic(), path, body["metadata"]["name"]))
+        await asyncio.sleep(self.hold)
+        return {}
+
+
+def _sent_at(pacing: runner.Pacing, hold: float) -> dict[str, list[float]]:
+    """Seconds after the start at which each small and medium create of one queue went out."""
+    config = generator.load(CONFIGS / "smoke.yaml")
+    api = _SlowCreates(hold)
+    run = runner.Runner(api, config, "r", pacing=pacing)  # type: ignore[arg-type]
+    queue = generator.queues(config)[0].name
+
+    async def scenario() -> None:
+        run.t0 = time.monotonic()
+        await run._create_all()  # noqa: SLF001 - the pacing alone, without a watch
+        while run._tasks:  # noqa: SLF001 - creates spawned on the timeline
+            await asyncio.sleep(0.01)
+
+    asyncio.run(scenario())
+    out: dict[str, list[float]] = {"small": [], "medium": []}
+    for at, path, name in api.sent:
+        cls = run.records[queue, name].arrival.template.class_name
+        if path == runner.workloads_path(queue) and cls in out:
+            out[cls].append(at - run.t0)
+    return out
+
+
+def test_sequential_pacing_waits_for_each_answer_before_the_next_interval() -> None:
+    # Kueue's generateWlSet: interval, create, wait for it; a slow API server stretches arrivals.
+    sent = _sent_at(runner.Pacing.SEQUENTIAL, hold=0.1)
+    small = sent["small"]
+    assert len(small) == 12
+    gaps = [b - a for a, b in itertools.pairwise(small)]
+    assert min(gaps) >= 0.2 - 0.01  # 0.1 s interval + 0.1 s answer
+    assert small[-1] >= 12 * 0.1 + 11 * 0.1 - 0.05  # twelve intervals, eleven answers
+    # Each workload set is a stream of its own: mediums are not held behind smalls.
+    assert sent["medium"][0] < 0.5 + 0.1 + 0.05
+
+
+def test_timeline_pacing_sends_each_create_when_due_whatever_the_answers_take() -> None:
+    small = _sent_at(runner.Pacing.TIMELINE, hold=0.1)["small"]
+    assert len(small) == 12
+    assert small[-1] == pytest.approx(1.2, abs=0.08)
+
+
+_KUEUE_SUMMARY = """\
+clusterQueueClasses:
+  cq:
+    cpuAverageUsage: 11
+    cpuUsed: 7920000
+    firstEventTime: "2026-11-27T12:00:00.250000000Z"
+    lastEventTime: "2026-11-27T12:07:34.250000000Z"
+    nominalQuota: 600
+droppedWorkloadEvents: 0
+workloadClasses:
+  large:
+    averageTimeToAdmissionMs: 33600
+    averageTimeToFinishMs: 40000
+    count: 1500
+    totalEvictions: 5
+  small:
+    averageTimeToAdmissionMs: 253000
+    averageTimeToFinishMs: 260000
+    count: 10500
+    totalEvictions: 30
+"""
+_KUEUE_STATS = "wallMs: 470000\nuserMs: 100000\nsysMs: 16000\nmaxrss: 625664\n"
+
+
+def test_kueues_summary_is_read_into_its_figures(tmp_path: Path) -> None:
+    (tmp_path / kueue.SUMMARY).write_text(_KUEUE_SUMMARY)
+    (tmp_path / kueue.STATS).write_text(_KUEUE_STATS)
+    run = kueue.read(tmp_path, runner_seconds=500.0)
+    assert run.wall_seconds == pytest.approx(454.0)
+    assert run.classes["small"] == kueue.ClassFigures(10500, 30, 253.0)
+    assert run.evictions == 35
+    assert run.controller_cpu_seconds == pytest.approx(116.0)
+    assert run.controller_peak_rss_mib == pytest.approx(611.0)
+
+    berth = {
+        "wallSeconds": 227.0,
+        "evictions": 70,
+        "workloadClasses": {
+            "small": {"averageSeenToLastAdmissionSeconds": 126.5},
+            "large": {"averageSeenToLastAdmissionSeconds": 16.8},
+        },
+        "operator": {"cpuSecondsWholeProcess": 232.0, "peakRssMiB": 305.5},
+    }
+    rows = {r.figure: r for r in kueue.compare(run, berth)}
+    assert rows["wall (s)"].ratio == pytest.approx(0.5)
+    assert rows["average time to admission, small (s)"].ratio == pytest.approx(0.5)
+    assert rows["average time to admission, large (s)"].ratio == pytest.approx(0.5)
+    assert rows["evictions"].ratio == pytest.approx(2.0)
+    assert rows["controller CPU, whole process (s)"].ratio == pytest.approx(2.0)
+    assert rows["controller peak RSS (MiB)"].ratio == pytest.approx(0.5)
+    table = kueue.table(list(rows.values()))
+    assert "| wall (s) | 454.0 | 227.0 | 0.50 |" in table.splitlines()
+
+
+def test_a_kueue_run_without_a_summary_is_an_error_naming_the_folder(tmp_path: Path) -> None:
+    with pytest.raises(kueue.KueueHarnessError, match=str(tmp_path)):
+        kueue.read(tmp_path)

@@ -131,9 +131,15 @@ def test_binaries_are_found_by_component_and_pinned_version(tmp_path: Path) -> N
         training_operator="v1.9.0",
         kuberay="v1.6.0",
         trainer="v2.3.0",
+        kueue="v0.19.2",
     )
     cache = binaries.BinaryCache(tmp_path, versions)
     assert cache.path("kubectl") == tmp_path / "bin" / "kubectl-v1.2.3" / "kubectl"
+    runner = tmp_path / "bin" / "kueue-perf-runner-v0.19.2" / "kueue-perf-runner"
+    assert cache.path("kueue-perf-runner") == runner
+    assert cache.path("minimalkueue").parent.name == "minimalkueue-v0.19.2"
+    with pytest.raises(errors.MissingBinaryError, match="Kueue's CRDs"):
+        cache.kueue_crds()
     assert cache.path("jobset") == tmp_path / "bin" / "jobset-v0.9.0" / "jobset"
     assert cache.path("kuberay") == tmp_path / "bin" / "kuberay-v1.6.0" / "kuberay"
     etcd = cache.path("etcd")

@@ -5,7 +5,13 @@ here), Berth's CRDs, the API server's own ceiling (``ceiling``), the operator as
 (``berth run``), the queues of the config, then the run itself (``runner``) with the API server's
 request counters, the operator's CPU time and peak memory read around it, and optionally the API
 server's Go CPU profile taken during it (``--apiserver-profile``). Prints the summary as YAML
-(``--out`` writes it too). Registered as a subcommand of ``berth bench``.
+(``--out`` writes it too).
+
+With ``--against kueue``, Kueue's own harness (``benchharness.kueue``) runs the same config first,
+on a control plane of its own from the same binaries, and then Berth's on a fresh one, on equal
+terms: Berth's creates paced as Kueue's generator paces them and no admission webhook on the
+Workload path (minimalkueue registers none). It prints one Markdown table of both, with Berth ÷
+Kueue per figure; ``--out`` writes both summaries. Registered as a subcommand of ``berth bench``.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import yaml
 
 from berth.api import crd
 from berth.devtools.benchharness import api as api_mod
-from berth.devtools.benchharness import ceiling, generator, proc, runner, summary
+from berth.devtools.benchharness import ceiling, generator, kueue, proc, runner, summary
+from berth.devtools.devcluster import errors as devcluster_errors
 from berth.devtools.devcluster import launcher
 
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -134,6 +141,13 @@ async def _run_profiled(
     return wall, entry
 
 
+async def _drop_webhooks(api: api_mod.Api) -> None:
+    """Remove the operator's webhook configurations (a local-mode operator registers them once)."""
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        with contextlib.suppress(api_mod.ApiError):
+            await api.request("DELETE", f"{_WEBHOOKS}/{kind}/berth")
+
+
 def _cpu(pids: dict[str, int]) -> dict[str, float]:
     out = {}
     for name, pid in pids.items():
@@ -152,6 +166,8 @@ async def _run(
     measure_ceiling: bool,
     profile: Path | None,
     apiserver_profile: ApiserverProfile | None,
+    pacing: runner.Pacing = runner.Pacing.TIMELINE,
+    webhooks: bool = True,
 ) -> dict[str, Any]:
     api = await api_mod.Api.open(kubeconfig)
     operator = proc.Operator(kubeconfig, work / "operator.log")
@@ -159,7 +175,9 @@ async def _run(
         await _install_crds(api)
         limits = await ceiling.measure(api) if measure_ceiling else {}
         await asyncio.to_thread(operator.start)
-        run = runner.Runner(api, config, secrets.token_hex(4))
+        if not webhooks:
+            await _drop_webhooks(api)
+        run = runner.Runner(api, config, secrets.token_hex(4), pacing=pacing)
         await run.setup()
         if profile is not None:
             operator.profile(profile)
@@ -176,13 +194,12 @@ async def _run(
             for name, cpu in _cpu(pids).items()
         }
         rss = operator.peak_rss_mib()
+        operator_cpu_whole = operator.cpu_seconds()
         harness_requests = sum(api.requests.values()) - harness_before
         after = await _scrape(api)
     finally:
         await asyncio.to_thread(operator.stop)
-        for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
-            with contextlib.suppress(api_mod.ApiError):
-                await api.request("DELETE", f"{_WEBHOOKS}/{kind}/berth")
+        await _drop_webhooks(api)
         await api.close()
     out = summary.summarize(config, run.records.values(), wall)
     by_kind = summary.requests_between(
@@ -203,6 +220,7 @@ async def _run(
     }
     out["operator"] = {
         "cpuSeconds": round(operator_cpu, 1),
+        "cpuSecondsWholeProcess": round(operator_cpu_whole, 1),
         "cpuMsPerAdmission": round(1000 * operator_cpu / admissions, 2),
         "cpuShareOfWall": round(operator_cpu / wall, 2) if wall else 0.0,
         "peakRssMiB": round(rss, 1),
@@ -227,6 +245,7 @@ async def _run(
             "admissionsPerSecond": round(out["admissionsPerSecond"] / patches, 3),
             "apiserverRequestsPerSecond": round(out["apiserver"]["requestsPerSecond"] / patches, 3),
         }
+    out["creates"] = {"pacing": pacing.value, "admissionWebhooks": webhooks}
     if run.errors:
         out["errors"] = run.errors[:20]
         out["errorCount"] = len(run.errors)
@@ -277,6 +296,27 @@ async def _run(
     show_default=True,
     help="Start the API server's profile this many seconds after arrivals start.",
 )
+@click.option(
+    "--pacing",
+    type=click.Choice([p.value for p in runner.Pacing]),
+    default=None,
+    help="timeline: each create when due, up to 64 in flight; sequential: as Kueue's generator, "
+    "each workload set waits an interval, creates and waits for the answer. Default: timeline, "
+    "or sequential with --against.",
+)
+@click.option(
+    "--webhooks/--no-webhooks",
+    default=None,
+    help="Keep Berth's admission webhooks on the Workload path. Default: on, off with --against "
+    "(minimalkueue has none).",
+)
+@click.option(
+    "--against",
+    type=click.Choice(["kueue"]),
+    default=None,
+    help="First run Kueue's own harness (built by scripts/build-control-plane) on the same "
+    "config and binaries; print both side by side.",
+)
 def command(  # noqa: PLR0917 - click passes every option positionally by name
     config_file: Path,
     kubeconfig: str | None,
@@ -288,8 +328,17 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
     apiserver_profile: Path | None,
     apiserver_profile_seconds: int,
     apiserver_profile_delay: float,
+    pacing: str | None,
+    webhooks: bool | None,
+    against: str | None,
 ) -> None:
     """Run a Kueue scheduler-performance generator config against Berth on a real API server."""
+    if against is not None and kubeconfig is not None:
+        raise click.UsageError(
+            "--against runs both on control planes of their own; no --kubeconfig"
+        )
+    paced = runner.Pacing(pacing or ("sequential" if against else "timeline"))
+    hooked = webhooks if webhooks is not None else against is None
     try:
         config = generator.load(config_file)
     except ValueError as e:
@@ -308,6 +357,7 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
             f"{generator.workload_count(config)} workloads; logs in {work_dir}",
             err=True,
         )
+        kueue_run = _kueue(config_file, work_dir, timeout) if against == "kueue" else None
         kube, pids = stack.enter_context(_cluster(kubeconfig, work_dir, profiling=want is not None))
         result = asyncio.run(
             _run(
@@ -319,9 +369,20 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
                 measure_ceiling=not no_ceiling,
                 profile=profile,
                 apiserver_profile=want,
+                pacing=paced,
+                webhooks=hooked,
             )
         )
     result = {"config": str(config_file), **result}
+    if kueue_run is not None:
+        rows = kueue.compare(kueue_run, result)
+        result.update(kueue.as_yaml(kueue_run, rows))
+        if out is not None:
+            out.write_text(yaml.safe_dump(result, sort_keys=False, allow_unicode=True))
+        click.echo(kueue.table(rows))
+        if "errors" in result:
+            sys.exit(1)
+        return
     if "error" in result.get("apiserverProfile", {}):
         click.echo(
             f"warning: no API server profile: {result['apiserverProfile']['error']}", err=True
@@ -332,3 +393,20 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
         out.write_text(text)
     if "errors" in result:
         sys.exit(1)
+
+
+def _kueue(config_file: Path, work: Path, timeout: float) -> kueue.KueueRun:
+    click.echo("running Kueue's harness first (minimalkueue, no webhooks)", err=True)
+    try:
+        done = kueue.run(config_file, work, timeout=timeout)
+    except devcluster_errors.MissingBinaryError as e:
+        raise click.ClickException(
+            f"{e} (scripts/build-control-plane builds Kueue's harness)"
+        ) from e
+    except kueue.KueueHarnessError as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(
+        f"Kueue: wall {done.wall_seconds:.0f}s, {done.evictions} evictions; now Berth's run",
+        err=True,
+    )
+    return done

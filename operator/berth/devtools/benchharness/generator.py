@@ -127,6 +127,10 @@ class Arrival:
     queue: Queue
     name: str
     template: WorkloadTemplate
+    workload_set: int = 0
+    """Its workload set's index in its ClusterQueue (the two name the stream it is created in)."""
+    interval: float = 0.0
+    """Its workload set's creation interval in seconds."""
 
 
 def queues(config: Config) -> list[Queue]:
@@ -151,7 +155,7 @@ def arrivals(config: Config) -> list[Arrival]:
             interval = wset.creation_interval_ms / 1000
             for r in range(wset.count):
                 out.extend(
-                    Arrival((r + 1) * interval, q, f"{t.class_name}-{s}-{r}-{i}", t)
+                    Arrival((r + 1) * interval, q, f"{t.class_name}-{s}-{r}-{i}", t, s, interval)
                     for i, t in enumerate(wset.workloads)
                 )
     out.sort(key=lambda a: (a.at, a.queue.name, a.name))

@@ -8,6 +8,12 @@ integration does once the job has stopped and what releases the quota. All times
 one monotonic clock at the moment the harness sends a create or sees a watch event, counted from
 the start of arrivals, so they include the watch's latency as Kueue's recorder does.
 
+Creates follow one of two pacings (`Pacing`): on the config's timeline, each Workload sent when
+it is due (up to 64 creates in flight), or as Kueue's generator sends them
+(``generator.generateWlSet``): each workload set a stream of its own that waits one interval,
+sends one create and waits for its answer, then the next, so a slow API server stretches the
+arrivals instead of piling creates up.
+
 Writes carry the resourceVersion they were built from; a conflict is retried shortly after with
 whatever body the watch has delivered meanwhile. Used by ``berth bench harness``.
 """
@@ -18,7 +24,9 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime as dt
+import enum
 import heapq
+import itertools
 import logging
 import time
 from typing import Any
@@ -33,6 +41,13 @@ log = logging.getLogger(__name__)
 WORKLOADS = f"/apis/{base.GROUP}/{base.VERSION}/workloads"
 _RETRY_DELAY = 0.05
 _MAX_RETRIES = 100
+
+
+class Pacing(enum.Enum):
+    """How creates are sent (the module's docstring)."""
+
+    TIMELINE = "timeline"
+    SEQUENTIAL = "sequential"
 
 
 def workloads_path(namespace: str, name: str | None = None) -> str:
@@ -87,6 +102,8 @@ class Record:
     arrival: generator.Arrival
     created: float | None = None
     """When its create was sent."""
+    seen: float | None = None
+    """When its first watch event came (where Kueue's recorder starts its time to admission)."""
     create_latency: float | None = None
     admitted: float | None = None
     """When it was first seen admitted."""
@@ -130,6 +147,7 @@ class Runner:
         *,
         create_concurrency: int = 64,
         write_concurrency: int = 64,
+        pacing: Pacing = Pacing.TIMELINE,
     ) -> None:
         self.api = api
         self.config = config
@@ -139,6 +157,7 @@ class Runner:
         self.records: dict[tuple[str, str], Record] = {
             (a.queue.name, a.name): Record(a) for a in self.arrivals
         }
+        self.pacing = pacing
         self._create_slots = asyncio.Semaphore(create_concurrency)
         self._write_slots = asyncio.Semaphore(write_concurrency)
         self._timers: list[tuple[float, int, tuple[str, str], int]] = []
@@ -246,12 +265,28 @@ class Runner:
         task.add_done_callback(self._tasks.discard)
 
     async def _create_all(self) -> None:
+        if self.pacing is Pacing.SEQUENTIAL:
+            streams = itertools.groupby(
+                sorted(self.arrivals, key=lambda a: (a.queue.name, a.workload_set, a.at, a.name)),
+                key=lambda a: (a.queue.name, a.workload_set),
+            )
+            async with asyncio.TaskGroup() as group:
+                for _, stream in streams:
+                    group.create_task(self._create_stream(list(stream)))
+            return
         for a in self.arrivals:
             delay = a.at - self.now()
             if delay > 0:
                 await asyncio.sleep(delay)
             await self._create_slots.acquire()
             self._spawn(self._create(a))
+
+    async def _create_stream(self, stream: list[generator.Arrival]) -> None:
+        """One workload set as Kueue's generator sends it: wait an interval, create, repeat."""
+        for a in stream:
+            await asyncio.sleep(a.interval)
+            await self._create_slots.acquire()
+            await self._create(a)
 
     async def _create(self, a: generator.Arrival) -> None:
         rec = self.records[a.queue.name, a.name]
@@ -293,6 +328,8 @@ class Runner:
         if rec is None or _rv(body) <= _rv(rec.body):
             return  # an event older than a write's answer already taken in
         rec.body = body
+        if rec.seen is None:
+            rec.seen = self.now()
         now = self.now()
         has_admission = bool((body.get("status") or {}).get("admission"))
         if rec.finished is not None:

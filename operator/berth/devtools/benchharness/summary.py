@@ -4,7 +4,9 @@ Definitions, following Kueue's recorder (``runner/recorder``) where it has one:
 
 - *wall*: from the start of arrivals to the last Workload seen finished.
 - *time to admission* of a Workload: from its create being sent to its first admission seen;
-  per class the average and the 95th percentile.
+  per class the average and the 95th percentile. Beside it Kueue's recorder's own definition,
+  which ``--against kueue`` compares: from the Workload's first watch event to its last
+  admission seen (a Workload evicted and admitted again counts its whole wait), averaged.
 - *usage* of a ClusterQueue class: request x time admitted, summed over the class's Workloads,
   divided by the class's nominal quota x wall — the average fraction of nominal quota in use.
   (Kueue integrates the queues' reported ``flavorsUsage`` instead; Berth's status writer reports
@@ -155,7 +157,9 @@ def summarize(
     """Wall, per-class time to admission, per-ClusterQueue-class usage and counts."""
     recs = list(records)
     waits: dict[str, list[float]] = collections.defaultdict(list)
+    kueue_waits: dict[str, list[float]] = collections.defaultdict(list)
     counts: collections.Counter[str] = collections.Counter()
+    evicted: collections.Counter[str] = collections.Counter()
     busy: dict[str, float] = collections.defaultdict(float)
     admissions = evictions = finished = created = 0
     create_latency: list[float] = []
@@ -173,10 +177,16 @@ def summarize(
             arrivals_end = max(arrivals_end, r.created + r.create_latency)
         if r.admitted is not None and r.created is not None:
             waits[cls].append(max(0.0, r.admitted - r.created))
+        starts = [start for start, _ in r.intervals]
+        if r.running_since is not None:
+            starts.append(r.running_since)
+        if starts and r.seen is not None:
+            kueue_waits[cls].append(max(0.0, max(starts) - r.seen))
         if r.finished is not None:
             finished += 1
         admissions += r.admissions
         evictions += r.evictions
+        evicted[cls] += r.evictions
         spans = list(r.intervals)
         if r.running_since is not None:
             spans.append((r.running_since, wall))
@@ -214,10 +224,14 @@ def summarize(
             cls: {
                 "count": counts[cls],
                 "admitted": len(waits.get(cls, [])),
+                "evictions": evicted[cls],
                 "averageTimeToAdmissionSeconds": _round(
                     statistics.fmean(waits[cls]) if waits.get(cls) else 0.0
                 ),
                 "p95TimeToAdmissionSeconds": _round(percentile(waits.get(cls, []), 95)),
+                "averageSeenToLastAdmissionSeconds": _round(
+                    statistics.fmean(kueue_waits[cls]) if kueue_waits.get(cls) else 0.0
+                ),
             }
             for cls in sorted(counts)
         },

@@ -32,7 +32,12 @@ FRAMEWORKS = ("jobset", "training-operator", "kuberay", "trainer")
 """The job frameworks' controllers, each built with its CRDs and webhook manifests beside it."""
 
 COMPONENTS = ("etcd", *KUBERNETES_COMMANDS, "kwok", "helm", "helm-unittest", *FRAMEWORKS)
-"""Every binary the build script produces."""
+"""Every binary of the control plane and the frameworks the tests run."""
+
+KUEUE_HARNESS = ("minimalkueue", "kueue-perf-runner")
+"""Kueue's scheduler-performance harness (``test/performance/scheduler``), built at the
+``kueue`` version with Kueue's CRDs beside the runner; ``berth bench harness --against kueue``
+runs it."""
 
 KWOK_POD_STAGES = "pod-general-stages.yaml"
 """kwok's general pod stages, copied beside the kwok binary of the same version by the script."""
@@ -56,15 +61,20 @@ class Versions:
     """The KubeRay operator (``github.com/ray-project/kuberay/ray-operator``)."""
     trainer: str
     """The Kubeflow Trainer v2 (``github.com/kubeflow/trainer/v2``)."""
+    kueue: str
+    """Kueue (``sigs.k8s.io/kueue``), whose scheduler-performance harness is built."""
 
     def of(self, component: str) -> str:
         """Return the version ``component`` is built at."""
         if component in KUBERNETES_COMMANDS:
             return self.kubernetes
+        if component in KUEUE_HARNESS:
+            return self.kueue
         if component in ("etcd", "kwok", "helm", "helm-unittest", *FRAMEWORKS):
             value: str = getattr(self, component.replace("-", "_"))
             return value
-        raise ValueError(f"unknown component {component!r}; known: {', '.join(COMPONENTS)}")
+        known = ", ".join((*COMPONENTS, *KUEUE_HARNESS))
+        raise ValueError(f"unknown component {component!r}; known: {known}")
 
 
 def load_versions() -> Versions:
@@ -85,6 +95,7 @@ def load_versions() -> Versions:
         training_operator=str(raw["training-operator"]),
         kuberay=str(raw["kuberay"]),
         trainer=str(raw["trainer"]),
+        kueue=str(raw["kueue"]),
     )
 
 
@@ -131,6 +142,13 @@ class BinaryCache:
         path = self.path(framework).with_name(manifest)
         if not path.is_file():
             raise errors.MissingBinaryError(f"{framework} {manifest}", path)
+        return path
+
+    def kueue_crds(self) -> Path:
+        """The folder of Kueue's CRDs beside its harness's runner, or raise `MissingBinaryError`."""
+        path = self.path("kueue-perf-runner").with_name("crds")
+        if not any(path.glob("*.yaml")):
+            raise errors.MissingBinaryError("Kueue's CRDs", path)
         return path
 
     def kwok_pod_stages(self) -> Path:
