@@ -1,4 +1,4 @@
-"""``berth bench harness --against kueue``: Kueue's own harness, then Berth's, on the smoke config."""
+"""``berth bench harness --against kueue``: Kueue's harness, then Berth's, on the smoke config."""
 
 from __future__ import annotations
 

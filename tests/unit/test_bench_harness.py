@@ -239,9 +239,8 @@ def _sent_at(pacing: runner.Pacing, hold: float) -> dict[str, list[float]]:
 
     async def scenario() -> None:
         run.t0 = time.monotonic()
-        await run._create_all()  # noqa: SLF001 - the pacing alone, without a watch
-        while run._tasks:  # noqa: SLF001 - creates spawned on the timeline
-            await asyncio.sleep(0.01)
+        await run._create_all()  # the pacing alone, without a watch
+        await asyncio.gather(*run._tasks)  # creates spawned on the timeline
 
     asyncio.run(scenario())
     out: dict[str, list[float]] = {"small": [], "medium": []}

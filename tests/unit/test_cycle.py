@@ -152,3 +152,65 @@ def test_admissions_of_one_cycle_count_for_the_next_entry() -> None:
 def test_an_empty_queue_runs_no_cycle() -> None:
     w = _world()
     assert w.state.schedule(w.now, cycle.Policy()) is None
+
+
+def test_an_entry_whose_victims_another_entry_chose_is_skipped_not_given_victims_of_its_own() -> (
+    None
+):
+    """The second preemptor of overlapping victims waits for the next cycle, evicting nothing.
+
+    Kueue v0.19: ``scheduler.go`` processEntry, with ``RecomputeAssignmentUponPreemptionTargets-
+    Overlap`` off by default.
+
+    Five queues of 20 CPUs (borrowing limit 100) in a cohort, in the baseline's shape: cq-a and
+    cq-b each run a large (20), two mediums (5) and a small (1), cq-c and cq-d a medium and a
+    small, cq-e four mediums; 6 CPUs are free. A large arrives in cq-c and one in cq-d. The first
+    evicts its own queue's medium and small and cq-a's two mediums; the second's victims overlap
+    those. Recomputed as if they were gone, it would evict six others in the same cycle.
+    """
+    cqs = [
+        builders.ClusterQueueBuilder(f"cq-{q}")
+        .flavor_quotas("rf", {"cpu": (20, 100)})
+        .cohort("co")
+        .preemption(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")
+        for q in "abcde"
+    ]
+    w = worlds.World(
+        builders.ResourceFlavorBuilder("rf"),
+        *cqs,
+        *(builders.LocalQueueBuilder(f"q{q}", "default").cluster_queue(f"cq-{q}") for q in "abcde"),
+    )
+
+    def info(name: str, q: str, priority: int, cpu: int, at: float) -> workload.WorkloadInfo:
+        wl = builders.WorkloadBuilder(name).queue(f"q{q}").priority(priority)
+        return w.info(wl.pod_set("main", 1, {"cpu": cpu}), at=at)
+
+    running = [
+        *(
+            (f"{kind}-{q}", q, prio, cpu)
+            for q in "ab"
+            for kind, prio, cpu in (("large", 200, 20), ("medium", 100, 5), ("medium2", 100, 5))
+        ),
+        ("small-a", "a", 50, 1),
+        ("small-b", "b", 50, 1),
+        *(
+            (f"{kind}-{q}", q, prio, cpu)
+            for q in "cd"
+            for kind, prio, cpu in (("medium", 100, 5), ("small", 50, 1))
+        ),
+        *((f"medium-e{i}", "e", 100, 5) for i in range(4)),
+    ]
+    for i, (name, q, prio, cpu) in enumerate(running):
+        w.admit(info(name, q, prio, cpu, at=i / 100), f"cq-{q}", at=i / 100)
+    w.submit(info("large-c", "c", 200, 20, at=1.0))
+    w.submit(info("large-d", "d", 200, 20, at=1.0))
+    result = w.state.schedule(w.now, cycle.Policy())
+    assert result is not None
+    by = {p.victim.info.key.name: p.preemptor.key.name for p in result.preempted}
+    assert set(by.values()) == {"large-c"}, by
+    pending = {p.info.key.name: p for p in result.pending}
+    assert pending["large-c"].requeue == _R.PENDING_PREEMPTION
+    assert pending["large-d"].requeue == _R.FAILED_AFTER_NOMINATION
+    assert pending["large-d"].message == (
+        "Workload has overlapping preemption targets with another workload"
+    )

@@ -317,17 +317,6 @@ class _Cycle:
             Pending(entry.info, entry.cq.name, reason, message, requeue, progress, counts)
         )
 
-    def _recompute_after_overlap(self, entry: Entry) -> bool:
-        """Recompute as if every victim chosen so far were gone; True if it then fits."""
-        snap = self.snap
-        with snap.what_if():
-            for victim in self.preempted.values():
-                snap.remove_admission(victim.admission)
-            entry.assignment, entry.targets = get_assignment(
-                snap, entry.cq, entry.info, self.policy
-            )
-        return entry.assignment.mode == flavors.Mode.FIT
-
     def process(self, entry: Entry) -> None:
         """Decide one nominated entry against the snapshot as earlier entries left it."""
         snap, cq = self.snap, entry.cq
@@ -336,10 +325,6 @@ class _Cycle:
             # against the snapshot as it is now (Kueue's TASRecomputeAssignmentWithinScheduling-
             # Cycle).
             entry.assignment, entry.targets = get_assignment(snap, cq, entry.info, self.policy)
-        overlap = any(t.victim.info.key in self.preempted for t in entry.targets)
-        # Another entry of this cycle already claimed some of these victims: if the entry fits
-        # once they are gone, it waits for them instead of choosing victims of its own.
-        deferred = overlap and self._recompute_after_overlap(entry)
         mode = entry.assignment.mode
         message = entry.assignment.message()
         hold = False  # a preemptor without targets holds the capacity it waits for
@@ -360,19 +345,11 @@ class _Cycle:
                 keep_progress=True,
             )
             hold = True
-        elif deferred:
-            self._pend(
-                entry,
-                _PENDING.WAITING_FOR_PREEMPTED_WORKLOADS,
-                "Workload has overlapping preemption targets with another workload, but "
-                "will fit after these preemptions complete",
-                RequeueReason.PENDING_PREEMPTION,
-                keep_progress=False,
-            )
-            snap.add_usage(cq.name, entry.assignment.usage)
-            if self.planner is not None:
-                self.planner.changed(cq.name)
         elif any(t.victim.info.key in self.preempted for t in entry.targets):
+            # Another entry of this cycle already chose some of these victims: the entry is
+            # skipped and tried again next cycle, not given victims of its own (Kueue v0.19's
+            # default; its alpha gate RecomputeAssignmentUponPreemptionTargetsOverlap
+            # recomputes instead, which this cycle once did and which evicted more).
             self._pend(
                 entry,
                 _PENDING.WAITING_FOR_QUOTA,
