@@ -12,7 +12,7 @@ Creates follow one of two pacings (`Pacing`): on the config's timeline, each Wor
 it is due (up to 64 creates in flight), or as Kueue's generator sends them
 (``generator.generateWlSet``): each workload set a stream of its own that waits one interval,
 sends one create and waits for its answer, then the next, so a slow API server stretches the
-arrivals instead of piling creates up.
+arrivals instead of piling creates up. Either way at most 64 creates are in flight at once.
 
 Writes carry the resourceVersion they were built from; a conflict is retried shortly after with
 whatever body the watch has delivered meanwhile. Used by ``berth bench harness``.
