@@ -322,8 +322,8 @@ class _Cycle:
         snap, cq = self.snap, entry.cq
         if not self._placements_still_fit(entry):
             # An earlier entry of this cycle took the domains it was placed in: place it again
-            # against the snapshot as it is now (Kueue's TASRecomputeAssignmentWithinScheduling-
-            # Cycle).
+            # against the snapshot as it is now (Kueue's
+            # TASRecomputeAssignmentWithinSchedulingCycle).
             entry.assignment, entry.targets = get_assignment(snap, cq, entry.info, self.policy)
         mode = entry.assignment.mode
         message = entry.assignment.message()
@@ -349,7 +349,7 @@ class _Cycle:
             # Another entry of this cycle already chose some of these victims: the entry is
             # skipped and tried again next cycle, not given victims of its own (Kueue v0.19's
             # default; its alpha gate RecomputeAssignmentUponPreemptionTargetsOverlap
-            # recomputes instead, which this cycle once did and which evicted more).
+            # recomputes instead, which lets the entry evict more in the same cycle).
             self._pend(
                 entry,
                 _PENDING.WAITING_FOR_QUOTA,

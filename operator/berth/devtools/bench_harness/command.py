@@ -374,21 +374,17 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
             )
         )
     result = {"config": str(config_file), **result}
+    rows: list[kueue.Row] | None = None
     if kueue_run is not None:
         rows = kueue.compare(kueue_run, result)
         result.update(kueue.as_yaml(kueue_run, rows))
-        if out is not None:
-            out.write_text(yaml.safe_dump(result, sort_keys=False, allow_unicode=True))
-        click.echo(kueue.table(rows))
-        if "errors" in result:
-            sys.exit(1)
-        return
     if "error" in result.get("apiserverProfile", {}):
         click.echo(
             f"warning: no API server profile: {result['apiserverProfile']['error']}", err=True
         )
-    text = yaml.safe_dump(result, sort_keys=False)
-    click.echo(text)
+    text = yaml.safe_dump(result, sort_keys=False, allow_unicode=True)
+    # Beside Kueue, the table is what is printed; the summaries go to --out.
+    click.echo(text if rows is None else kueue.table(rows))
     if out is not None:
         out.write_text(text)
     if "errors" in result:

@@ -127,9 +127,9 @@ class Arrival:
     queue: Queue
     name: str
     template: WorkloadTemplate
-    workload_set: int = 0
+    workload_set: int
     """Its workload set's index in its ClusterQueue (the two name the stream it is created in)."""
-    interval: float = 0.0
+    interval: float
     """Its workload set's creation interval in seconds."""
 
 
