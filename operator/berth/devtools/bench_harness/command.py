@@ -396,9 +396,7 @@ def _kueue(config_file: Path, work: Path, timeout: float) -> kueue.KueueRun:
     try:
         done = kueue.run(config_file, work, timeout=timeout)
     except devcluster_errors.MissingBinaryError as e:
-        raise click.ClickException(
-            f"{e} (scripts/build-control-plane builds Kueue's harness)"
-        ) from e
+        raise click.ClickException(str(e)) from e  # it names the build script
     except kueue.KueueHarnessError as e:
         raise click.ClickException(str(e)) from e
     click.echo(
