@@ -14,6 +14,7 @@ Pure and deterministic; the inputs (``Inputs``) come from ``berth.state``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 from berth.api import names
@@ -82,7 +83,7 @@ class Planner:
                 holders += [self._holder(info, name) for info in waiting[:depth]]
         made = None
         if holders:
-            made = backfill.Plan(self.snap, self.now, self._releases(root), holders, self.fits)
+            made = backfill.Plan(self.snap, self.now, self._releases(root), holders, self._fits())
         self.plans[root] = made
         return made
 
@@ -104,20 +105,12 @@ class Planner:
         self, name: names.ClusterQueueName, info: workload.WorkloadInfo
     ) -> resources.FlavorResourceAmounts | None:
         """Its assignment's usage if it fits as the snapshot stands, preemption not considered."""
-        cq = self.snap.cluster_queues[name]
-        node = self.snap.node(name)
-        if not _may_fit(cq, node, info):
-            return None
+        return fits_now(self.snap, name, info)
 
-        def no_preemption(
-            fr: resources.FlavorResource, amount: int
-        ) -> tuple[flavors.PreemptionMode, int]:
-            borrow, _ = quota.lowest_fitting_subtree_height(node, fr, amount)
-            return flavors.PreemptionMode.NO_CANDIDATES, borrow
-
-        found = flavors.FlavorAssigner(self.snap, cq, info, no_preemption, fair_sharing=False)
-        assignment = found.assign()
-        return assignment.usage if assignment.mode == flavors.Mode.FIT else None
+    def _fits(self) -> backfill.Fits:
+        # Bound to the snapshot, not to the planner: a plan the planner keeps must not refer
+        # back to it, or every cycle under Backfill would leave a reference cycle behind.
+        return functools.partial(fits_now, self.snap)
 
     def held(
         self,
@@ -184,9 +177,29 @@ class Planner:
             held = plan.reservation_of(info)
             return None if held is None else held.start
         if plan is None:
-            plan = backfill.Plan(self.snap, self.now, self._releases(root), [], self.fits)
+            plan = backfill.Plan(self.snap, self.now, self._releases(root), [], self._fits())
         placed = plan.add(self._holder(info, cq))
         return None if placed is None else placed.start
+
+
+def fits_now(
+    snap: snapshot.Snapshot, name: names.ClusterQueueName, info: workload.WorkloadInfo
+) -> resources.FlavorResourceAmounts | None:
+    """Its assignment's usage if it fits as the snapshot stands, preemption not considered."""
+    cq = snap.cluster_queues[name]
+    node = snap.node(name)
+    if not _may_fit(cq, node, info):
+        return None
+
+    def no_preemption(
+        fr: resources.FlavorResource, amount: int
+    ) -> tuple[flavors.PreemptionMode, int]:
+        borrow, _ = quota.lowest_fitting_subtree_height(node, fr, amount)
+        return flavors.PreemptionMode.NO_CANDIDATES, borrow
+
+    found = flavors.FlavorAssigner(snap, cq, info, no_preemption, fair_sharing=False)
+    assignment = found.assign()
+    return assignment.usage if assignment.mode == flavors.Mode.FIT else None
 
 
 def _may_fit(

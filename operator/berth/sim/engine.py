@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from berth.adapters import collector
 from berth.api import conditions, configuration, duration, errors, names, priorityclass
 from berth.api import workload as api_workload
 from berth.core import cycle, integrations, job_kind, podgroup, podsready, trainjob, workload
@@ -203,6 +204,11 @@ class Simulator:
 
     def run(self) -> list[dict[str, Any]]:
         """Play the whole scenario and return every event, the summary last."""
+        # A run makes no cyclic garbage, and walking its heap would cost a quarter of its CPU.
+        with collector.paused():
+            return self._run()
+
+    def _run(self) -> list[dict[str, Any]]:
         while self._timers:
             at = self._timers[0].at
             if self.until is not None and at > self.until:
