@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 import yaml
 
+from berth.adapters import collector
 from berth.adapters.history import store
 from berth.adapters.kube import leader
 from berth.api import configuration, errors, kinds
@@ -162,6 +163,7 @@ def command(  # noqa: PLR0917 - one parameter per command-line option
         history_url=None if no_history else history_url(history_db, data_dir),
         cluster_webhooks=cluster,
     )
+    collector.fewer_young_collections()
     with contextlib.suppress(KeyboardInterrupt):
         try:
             asyncio.run(operator_main.run(options))
