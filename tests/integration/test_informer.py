@@ -33,6 +33,8 @@ class _Calls:
         def call(obj: dict[str, Any]) -> None:
             assert obj["kind"] == "ConfigMap"
             assert obj["apiVersion"] == "v1"
+            # The server tracks field owners on every create and update; the informer drops them.
+            assert "managedFields" not in obj["metadata"]
             value = (obj.get("data") or {}).get("v", "")
             self.seen.append((what, obj["metadata"]["name"], value))
             self.changed.set()

@@ -1,14 +1,14 @@
 """List-then-watch of one kind, fed to callbacks: the operator's direct watch of Workloads.
 
-``Informer.run`` lists every object under a collection path, hands each to ``apply``, then
-watches from the list's resourceVersion, handing every added or modified object to ``apply`` and
-every deleted one to ``remove``, until cancelled. It does what client-go's reflector does for one
-kind, and no more: a watch the server ends (its ``timeoutSeconds``) is opened again from the
-last resourceVersion seen (bookmarks keep that current); a connection failure is retried with a
-capped backoff; a resourceVersion the server no longer has (410 Gone, as an HTTP status or an
-``ERROR`` event) starts a fresh list, after which every object known before and missing from the
-list is handed to ``remove``. Events reach the callbacks in the order the server sent them, one
-at a time, on the caller's loop.
+``Informer.run`` lists every object under a collection path, hands each to ``apply``, then watches
+from the list's resourceVersion, handing every added or modified object to ``apply`` and every
+deleted one to ``remove``, until cancelled; bodies arrive without ``managedFields``. It does what
+client-go's reflector does for one kind, and no more: a watch the server ends (its
+``timeoutSeconds``) is opened again from the last resourceVersion seen (bookmarks keep that
+current); a connection failure is retried with a capped backoff; a resourceVersion the server no
+longer has (410 Gone, as an HTTP status or an ``ERROR`` event) starts a fresh list, after which
+every object known before and missing from the list is handed to ``remove``. Events reach the
+callbacks in the order the server sent them, one at a time, on the caller's loop.
 
 Workloads are the kind whose events come by the tens of thousands; the operator's composition
 root (``berth.entry.operator_main``) runs one of these for them and leaves the other kinds to
@@ -152,6 +152,11 @@ class Informer:
         # List items carry neither; watch events do, but the callbacks expect both always.
         obj.setdefault("apiVersion", self.api_version)
         obj.setdefault("kind", self.kind)
+        # Server-side apply's field ownership: nothing here reads it, a write without it keeps
+        # the stored one, and it is the largest part of a Workload body the operator keeps.
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
 
     async def _stream(self) -> AsyncGenerator[tuple[str, Body]]:
         """One watch request: its events, until the server ends it."""
