@@ -9,11 +9,11 @@ reach the same server with the same credentials. Called by the operator's compos
 from __future__ import annotations
 
 import dataclasses
-import json
 import urllib.request
 from typing import Any
 
 import aiohttp
+import orjson
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import exceptions as k8s_exceptions
@@ -115,7 +115,7 @@ class Kube:
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise errors.TransientError(f"{method} {path}: {e}") from e
         try:
-            decoded: dict[str, Any] = json.loads(data) if data else {}
+            decoded: dict[str, Any] = orjson.loads(data) if data else {}
         except ValueError as e:
             if status >= 300:  # an HTTP error whose body is text ("404 page not found")
                 text = data.decode(errors="replace").strip()
@@ -162,7 +162,7 @@ def _message(e: k8s_exceptions.ApiException) -> str:
     raw = e.body
     body = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw or "")
     try:
-        parsed = json.loads(body) if body else {}
+        parsed = orjson.loads(body) if body else {}
     except ValueError:
         parsed = {}
     if isinstance(parsed, dict) and parsed.get("message"):
