@@ -4,9 +4,9 @@ The cyclic collector exists for garbage that reference counting cannot free: obj
 to each other in a cycle. A full collection walks every tracked container the process holds, so
 a heap of tens of thousands of workloads (each a tree of models, dicts and sets) costs hundreds of
 milliseconds per walk. In a simulator run nothing is ever cyclic garbage: on both shapes of
-``berth bench core`` the collector found none in 4,500 collections, while its walks took about a
-quarter of the run's CPU and its pauses made the slowest scheduling cycles (1.7 s of a 1.8 s
-cycle at 1,000 ClusterQueues). ``paused`` switches automatic collection off for a block; garbage
+``berth bench core`` the collector found none in about 5,300 collections, while it took 39% and
+50% of the runs' CPU and its pauses made the slowest scheduling cycles (1.7 s of a 1.8 s cycle at
+1,000 ClusterQueues). ``paused`` switches automatic collection off for a block; garbage
 that is not cyclic is freed at once as always, and any cyclic garbage made meanwhile is found by
 the first automatic collection after the block.
 
