@@ -23,6 +23,9 @@ from berth.adapters.kube import errors
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 """Built-in kinds only: lists merge by key (a pod's scheduling gates) and ``$patch`` directives."""
+CONNECTIONS = 32
+"""Requests in flight at once per session; more wait for a connection. Each open TLS connection
+holds a 256 KiB read buffer, and the API server serves no faster past a few dozen at a time."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -53,6 +56,7 @@ class Kube:
         Raises ``PermanentError`` when no usable configuration is found.
         """
         configuration = k8s.Configuration()
+        configuration.connection_pool_maxsize = CONNECTIONS
         try:
             await k8s_config.load_kube_config(
                 config_file=kubeconfig, client_configuration=configuration
