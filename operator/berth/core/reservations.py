@@ -52,6 +52,10 @@ class Planner:
         self.started_here: dict[str, list[backfill.Release]] = {}
         self.plans: dict[str, backfill.Plan | None] = {}
         self._members: dict[str, list[names.ClusterQueueName]] | None = None
+        self.fits: backfill.Fits = functools.partial(_fits_now, snap)
+        """Its assignment's usage if it fits as the snapshot stands, preemption not considered.
+        Bound to the snapshot, not to the planner: a plan the planner keeps must not refer back
+        to it, or every cycle under Backfill would leave a reference cycle behind."""
 
     def root_of(self, cq: names.ClusterQueueName) -> str:
         """The name of the root of the ClusterQueue's quota tree."""
@@ -83,7 +87,7 @@ class Planner:
                 holders += [self._holder(info, name) for info in waiting[:depth]]
         made = None
         if holders:
-            made = backfill.Plan(self.snap, self.now, self._releases(root), holders, self._fits())
+            made = backfill.Plan(self.snap, self.now, self._releases(root), holders, self.fits)
         self.plans[root] = made
         return made
 
@@ -100,17 +104,6 @@ class Planner:
                 end = self.now if gone else self._end(adm.info, name, adm.reserved_at)
                 releases.append(backfill.Release(end, name, adm.admission.usage))
         return releases
-
-    def fits(
-        self, name: names.ClusterQueueName, info: workload.WorkloadInfo
-    ) -> resources.FlavorResourceAmounts | None:
-        """Its assignment's usage if it fits as the snapshot stands, preemption not considered."""
-        return fits_now(self.snap, name, info)
-
-    def _fits(self) -> backfill.Fits:
-        # Bound to the snapshot, not to the planner: a plan the planner keeps must not refer
-        # back to it, or every cycle under Backfill would leave a reference cycle behind.
-        return functools.partial(fits_now, self.snap)
 
     def held(
         self,
@@ -177,12 +170,12 @@ class Planner:
             held = plan.reservation_of(info)
             return None if held is None else held.start
         if plan is None:
-            plan = backfill.Plan(self.snap, self.now, self._releases(root), [], self._fits())
+            plan = backfill.Plan(self.snap, self.now, self._releases(root), [], self.fits)
         placed = plan.add(self._holder(info, cq))
         return None if placed is None else placed.start
 
 
-def fits_now(
+def _fits_now(
     snap: snapshot.Snapshot, name: names.ClusterQueueName, info: workload.WorkloadInfo
 ) -> resources.FlavorResourceAmounts | None:
     """Its assignment's usage if it fits as the snapshot stands, preemption not considered."""

@@ -25,7 +25,8 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 """Built-in kinds only: lists merge by key (a pod's scheduling gates) and ``$patch`` directives."""
 CONNECTIONS = 32
 """Requests in flight at once per session; more wait for a connection. Each open TLS connection
-holds a 256 KiB read buffer, and the API server serves no faster past a few dozen at a time."""
+holds a 256 KiB read buffer; on the baseline harness shape the operator wrote no slower with 32
+than with kubernetes_asyncio's 100, and held 17 MiB less at its peak."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -119,7 +120,7 @@ class Kube:
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise errors.TransientError(f"{method} {path}: {e}") from e
         try:
-            decoded: dict[str, Any] = orjson.loads(data) if data else {}
+            decoded: dict[str, Any] = decode(data) if data else {}
         except ValueError as e:
             if status >= 300:  # an HTTP error whose body is text ("404 page not found")
                 text = data.decode(errors="replace").strip()
@@ -142,6 +143,32 @@ class Kube:
             if not token:
                 return items, str(meta.get("resourceVersion") or "")
             query = {"limit": "500", "continue": token}
+
+
+def decode(data: bytes | str) -> Any:  # noqa: ANN401 - any JSON
+    """Decode the API server's JSON: an object, a list of them or a watch event.
+
+    Every object in it (the top level, a list's items, a watch event's object) arrives without
+    ``metadata.managedFields``: server-side apply's field ownership, which nothing in Berth
+    reads, which a write without it leaves as stored, and which was the largest part of each
+    Workload body the operator keeps. orjson shares the string of each dict key among all the
+    bodies it decodes, so a kept body costs about a quarter less than with ``json``'s.
+    """
+    value = orjson.loads(data)
+    if isinstance(value, dict):
+        _drop_field_owners(value)
+        _drop_field_owners(value.get("object"))
+        items = value.get("items")
+        if isinstance(items, list):
+            for item in items:
+                _drop_field_owners(item)
+    return value
+
+
+def _drop_field_owners(obj: object) -> None:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
 
 
 def _without_env_lookups(api: k8s.ApiClient) -> aiohttp.ClientSession:

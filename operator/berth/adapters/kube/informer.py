@@ -2,8 +2,8 @@
 
 ``Informer.run`` lists every object under a collection path, hands each to ``apply``, then watches
 from the list's resourceVersion, handing every added or modified object to ``apply`` and every
-deleted one to ``remove``, until cancelled; bodies arrive without ``managedFields``. It does what
-client-go's reflector does for one kind, and no more: a watch the server ends (its
+deleted one to ``remove``, until cancelled; bodies arrive as ``client.decode`` leaves them. It does
+what client-go's reflector does for one kind, and no more: a watch the server ends (its
 ``timeoutSeconds``) is opened again from the last resourceVersion seen (bookmarks keep that
 current); a connection failure is retried with a capped backoff; a resourceVersion the server no
 longer has (410 Gone, as an HTTP status or an ``ERROR`` event) starts a fresh list, after which
@@ -25,7 +25,6 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import aiohttp
-import orjson
 from kubernetes_asyncio.client import exceptions as k8s_exceptions
 
 from berth.adapters.kube import client, errors
@@ -152,11 +151,6 @@ class Informer:
         # List items carry neither; watch events do, but the callbacks expect both always.
         obj.setdefault("apiVersion", self.api_version)
         obj.setdefault("kind", self.kind)
-        # Server-side apply's field ownership: nothing here reads it, a write without it keeps
-        # the stored one, and it is the largest part of a Workload body the operator keeps.
-        meta = obj.get("metadata")
-        if isinstance(meta, dict):
-            meta.pop("managedFields", None)
 
     async def _stream(self) -> AsyncGenerator[tuple[str, Body]]:
         """One watch request: its events, until the server ends it."""
@@ -171,9 +165,7 @@ class Informer:
             async for line in response.content:
                 if not line.strip():
                     continue
-                # orjson shares the str of each dict key among the bodies it decodes: every
-                # body the operator keeps then costs about a quarter less than with json's.
-                event = orjson.loads(line)
+                event = client.decode(line)
                 yield str(event.get("type") or ""), event.get("object") or {}
         finally:
             response.release()
