@@ -36,9 +36,9 @@ class Recorder:
     def admitted(self, decision: cycle.Admit) -> None:
         self.calls.append(("admitted", decision.info.key.name))
 
-    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.PendingWorkload]) -> None:
+    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.Told]) -> None:
         self.calls.append(("parked", decision.info.key.name))
-        self.calls.extend(("parked-with", pw.info.key.name) for pw in same_shape)
+        self.calls.extend(("parked-with", told.pw.info.key.name) for told in same_shape)
 
 
 _RECORDER_IS_EFFECTS: lifecycle.CycleEffects = Recorder()

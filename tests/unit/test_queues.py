@@ -92,8 +92,10 @@ def test_queue_order(row: OrderRow) -> None:
     assert [h.info.key.name for h in heads] == row.want[:1]
 
 
-def _pending(info: workload.WorkloadInfo, reason: cycle.RequeueReason) -> cycle.Pending:
-    return cycle.Pending(info, CQ, "Pending", "does not fit", reason)
+def _pending(
+    info: workload.WorkloadInfo, reason: cycle.RequeueReason, *, message: str = "no room"
+) -> cycle.Pending:
+    return cycle.Pending(info, CQ, "WaitingForQuota", message, reason)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,8 +191,26 @@ def test_best_effort_parks_the_same_shape_with_the_head() -> None:
     w.submit(_info(w, "twin", at=1))
     w.queues.heads()
     same = w.queues.requeue(_pending(first, cycle.RequeueReason.NO_FIT))
-    assert [pw.info.key.name for pw in same] == ["twin"]
+    assert [(told.pw.info.key.name, told.before) for told in same] == [("twin", None)]
     assert w.queues.heads() == []
+    assert w.queues.note(same[0].pw.info.key) == queues.Note("WaitingForQuota", "no room")
+
+
+def test_a_shape_told_the_same_reason_again_reports_no_change() -> None:
+    # A released shape tried again and parked with the same reason: its workloads' message
+    # changes, and none of them is reported as told another reason.
+    w = _world()
+    infos = [_info(w, name, at=i) for i, name in enumerate(["first", "second", "third"])]
+    for info in infos:
+        w.submit(info)
+    w.queues.heads()
+    w.queues.requeue(_pending(infos[0], cycle.RequeueReason.NO_FIT, message="1 short"))
+    w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
+    [head] = w.queues.heads()
+    assert head.info.key == infos[0].key
+    again = w.queues.requeue(_pending(infos[0], cycle.RequeueReason.NO_FIT, message="2 short"))
+    assert again == []
+    assert w.queues.note(infos[2].key) == queues.Note("WaitingForQuota", "2 short")
 
 
 def test_parked_workloads_return_when_their_tree_changes() -> None:
@@ -306,10 +326,10 @@ def test_holders_are_always_the_first_parked_in_queue_order(
 
 _SHAPE_OPS = st.lists(
     st.tuples(
-        st.sampled_from(["park", "push", "park_shape", "pop", "remove", "release"]),
-        st.integers(0, 7),
+        st.sampled_from(["park", "push", "park_shape", "pop", "remove", "release", "tell"]),
+        st.integers(0, 15),
     ),
-    max_size=60,
+    max_size=80,
 )
 
 
@@ -319,22 +339,25 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
 ) -> None:
     # The reference is the plain model the grouped queue must not differ from: every active
     # workload may be popped (the first in queue order is), releasing makes every parked one
-    # active, and parking a shape parks every active workload of it.
+    # active, and parking a shape parks every active workload of it and tells each of them the
+    # note, which it holds until it is told something itself or parked with its shape again.
     w = _world()
     infos = [
-        _info(w, f"w{i}", priority=i % 2, gpus=1 + (i // 2) % 2, at=float(7 - i)) for i in range(8)
+        _info(w, f"w{i}", priority=i % 2, gpus=1 + (i // 2) % 2, at=float(15 - i))
+        for i in range(16)
     ]
     for info in infos:
         w.submit(info)
     q = w.queues.queues[CQ]
     state = dict.fromkeys((info.key for info in infos), "active")
+    told: dict[names.WorkloadKey, queues.Note | None] = dict.fromkeys(state)
     pending = w.queues.pending
-    for op, i in ops:
+    for n, (op, i) in enumerate(ops):
         key = infos[i].key
         pw = pending.get(key)
         if pw is None:
             w.submit(infos[i])
-            state[key] = "active"
+            state[key], told[key] = "active", None
         elif op == "park":
             q.park(pw)
             state[key] = "parked"
@@ -342,16 +365,22 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
             q.push(pw)
             state[key] = "active"
         elif op == "park_shape":
-            _park_shape(q, pw, state, pending)
+            # Two reasons, so that some parkings tell a shape a reason other than its last.
+            note = queues.Note(f"R{n % 3 // 2}", f"m{n}")
+            _park_shape(q, pw, state, pending, told=told, note=note)
         elif op == "pop":
             _pop(q, state, pending)
         elif op == "remove":
             w.queues.delete(key)
-            del state[key]
+            del state[key], told[key]
+        elif op == "tell":
+            w.queues.told(key)
+            told[key] = None
         else:
             w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
             state.update({k: "active" for k, s in state.items() if s == "parked"})
         _check(q, state, pending)
+        assert {k: w.queues.note(k) for k in state} == told
 
 
 def _park_shape(
@@ -359,11 +388,21 @@ def _park_shape(
     pw: queues.PendingWorkload,
     state: dict[names.WorkloadKey, str],
     pending: dict[names.WorkloadKey, queues.PendingWorkload],
+    *,
+    told: dict[names.WorkloadKey, queues.Note | None],
+    note: queues.Note,
 ) -> None:
-    moved = q.park_same_shape(pw.shape)
+    reported = q.park_same_shape(pw.shape, note)
     want = {k for k, s in state.items() if s == "active" and pending[k].shape == pw.shape}
-    assert {m.info.key for m in moved} == want
+    # Every workload moved that held another reason (or its driver's word) is reported once,
+    # with what it held.
+    held = {k: told[k] for k in want}
+    keys = [r.pw.info.key for r in reported]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == {k for k, n in held.items() if n is None or n.reason != note.reason}
+    assert all(r.before == told[r.pw.info.key] for r in reported)
     state.update(dict.fromkeys(want, "parked"))
+    told.update(dict.fromkeys(want, note))
 
 
 def _pop(

@@ -69,7 +69,7 @@ def _scenario_target(
         wl.state,
         wl.info,
         wl.admission,
-        (wl.reason, wl.message),
+        sim.answer(wl),
     )
 
 

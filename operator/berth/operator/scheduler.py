@@ -406,7 +406,7 @@ class _Effects:
     def parked(
         self,
         decision: cycle.Pending,
-        same_shape: list[queues_mod.PendingWorkload],  # noqa: ARG002 - left as they are (above)
+        same_shape: list[queues_mod.Told],  # noqa: ARG002 - left as they are (above)
     ) -> None:
         """Queue the head's pending condition for the background senders."""
         self.scheduler.note_pending(decision, self.now)

@@ -447,7 +447,7 @@ class Simulator:
         if not obj.spec.active:
             if sim.state == Phase.ADMITTED:
                 self._evict_now(sim)
-            self.state.withdraw(sim.info.key)
+            self._withdraw(sim)
             sim.state = Phase.DEACTIVATED
             self.out.emit(self.now, "Deactivated", sim, reason="Deactivated")
             return
@@ -464,11 +464,16 @@ class Simulator:
             self.out.notify(self.now, "Deleted", sim, state=sim.state.value)
         if sim.state == Phase.ADMITTED:
             self._release(sim)
-        self.state.withdraw(key)
+        self._withdraw(sim)
         sim.state = Phase.DELETED
         sim.token = next(self._tokens)
 
     # Queueing -----------------------------------------------------------------------------------
+
+    def _withdraw(self, sim: SimWorkload) -> None:
+        """Take a workload out of its queue, keeping what it was last told."""
+        sim.reason, sim.message = self.answer(sim)
+        self.state.withdraw(sim.info.key)
 
     def _enqueue(self, sim: SimWorkload, *, requeue_at: float = 0.0) -> None:
         sim.state = Phase.PENDING
@@ -481,16 +486,29 @@ class Simulator:
             if blocker is not None:
                 self._set_pending(sim, blocker.reason, blocker.message)
 
+    def answer(self, sim: SimWorkload) -> tuple[str, str]:
+        """Why a workload waits as it was last told: its reason and message ("" when not told).
+
+        A workload parked with its shape holds the head's answer in the queues (``Note``),
+        shared with the whole shape, until it is told something itself.
+        """
+        if sim.state == Phase.PENDING:
+            note = self.queues.note(sim.info.key)
+            if note is not None:
+                return note.reason, note.message
+        return sim.reason, sim.message
+
     def _set_pending(
         self, sim: SimWorkload, reason: str, message: str, estimated_start: float | None = None
     ) -> None:
-        changed = reason != sim.reason
+        changed = reason != self.answer(sim)[0]
         first_estimate = estimated_start is not None and sim.estimated_start is None
         if first_estimate:
             sim.estimated_start = estimated_start
         if estimated_start is not None:
             message = f"{message}; estimated start at {duration.format(estimated_start)}"
         sim.reason, sim.message = reason, message
+        self.queues.told(sim.info.key)
         if changed or first_estimate:
             extra = {} if estimated_start is None else {"estimatedStart": round(estimated_start, 6)}
             self.out.emit(self.now, "Pending", sim, reason=reason, message=message, **extra)
@@ -582,15 +600,18 @@ class Simulator:
         if wfpr is not None and not sim.ready:
             self._schedule(self.now + wfpr.timeout, _Action.READY_TIMEOUT, sim=sim)
 
-    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.PendingWorkload]) -> None:
-        """The head and the same-shape workloads parked with it say why they wait."""
-        reason, message, workloads = decision.reason, decision.message, self.workloads
-        for same in same_shape:
-            sim = workloads[same.info.key]
-            if sim.reason == reason:
-                sim.message = message  # as _set_pending does, without its event (per shape hot)
-            else:
-                self._set_pending(sim, reason, message)
+    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.Told]) -> None:
+        """The head says why it waits; the same-shape workloads parked with it say so too.
+
+        The queues hold their answer already (``queues.Note``); each of them that held another
+        reason before tells of the change.
+        """
+        reason, message = decision.reason, decision.message
+        for pw, before in same_shape:
+            sim = self.workloads[pw.info.key]
+            if (sim.reason if before is None else before.reason) != reason:
+                sim.reason, sim.message = reason, message
+                self.out.emit(self.now, "Pending", sim, reason=reason, message=message)
         self._set_pending(
             self.workloads[decision.info.key],
             decision.reason,

@@ -60,7 +60,7 @@ def build(simulator: engine.Simulator, end: float) -> dict[str, Any]:
 
 
 def _pending_entry(simulator: engine.Simulator, sim: workloads.SimWorkload) -> dict[str, Any]:
-    reason, message = sim.reason, sim.message
+    reason, message = simulator.answer(sim)
     if not reason:
         placed = simulator.queues.position(sim.info.key)
         reason = conditions.PendingReason.PENDING_EVALUATION.value

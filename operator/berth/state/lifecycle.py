@@ -35,7 +35,7 @@ class CycleEffects(Protocol):
     def admitted(self, decision: cycle.Admit) -> None:
         """A head's admission was assumed in the cache and it left its queue."""
 
-    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.PendingWorkload]) -> None:
+    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.Told]) -> None:
         """A head was put back; ``same_shape`` were parked with it (the same answer holds)."""
 
 

@@ -19,6 +19,11 @@ from every ClusterQueue that may admit; ``requeue`` puts a head that was not adm
 something there changed (a workload finished or was evicted, a queue, cohort or flavor changed).
 Parked workloads move as whole scheduling shapes (``ClusterQueueQueue``), so a release costs in
 proportion to the shapes parked, with the same heads in the same order as moving each one.
+
+A head parked with its shape shares what it was told (a ``Note``) with the workloads parked with
+it: the queues keep the note once for the whole group, so telling a thousand workloads why they
+wait costs as much as telling one. ``note`` reads what a queued workload was last told that way.
+
 Workloads whose LocalQueue or ClusterQueue is missing or stopped wait outside any queue.
 Used by the operator's scheduler loop and the simulator; no I/O, no clock.
 """
@@ -29,6 +34,7 @@ import dataclasses
 import heapq
 import itertools
 import math
+import typing
 import weakref
 from collections.abc import Iterator
 
@@ -76,6 +82,24 @@ def _shape(key: tuple[object, ...]) -> Shape:
 Order = tuple[bool, int, float, str]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Note:
+    """Why a head was not admitted, as the workloads of its shape parked with it were told."""
+
+    reason: str
+    message: str
+
+
+class Told(typing.NamedTuple):
+    """A workload parked with a head's shape that held another reason, or its driver's word.
+
+    ``before`` is the note it held (None: what its driver told it itself).
+    """
+
+    pw: PendingWorkload
+    before: Note | None
+
+
 @dataclasses.dataclass(slots=True)
 class PendingWorkload:
     """A workload waiting for admission, and what the queue remembers about it."""
@@ -93,16 +117,30 @@ class PendingWorkload:
     order: Order = (False, 0, 0.0, "")
     """Its ``ordering.queue_key``, kept: a parked workload is pushed back after every release
     in its quota tree, and its info never changes while it is queued."""
+    note: Note | None = None
+    """What it was told with its shape, while it does not share its group's note (None: what
+    its driver told it itself holds)."""
 
     def __post_init__(self) -> None:
         self.shape = _shape(self.info.scheduling_shape())
         self.order = ordering.queue_key(self.info)
 
 
-class _Group:
-    """Workloads of one shape that move together: parked, or released but not in the heap."""
+def _differs(before: Note | None, note: Note) -> bool:
+    """Whether a workload that held ``before`` is told another reason by ``note``."""
+    return before is None or before.reason != note.reason
 
-    __slots__ = ("heap", "members", "parked", "shape")
+
+class _Group:
+    """Workloads of one shape that move together: parked, or released but not in the heap.
+
+    Members share ``note`` except the *loose* ones, which hold their own (``PendingWorkload.note``
+    or their driver's). A member joins loose; telling the group (``tell``) makes every member
+    share the new note. Loose members are kept in the order they joined, which is the order of
+    ``members``: both only ever append.
+    """
+
+    __slots__ = ("heap", "loose", "members", "note", "parked", "shape")
 
     def __init__(self, shape: Shape, *, parked: bool) -> None:
         self.shape = shape
@@ -110,10 +148,44 @@ class _Group:
         self.heap: list[tuple[Order, names.WorkloadKey]] = []
         """Members by order; entries of members gone are dropped when they reach the top."""
         self.parked = parked
+        self.note: Note | None = None
+        self.loose: dict[names.WorkloadKey, PendingWorkload] = {}
 
     def add(self, pw: PendingWorkload) -> None:
+        """Take in a member, loose."""
         self.members[pw.info.key] = pw
+        self.loose[pw.info.key] = pw
         heapq.heappush(self.heap, (pw.order, pw.info.key))
+
+    def drop(self, key: names.WorkloadKey) -> PendingWorkload:
+        """Let a member go; it keeps what it was told."""
+        pw = self.members.pop(key)
+        if self.loose.pop(key, None) is None:
+            pw.note = self.note
+        return pw
+
+    def shares(self, key: names.WorkloadKey) -> bool:
+        """Tell whether a member holds the group's note."""
+        return key in self.members and key not in self.loose
+
+    def tell(self, note: Note) -> list[Told]:
+        """Every member now holds ``note``; return those that held another reason or their own.
+
+        Costs in proportion to the loose members, unless the reason changed.
+        """
+        old = self.note
+        if old is not None and old.reason != note.reason:
+            told = [
+                Told(pw, pw.note if key in self.loose else old) for key, pw in self.members.items()
+            ]
+        else:
+            told = [Told(pw, pw.note) for pw in self.loose.values()]
+        told = [t for t in told if _differs(t.before, note)]
+        for pw in self.loose.values():
+            pw.note = None
+        self.loose.clear()
+        self.note = note
+        return told
 
     def first(self) -> PendingWorkload | None:
         """The member first in queue order (None: no member)."""
@@ -195,7 +267,7 @@ class ClusterQueueQueue:
         group = self._group_of.pop(key, None)
         if group is None:
             return False
-        del group.members[key]
+        group.drop(key)
         shapes = self._parked if group.parked else self._dormant
         if group.parked:
             self._parked_count -= 1
@@ -239,7 +311,7 @@ class ClusterQueueQueue:
         if group is None or first is None:
             return
         key = first.info.key
-        del group.members[key]
+        group.drop(key)
         del self._group_of[key]
         self._dormant_count -= 1
         if not group.members:
@@ -271,13 +343,13 @@ class ClusterQueueQueue:
         return moved
 
     def _merged(self, into: _Group | None, group: _Group) -> _Group:
-        """One group of both (the larger keeps its place; the other's members join it)."""
+        """One group of both (the larger keeps its place; the other's members join it, loose)."""
         if into is None:
             return group
         if len(into.members) < len(group.members):
             into, group = group, into
-        for key, pw in group.members.items():
-            into.add(pw)
+        for key in list(group.members):
+            into.add(group.drop(key))
             self._group_of[key] = into
         return into
 
@@ -323,21 +395,39 @@ class ClusterQueueQueue:
         self._group_of[key] = group
         self._parked_count += 1
 
-    def park_same_shape(self, shape: Shape) -> list[PendingWorkload]:
-        """Park every active workload of this shape (they would not fit either); return them."""
-        moved = list(self._active_by_shape.pop(shape, {}).values())
-        for pw in moved:
+    def park_same_shape(self, shape: Shape, note: Note) -> list[Told]:
+        """Park every active workload of this shape (they would not fit either), told ``note``.
+
+        Returns those that held another reason or their driver's word, in the order they are
+        parked.
+        """
+        active = list(self._active_by_shape.pop(shape, {}).values())
+        told = [Told(pw, pw.note) for pw in active if _differs(pw.note, note)]
+        for pw in active:
             del self._active[pw.info.key]
             self.park(pw)
+            pw.note = note
         dormant = self._dormant.pop(shape, None)
         if dormant is not None:
-            moved += dormant.members.values()
+            told += dormant.tell(note)
             self._dormant_count -= len(dormant.members)
             self._parked_count += len(dormant.members)
             self._note_first(dormant)
             dormant.parked = True
             self._parked[shape] = self._merged(self._parked.get(shape), dormant)
-        return moved
+        return told
+
+    def shared_note(self, key: names.WorkloadKey) -> Note | None:
+        """The note a workload holds with its group (None: it holds its own, if any)."""
+        group = self._group_of.get(key)
+        return group.note if group is not None and group.shares(key) else None
+
+    def loosen(self, key: names.WorkloadKey) -> None:
+        """The workload no longer holds its group's note."""
+        group = self._group_of.get(key)
+        if group is not None and group.shares(key):
+            # Rare (a grouped workload told something on its own): keep loose in member order.
+            group.loose = {k: pw for k, pw in group.members.items() if k in group.loose or k == key}
 
     def _note_first(self, group: _Group) -> None:
         """Keep the first parked workloads true when a whole group is parked."""
@@ -414,9 +504,11 @@ class QueueManager:
     ) -> None:
         """Queue a new (or re-queued) pending workload; it waits out ``requeue_at`` if later."""
         old = self.pending.get(info.key)
+        note = None
         if old is not None:
+            note = self.note(info.key)
             self._detach(old)
-        pw = PendingWorkload(info, requeue_at=requeue_at)
+        pw = PendingWorkload(info, requeue_at=requeue_at, note=note)
         self.pending[info.key] = pw
         if requeue_at > 0:
             self.backing_off.add(info.key)
@@ -494,10 +586,12 @@ class QueueManager:
             out.append(cycle.Head(pw.info, name, pw.progress, pw.preemptor, pw.preempted_for))
         return out
 
-    def requeue(self, decision: cycle.Pending) -> list[PendingWorkload]:
+    def requeue(self, decision: cycle.Pending) -> list[Told]:
         """Put a head that was not admitted back, where its queue's strategy says.
 
-        Returns the other workloads parked with it because they have the same shape.
+        The other workloads parked with it because they have the same shape are told its reason
+        and message (``note``); returns those of them that held another reason, or what their
+        driver told them itself.
         """
         pw = self.pending.get(decision.info.key)
         if pw is None or pw.cluster_queue is None:
@@ -535,8 +629,29 @@ class QueueManager:
             cycle.RequeueReason.NO_FIT,
             cycle.RequeueReason.PREEMPTION_NO_CANDIDATES,
         ):
-            return q.park_same_shape(pw.shape)
+            return q.park_same_shape(pw.shape, Note(decision.reason, decision.message))
         return []
+
+    def note(self, key: names.WorkloadKey) -> Note | None:
+        """What a pending workload was last told with its shape.
+
+        None: only what its driver told it itself holds, which is then the newer.
+        """
+        pw = self.pending.get(key)
+        if pw is None:
+            return None
+        q = None if pw.cluster_queue is None else self.queues.get(pw.cluster_queue)
+        shared = None if q is None else q.shared_note(key)
+        return pw.note if shared is None else shared
+
+    def told(self, key: names.WorkloadKey) -> None:
+        """Its driver told a pending workload something itself: that now holds for it."""
+        pw = self.pending.get(key)
+        if pw is None:
+            return
+        pw.note = None
+        if pw.cluster_queue is not None and pw.cluster_queue in self.queues:
+            self.queues[pw.cluster_queue].loosen(key)
 
     def holders(self) -> dict[names.ClusterQueueName, list[workload.WorkloadInfo]]:
         """Each Backfill ClusterQueue's first parked workloads, up to its reservation depth."""
