@@ -117,6 +117,9 @@ class CycleResult:
     admitted: list[Admit] = dataclasses.field(default_factory=list)
     preempted: list[Preempt] = dataclasses.field(default_factory=list)
     pending: list[Pending] = dataclasses.field(default_factory=list)
+    plans: dict[str, reservations.Kept] = dataclasses.field(default_factory=dict)
+    """The Backfill plans of the quota trees this cycle left unchanged, by root: the next cycle
+    takes them over if nothing they were made from changed meanwhile."""
 
     @property
     def changed(self) -> bool:
@@ -187,7 +190,7 @@ def schedule(
     """Decide what to do with each head; the snapshot is left exactly as it was."""
     run = _Cycle(snap, policy, now, cycle, generation, all_pods_ready=all_pods_ready)
     if backfill_inputs is not None:
-        run.planner = reservations.Planner(snap, now, backfill_inputs, run.preempted)
+        run.planner = reservations.Planner(snap, now, backfill_inputs, run.preempted, generation)
     with snap.what_if():
         entries = [e for e in (run.nominate(h) for h in heads) if e is not None]
         entries.sort(
@@ -207,6 +210,8 @@ def schedule(
         )
         for entry in ordered:
             run.process(entry)
+    if run.planner is not None:
+        run.result.plans = run.planner.kept()
     return run.result
 
 
@@ -390,10 +395,8 @@ class _Cycle:
             start = planner.blocked(entry.info, entry.cq)
             if start is not None:
                 pending[-1] = dataclasses.replace(pending[-1], estimated_start=start)
-        if hold:
-            _reserve_for_preemptor(self.snap, entry)
-            if planner is not None:
-                planner.changed(entry.cq.name)
+        if hold and _reserve_for_preemptor(self.snap, entry) and planner is not None:
+            planner.changed(entry.cq.name)
 
     def _held_for_reservation(self, entry: Entry) -> str | None:
         """Why a fitting entry must wait for a reservation ahead of it (Backfill), if it must."""
@@ -627,12 +630,15 @@ def _fits_without(
         return all(amount <= node.available(fr) for fr, amount in entry.assignment.usage.items())
 
 
-def _reserve_for_preemptor(snap: snapshot.Snapshot, entry: Entry) -> None:
-    """Hold the capacity a preemptor without targets waits for, so others cannot borrow it."""
+def _reserve_for_preemptor(snap: snapshot.Snapshot, entry: Entry) -> bool:
+    """Hold the capacity a preemptor without targets waits for, so others cannot borrow it.
+
+    Tells whether it held any.
+    """
     cq = entry.cq
     if cq.preemption.reclaim_within_cohort == clusterqueue.PreemptionPolicy.ANY:
         # It can always reclaim what others borrow from it; holding quota would only waste it.
-        return
+        return False
     node = snap.node(cq.name)
     reserve: resources.FlavorResourceAmounts = {}
     for fr, amount in entry.assignment.usage.items():
@@ -645,3 +651,4 @@ def _reserve_for_preemptor(snap: snapshot.Snapshot, entry: Entry) -> None:
             held = min(amount, nominal - used)
         reserve[fr] = max(0, held)
     snap.add_usage(cq.name, reserve)
+    return any(reserve.values())

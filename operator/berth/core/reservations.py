@@ -8,6 +8,12 @@ cycle join the holders and admissions of this cycle join the releases, so later 
 them; a tree's plan is made again after either (or extended, when a new holder is behind every
 holder placed). ``outlook`` answers the same questions for ``berth explain``.
 
+A plan is made from the tree's admitted work and holders, the estimates and ``now``. A cycle that
+neither admitted, preempted nor held anything in a tree leaves its plan as the next cycle would
+make it again (``Kept``): the next cycle takes it over when the tree's generation, the holders
+(the same objects), ``now`` and the version of estimates and evictions are all the same, and a
+tree whose queues only park heads is planned once per change, not once per cycle.
+
 Pure and deterministic; the inputs (``Inputs``) come from ``berth.state``.
 """
 
@@ -20,6 +26,20 @@ from collections.abc import Callable, Mapping, Sequence
 from berth.api import names
 from berth.core import backfill, estimates, flavors, ordering, quota, resources, snapshot, workload
 
+Given = dict[tuple[names.ClusterQueueName, names.WorkloadKey], workload.WorkloadInfo]
+"""The holders a plan was made with (and given later), by queue and workload."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Kept:
+    """A tree's plan a cycle left unchanged, and what it was made from."""
+
+    now: float
+    generation: int
+    version: tuple[int, ...]
+    holders: Given
+    plan: backfill.Plan
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Inputs:
@@ -29,6 +49,11 @@ class Inputs:
     """Each Backfill ClusterQueue's blocked workloads in queue order (at most its depth)."""
     estimate: Callable[[workload.WorkloadInfo, names.ClusterQueueName], estimates.Estimate]
     """A workload's expected runtime in a ClusterQueue."""
+    version: tuple[int, ...] = ()
+    """Changes whenever the estimates or anything else a plan depends on beyond the tree's
+    generation changes (what runtimes were learned, evictions marked, namespaces)."""
+    kept: Mapping[str, Kept] = dataclasses.field(default_factory=dict)
+    """The plans the last cycle left unchanged, by root (``CycleResult.plans``)."""
 
 
 class Planner:
@@ -40,12 +65,19 @@ class Planner:
         now: float,
         inputs: Inputs,
         preempted: Mapping[names.WorkloadKey, snapshot.AdmittedWorkload],
+        generation: Callable[[names.ClusterQueueName], int] = lambda _cq: 0,
     ) -> None:
         self.snap = snap
         self.now = now
         self.inputs = inputs
         self.preempted = preempted
         """Victims chosen in this cycle: they end now."""
+        self.generation = generation
+        """The change counter of a ClusterQueue's quota tree (``state.cache``)."""
+        self.changed_roots: set[str] = set()
+        """Trees whose usage this cycle changed: their plans are not kept."""
+        self.made_with: dict[str, Given] = {}
+        """The holders each tree's plan was made with (and given later)."""
         self.holders: dict[names.ClusterQueueName, list[workload.WorkloadInfo]] = {
             cq: list(infos) for cq, infos in inputs.holders.items()
         }
@@ -87,13 +119,63 @@ class Planner:
                 holders += [self._holder(info, name) for info in waiting[:depth]]
         made = None
         if holders:
-            made = backfill.Plan(self.snap, self.now, self._releases(root), holders, self.fits)
+            given = {(h.cluster_queue, h.info.key): h.info for h in holders}
+            made = self._taken_over(root, given)
+            if made is None:
+                made = backfill.Plan(self.snap, self.now, self._releases(root), holders, self.fits)
+            self.made_with[root] = given
         self.plans[root] = made
         return made
 
+    def _generation_of(self, root: str) -> int:
+        members = self._queues_of(root)
+        return self.generation(members[0]) if members else 0
+
+    def _taken_over(
+        self,
+        root: str,
+        holders: Given,
+    ) -> backfill.Plan | None:
+        """The last cycle's plan of the tree, if it is the plan this cycle would make."""
+        kept = self.inputs.kept.get(root)
+        if (
+            kept is None
+            or root in self.changed_roots
+            or self.started_here.get(root)
+            or kept.now != self.now
+            or kept.version != self.inputs.version
+            or kept.generation != self._generation_of(root)
+            or kept.holders.keys() != holders.keys()
+            or any(kept.holders[k] is not info for k, info in holders.items())
+        ):
+            return None
+        return kept.plan
+
+    def kept(self) -> dict[str, Kept]:
+        """The plans of the trees this cycle left unchanged, for the next cycle.
+
+        A plan this cycle made or took over, and one the last cycle left that this one never
+        needed: the next cycle checks what each was made from before it takes it over.
+        """
+        left = self.changed_roots | {self.root_of(v.cluster_queue) for v in self.preempted.values()}
+        out = {
+            root: kept
+            for root, kept in self.inputs.kept.items()
+            if root not in self.plans and root not in left
+        }
+        for root, plan in sorted(self.plans.items()):
+            given = self.made_with.get(root)
+            if plan is not None and given is not None and root not in left:
+                out[root] = Kept(
+                    self.now, self._generation_of(root), self.inputs.version, given, plan
+                )
+        return out
+
     def changed(self, cq: names.ClusterQueueName) -> None:
         """The cycle changed the tree's usage otherwise (a hold): make its plan again."""
-        self.plans.pop(self.root_of(cq), None)
+        root = self.root_of(cq)
+        self.plans.pop(root, None)
+        self.changed_roots.add(root)
 
     def _releases(self, root: str) -> list[backfill.Release]:
         """When the tree's admitted work, and what this cycle started, gives its quota back."""
@@ -137,6 +219,7 @@ class Planner:
         end = self._end(info, cq, self.now)
         self.started_here.setdefault(root, []).append(backfill.Release(end, cq, usage))
         self.plans.pop(root, None)
+        self.changed_roots.add(root)
 
     def blocked(self, info: workload.WorkloadInfo, cq: snapshot.ClusterQueueInfo) -> float | None:
         """A Backfill head that waits holds a reservation from now on: when does it start?
@@ -158,6 +241,7 @@ class Planner:
         if plan is not None and (last is None or last < backfill.holder_key(info)):
             # Behind every holder placed: the others keep their reservations.
             found = plan.add(self._holder(info, cq.name))
+            self.made_with.setdefault(root, {})[(cq.name, info.key)] = info
             return None if found is None else found.start
         self.plans.pop(root, None)
         return self.start_of(info, cq.name)

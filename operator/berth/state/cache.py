@@ -60,6 +60,9 @@ class Cache:
         """ClusterQueues the validators refuse, with their field errors (kept inactive)."""
         self.generations: dict[str, int] = {}
         """A counter per root of the quota tree, bumped whenever usage or quota there changes."""
+        self.revision = 0
+        """Bumped by the other changes a Backfill plan depends on: a workload marked evicted (it
+        ends now), an admitted workload's info, a namespace's labels."""
 
     # Objects ----------------------------------------------------------------------------------
 
@@ -172,6 +175,7 @@ class Cache:
         merged.setdefault("kubernetes.io/metadata.name", name)
         # The snapshot shares this mapping, so a namespace change needs no rebuild.
         self._snapshot.namespaces[name] = merged
+        self.revision += 1
 
     def namespace_labels(self, name: str) -> dict[str, str] | None:
         """A namespace's labels, or None if it does not exist."""
@@ -180,6 +184,7 @@ class Cache:
     def delete_namespace(self, name: str) -> None:
         """Remove a namespace."""
         self._snapshot.namespaces.pop(name, None)
+        self.revision += 1
 
     def upsert(self, obj: object) -> bool:
         """Add or replace a queue object of any kind the cache holds; False for other kinds.
@@ -302,6 +307,7 @@ class Cache:
             adm = dataclasses.replace(adm, evicted=True)
             self.admitted[key] = adm
             self.snapshot.replace_workload(adm)
+            self.revision += 1
 
     def update_info(self, info: workload.WorkloadInfo) -> None:
         """Replace what is known of an admitted workload (its priority changed)."""
@@ -310,6 +316,7 @@ class Cache:
             adm = dataclasses.replace(adm, info=info)
             self.admitted[info.key] = adm
             self.snapshot.replace_workload(adm)
+            self.revision += 1
 
     def generation(self, cq: names.ClusterQueueName) -> int:
         """The change counter of the quota tree ``cq`` belongs to."""

@@ -17,6 +17,7 @@ same code.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from berth.api import names
@@ -48,6 +49,8 @@ class Lifecycle:
         self.runtimes = runtimes.RuntimeHistory()
         self.estimate = runtimes.estimator(self.cache, self.runtimes)
         """Runtime estimates (``core.estimates``) with what the finished workloads taught."""
+        self.kept: Mapping[str, reservations.Kept] = {}
+        """The Backfill plans the last cycle left unchanged, for the next (``reservations``)."""
 
     # Cycles -------------------------------------------------------------------------------------
 
@@ -95,9 +98,14 @@ class Lifecycle:
         """Run one cycle over the queue heads (None when no queue has a head)."""
         heads = self.queues.heads()
         if not heads:
+            self.kept = {}
             return None
         holders = self.queues.holders()
-        return cycle.schedule(
+        inputs = None
+        if holders:
+            version = (self.runtimes.version, self.cache.revision)
+            inputs = reservations.Inputs(holders, self.estimate, version, self.kept)
+        result = cycle.schedule(
             self.cache.snapshot,
             heads,
             now,
@@ -105,8 +113,10 @@ class Lifecycle:
             cycle=self.queues.cycle,
             generation=self.cache.generation,
             all_pods_ready=all_pods_ready,
-            backfill_inputs=reservations.Inputs(holders, self.estimate) if holders else None,
+            backfill_inputs=inputs,
         )
+        self.kept = result.plans
+        return result
 
     # Admissions ---------------------------------------------------------------------------------
 

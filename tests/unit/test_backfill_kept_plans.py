@@ -1,0 +1,188 @@
+"""Backfill plans kept from one cycle to the next (``core.reservations.Kept``).
+
+A cycle that changed nothing in a quota tree leaves its plan to the next cycle, which takes it
+over only when nothing the plan was made from changed: the tree's generation, the holders (the
+same objects), ``now``, and the version of estimates and evictions. Taking a plan over must
+decide exactly as making it again: the simulations below run with and without it and compare
+every event.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import builders
+from berth.api import names
+from berth.core import reservations
+from berth.sim import documents, engine
+from worlds import World
+
+GPU = "nvidia.com/gpu"
+QUEUES = ("cq-a", "cq-b", "cq-c")
+
+
+def _queue(
+    name: str, gpus: int, depth: int, *, reclaim: str = "Any"
+) -> builders.ClusterQueueBuilder:
+    return (
+        builders.ClusterQueueBuilder(name)
+        .cohort("pool")
+        .flavor_quotas("gpu", {GPU: gpus})
+        .strategy("Backfill")
+        .set("spec.backfill", {"reservationDepth": depth})
+        .preemption(reclaim_within_cohort=reclaim)
+    )
+
+
+def _job(name: str, queue: str, gpus: int, *, estimate: float | None) -> builders.WorkloadBuilder:
+    b = builders.WorkloadBuilder(name).queue(queue).pod_set("main", 1, {GPU: gpus})
+    if estimate is not None:
+        b.annotations({"berth.dev/expected-runtime": f"{estimate}s"})
+    return b
+
+
+@st.composite
+def cohort_streams(draw: st.DrawFn) -> list[documents.Document]:
+    """Three Backfill queues lending to each other; estimates that are often wrong or missing."""
+    depth = draw(st.integers(1, 2))
+    raws: list[dict[str, Any]] = [builders.ResourceFlavorBuilder("gpu").raw()]
+    for name in QUEUES:
+        gpus = draw(st.sampled_from([2, 4, 8]))
+        reclaim = draw(st.sampled_from(["Any", "LowerPriority", "Never"]))
+        raws.append(_queue(name, gpus, depth, reclaim=reclaim).raw())
+        raws.append(builders.LocalQueueBuilder(name, cluster_queue=name).raw())
+    docs = [documents.generated(raw, i) for i, raw in enumerate(raws)]
+    for i in range(draw(st.integers(4, 24))):
+        runtime = float(draw(st.integers(1, 40)))
+        estimate = draw(st.sampled_from([None, runtime, runtime / 2, runtime * 3]))
+        gpus = draw(st.sampled_from([1, 2, 4, 8]))
+        b = _job(f"j{i}", draw(st.sampled_from(QUEUES)), gpus, estimate=estimate)
+        raw = b.priority(draw(st.integers(0, 2))).raw()
+        at = float(draw(st.integers(0, 60)))
+        docs.append(documents.generated(raw, len(docs), at=at, run_for=runtime))
+    docs.sort(key=lambda d: d.at)
+    return docs
+
+
+def _run(docs: list[documents.Document], *, keep: bool) -> tuple[list[dict[str, Any]], int]:
+    """The run's events, and how many plans were taken over."""
+    taken = 0
+    original = reservations.Planner._taken_over
+
+    def counted(self: reservations.Planner, *args: Any) -> Any:
+        nonlocal taken
+        found = original(self, *args) if keep else None
+        taken += found is not None
+        return found
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reservations.Planner, "_taken_over", counted)
+        return engine.Simulator(docs).run(), taken
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cohort_streams())
+def test_a_plan_taken_over_decides_as_one_made_again(docs: list[documents.Document]) -> None:
+    kept, _ = _run(docs, keep=True)
+    made, _ = _run(docs, keep=False)
+    assert kept == made
+
+
+def test_plans_are_taken_over_while_heads_are_held() -> None:
+    # 12 GPUs in the cohort, 3 taken until t=600; a 12-GPU gang holds the reservation from then.
+    # 1-GPU jobs estimated to run past it are held, one per cycle: the cycles after the first
+    # take the plan over from the one before.
+    raws: list[dict[str, Any]] = [builders.ResourceFlavorBuilder("gpu").raw()]
+    for name in QUEUES:
+        raws += [
+            _queue(name, 4, 1).raw(),
+            builders.LocalQueueBuilder(name, cluster_queue=name).raw(),
+        ]
+    docs = [documents.generated(raw, i) for i, raw in enumerate(raws)]
+    jobs = [("run", 3, 600.0, 0.0), ("gang", 12, 600.0, 1.0)]
+    jobs += [(f"small-{i}", 1, 1000.0, 2.0) for i in range(5)]
+    for name, gpus, runtime, at in jobs:
+        raw = _job(name, "cq-a", gpus, estimate=runtime).raw()
+        docs.append(documents.generated(raw, len(docs), at=at, run_for=runtime))
+    kept, taken = _run(docs, keep=True)
+    made, none = _run(docs, keep=False)
+    assert taken >= 4
+    assert none == 0
+    assert kept == made
+    reasons = [e["reason"] for e in kept if e["event"] == "Pending"]
+    assert reasons.count("WaitingForReservation") >= 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    id: str
+    change: Callable[[World, reservations.Inputs], reservations.Inputs]
+    taken_over: bool
+
+
+def _same(_world: World, inputs: reservations.Inputs) -> reservations.Inputs:
+    return inputs
+
+
+def _later(world: World, inputs: reservations.Inputs) -> reservations.Inputs:
+    world.now += 1
+    return inputs
+
+
+def _admitted(world: World, inputs: reservations.Inputs) -> reservations.Inputs:
+    world.admit(world.info(_job("new", "cq-b", 1, estimate=60), at=world.now), "cq-b")
+    return inputs
+
+
+def _learned(_world: World, inputs: reservations.Inputs) -> reservations.Inputs:
+    return dataclasses.replace(inputs, version=(inputs.version[0] + 1, *inputs.version[1:]))
+
+
+def _holder_replaced(_world: World, inputs: reservations.Inputs) -> reservations.Inputs:
+    holders = {cq: [dataclasses.replace(i) for i in infos] for cq, infos in inputs.holders.items()}
+    return dataclasses.replace(inputs, holders=holders)
+
+
+def _holder_gone(_world: World, inputs: reservations.Inputs) -> reservations.Inputs:
+    return dataclasses.replace(inputs, holders={})
+
+
+CHANGES = [
+    Change("nothing changed: taken over", _same, taken_over=True),
+    Change("another instant: made again", _later, taken_over=False),
+    Change("an admission in the tree: made again", _admitted, taken_over=False),
+    Change("a runtime learned: made again", _learned, taken_over=False),
+    Change("a holder's info replaced: made again", _holder_replaced, taken_over=False),
+    Change("no holder any more: no plan", _holder_gone, taken_over=False),
+]
+
+
+@pytest.mark.parametrize("row", CHANGES, ids=lambda r: r.id)
+def test_a_plan_is_taken_over_only_if_nothing_it_was_made_from_changed(row: Change) -> None:
+    world = World(
+        builders.ResourceFlavorBuilder("gpu"),
+        *(_queue(name, 4, 1) for name in QUEUES),
+        *(builders.LocalQueueBuilder(name, cluster_queue=name) for name in QUEUES),
+    )
+    world.admit(world.info(_job("run", "cq-a", 4, estimate=600), at=0), "cq-a")
+    world.submit(world.info(_job("big", "cq-a", 12, estimate=60), at=1))
+    world.cycle()  # big is blocked: it holds a reservation, and the cycle changed no usage
+    kept = world.state.kept
+    root = world.cache.root_of(names.ClusterQueueName("cq-a"))
+    assert root in kept
+    inputs = reservations.Inputs(
+        world.queues.holders(),
+        world.state.estimate,
+        (world.state.runtimes.version, world.cache.revision),
+        kept,
+    )
+    inputs = row.change(world, inputs)
+    snap = world.cache.snapshot
+    planner = reservations.Planner(snap, world.now, inputs, {}, world.cache.generation)
+    assert (planner.plan(root) is kept[root].plan) == row.taken_over
