@@ -110,6 +110,8 @@ class Plan:
         self.releases = sorted(releases, key=lambda r: (r.end, r.cluster_queue))
         self.reservations: list[Reservation] = []
         """Reservations placed so far, in holder order."""
+        self._tried: list[Holder] = []
+        """Holders taken from the waiting ones so far, in holder order (placed or not)."""
         self._waiting = sorted(holders, key=lambda h: holder_key(h.info), reverse=True)
         """Holders not placed yet, the next one last. A holder's reservation depends only on
         those before it, so holders are placed only as far as a question needs."""
@@ -121,7 +123,9 @@ class Plan:
             next_key = holder_key(waiting[-1].info)
             if key is not None and (next_key > key if including else next_key >= key):
                 return
-            placed = self._place(waiting.pop(), self.fits)
+            holder = waiting.pop()
+            self._tried.append(holder)
+            placed = self._place(holder, self.fits)
             if placed is not None:
                 self.reservations.append(placed)
 
@@ -192,10 +196,25 @@ class Plan:
     def add(self, holder: Holder) -> Reservation | None:
         """Place one more holder, behind every other holder; return its reservation."""
         self._place_before(None)
+        self._tried.append(holder)
         placed = self._place(holder, self.fits)
         if placed is not None:
             self.reservations.append(placed)
         return placed
+
+    def insert(self, holder: Holder) -> None:
+        """Take in one more holder at its place in holder order.
+
+        The holders ahead of it keep their reservations (a reservation depends only on those
+        before it); those behind it wait to be placed again, as in a plan made with it.
+        """
+        key = holder_key(holder.info)
+        behind = [h for h in self._tried if holder_key(h.info) > key]
+        self._tried = [h for h in self._tried if holder_key(h.info) < key]
+        self.reservations = [r for r in self.reservations if holder_key(r.holder.info) < key]
+        self._waiting = sorted(
+            [*self._waiting, *behind, holder], key=lambda h: holder_key(h.info), reverse=True
+        )
 
     def last_key(self) -> tuple[int, float, str] | None:
         """The order of the last holder (None when there is none)."""

@@ -110,22 +110,27 @@ class Planner:
         """The tree's plan (None when no queue of the tree holds a reservation)."""
         if root in self.plans:
             return self.plans[root]
-        holders: list[backfill.Holder] = []
-        for name in self._queues_of(root):
-            cq = self.snap.cluster_queues.get(name)
-            if cq is not None and cq.backfill is not None:
-                waiting = sorted(self.holders.get(name, []), key=ordering.queue_key)
-                depth = cq.backfill.reservation_depth
-                holders += [self._holder(info, name) for info in waiting[:depth]]
+        given = self._holders_of(root)
         made = None
-        if holders:
-            given = {(h.cluster_queue, h.info.key): h.info for h in holders}
+        if given:
             made = self._taken_over(root, given)
             if made is None:
+                holders = [self._holder(info, cq) for (cq, _), info in given.items()]
                 made = backfill.Plan(self.snap, self.now, self._releases(root), holders, self.fits)
             self.made_with[root] = given
         self.plans[root] = made
         return made
+
+    def _holders_of(self, root: str) -> Given:
+        """The tree's holders: each Backfill queue's first blocked workloads, up to its depth."""
+        given: Given = {}
+        for name in self._queues_of(root):
+            cq = self.snap.cluster_queues.get(name)
+            if cq is not None and cq.backfill is not None:
+                waiting = sorted(self.holders.get(name, []), key=ordering.queue_key)
+                for info in waiting[: cq.backfill.reservation_depth]:
+                    given[(name, info.key)] = info
+        return given
 
     def _generation_of(self, root: str) -> int:
         members = self._queues_of(root)
@@ -243,6 +248,22 @@ class Planner:
             found = plan.add(self._holder(info, cq.name))
             self.made_with.setdefault(root, {})[(cq.name, info.key)] = info
             return None if found is None else found.start
+        given = self.made_with.get(root)
+        if (
+            plan is not None
+            and given is not None
+            and self._holders_of(root)
+            == {
+                **given,
+                (cq.name, info.key): info,
+            }
+        ):
+            # The plan made again would have the same holders and this one: those ahead of it
+            # keep their reservations, and those behind it are placed again.
+            plan.insert(self._holder(info, cq.name))
+            given[(cq.name, info.key)] = info
+            held = plan.reservation_of(info)
+            return None if held is None else held.start
         self.plans.pop(root, None)
         return self.start_of(info, cq.name)
 
