@@ -303,6 +303,9 @@ async def run(
         # start-up with the store's own error.
         engine = await store.open_store(options.history_url)
     kube = await client.Kube.open(options.kubeconfig)
+    # The Lease is renewed through a session of its own: a flood of status writes holding every
+    # connection of the main one must not make the leader miss its renew deadline.
+    lease_kube = await client.Kube.open(options.kubeconfig, connections=client.LEASE_CONNECTIONS)
     world = world_mod.World(options.config, time.time)
     kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
     server = await webhook_server.WebhookServer.start(
@@ -341,7 +344,7 @@ async def run(
         tasks.append(
             asyncio.create_task(
                 leader.run_while_leader(
-                    kube,
+                    lease_kube,
                     name=options.lease_name,
                     namespace=options.config.namespace,
                     identity=options.identity,
@@ -373,6 +376,7 @@ async def run(
             await asyncio.wait_for(server.unregister(kube), 10)
         await server.close()
         await kube.close()
+        await lease_kube.close()
         if metrics_server is not None:
             await metrics_server.close()
         if engine is not None:
