@@ -248,6 +248,11 @@ class ClusterQueueQueue:
         """Workloads that may be popped (in the heap, or dormant behind one there)."""
         return len(self._active) + self._dormant_count
 
+    @property
+    def parks_any(self) -> bool:
+        """Tell whether anything is in the inadmissible set (``push_parked`` has work)."""
+        return bool(self._parked or self._backoff)
+
     def is_parked(self, key: names.WorkloadKey) -> bool:
         """Tell whether the workload is in the inadmissible set."""
         group = self._group_of.get(key)
@@ -683,7 +688,9 @@ class QueueManager:
         moved = False
         for q in self._by_root.get(root, []):
             q.requeue_cycle = self.cycle
-            moved = q.push_parked(now) or moved
+            # Most queues of a large tree have nothing parked: a release costs a glance at each.
+            if q.parks_any:
+                moved = q.push_parked(now) or moved
         return moved
 
     def requeue_all_inadmissible(self, now: float) -> bool:
