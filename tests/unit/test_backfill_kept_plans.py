@@ -1,10 +1,11 @@
-"""Backfill plans kept from one cycle to the next (``core.reservations.Kept``).
+"""Backfill plans kept from one cycle to the next (``reservations.Kept``), and grown in place.
 
 A cycle that changed nothing in a quota tree leaves its plan to the next cycle, which takes it
 over only when nothing the plan was made from changed: the tree's generation, the holders (the
 same objects), ``now``, and the version of estimates and evictions. Taking a plan over must
 decide exactly as making it again: the simulations below run with and without it and compare
-every event.
+every event. A holder blocked ahead of others joins a plan in place (``backfill.Plan.insert``):
+the reservations come out as those of a plan made with it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 import builders
 from berth.api import names
-from berth.core import reservations
+from berth.core import backfill, estimates, reservations, resources
 from berth.sim import documents, engine
 from worlds import World
 
@@ -186,3 +187,65 @@ def test_a_plan_is_taken_over_only_if_nothing_it_was_made_from_changed(row: Chan
     snap = world.cache.snapshot
     planner = reservations.Planner(snap, world.now, inputs, {}, world.cache.generation)
     assert (planner.plan(root) is kept[root].plan) == row.taken_over
+
+
+@st.composite
+def plans_and_a_newcomer(
+    draw: st.DrawFn,
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]], int, int]:
+    """A case of ``Plan.insert``.
+
+    Running work (GPUs, end), holders (GPUs, estimate), which holder comes later, and how many
+    holders the plan placed before it came.
+    """
+    running = draw(st.lists(st.tuples(st.integers(1, 4), st.integers(1, 50)), max_size=5))
+    holders = draw(
+        st.lists(st.tuples(st.integers(1, 8), st.integers(1, 30)), min_size=1, max_size=5)
+    )
+    later = draw(st.integers(0, len(holders) - 1))
+    placed = draw(st.integers(0, len(holders) - 1))
+    return (
+        [(g, float(e)) for g, e in running],
+        [(g, float(e)) for g, e in holders],
+        later,
+        placed,
+    )
+
+
+@given(plans_and_a_newcomer())
+def test_a_holder_inserted_gets_what_a_plan_made_with_it_gives(
+    case: tuple[list[tuple[int, float]], list[tuple[int, float]], int, int],
+) -> None:
+    running, holders, later, placed = case
+    world = World(builders.ResourceFlavorBuilder("gpu"), _queue("cq-a", 8, len(holders)))
+    cq = names.ClusterQueueName("cq-a")
+    gpu = resources.FlavorResource(names.FlavorName("gpu"), names.ResourceName(GPU))
+    releases, used = [], 0
+    for i, (gpus, end) in enumerate(running):
+        if used + gpus > 8:
+            break
+        used += gpus
+        world.admit(world.info(_job(f"r{i}", "cq-a", gpus, estimate=end), at=0.0), "cq-a")
+        releases.append(backfill.Release(end, cq, {gpu: gpus}))
+    everyone = [
+        backfill.Holder(
+            world.info(_job(f"h{i}", "cq-a", gpus, estimate=None), at=float(i)),
+            cq,
+            estimates.Estimate(minutes, estimates.Source.DEFAULT),
+        )
+        for i, (gpus, minutes) in enumerate(holders)
+    ]
+    fits = reservations.Planner(
+        world.cache.snapshot, 0.0, reservations.Inputs({}, world.state.estimate), {}
+    ).fits
+    made = backfill.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
+    others = [h for i, h in enumerate(everyone) if i != later]
+    grown = backfill.Plan(world.cache.snapshot, 0.0, releases, others, fits)
+    for holder in others[:placed]:
+        grown.reservation_of(holder.info)  # placed as far as some question needed
+    grown.insert(everyone[later])
+
+    def seen(plan: backfill.Plan) -> list[tuple[str, float, float]]:
+        return [(r.holder.info.key.name, r.start, r.end) for r in plan.placed()]
+
+    assert seen(grown) == seen(made)

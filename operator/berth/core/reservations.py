@@ -136,11 +136,7 @@ class Planner:
         members = self._queues_of(root)
         return self.generation(members[0]) if members else 0
 
-    def _taken_over(
-        self,
-        root: str,
-        holders: Given,
-    ) -> backfill.Plan | None:
+    def _taken_over(self, root: str, holders: Given) -> backfill.Plan | None:
         """The last cycle's plan of the tree, if it is the plan this cycle would make."""
         kept = self.inputs.kept.get(root)
         if (
@@ -249,21 +245,15 @@ class Planner:
             self.made_with.setdefault(root, {})[(cq.name, info.key)] = info
             return None if found is None else found.start
         given = self.made_with.get(root)
-        if (
-            plan is not None
-            and given is not None
-            and self._holders_of(root)
-            == {
-                **given,
-                (cq.name, info.key): info,
-            }
-        ):
-            # The plan made again would have the same holders and this one: those ahead of it
-            # keep their reservations, and those behind it are placed again.
-            plan.insert(self._holder(info, cq.name))
-            given[(cq.name, info.key)] = info
-            held = plan.reservation_of(info)
-            return None if held is None else held.start
+        if plan is not None and given is not None:
+            wanted = {**given, (cq.name, info.key): info}
+            if self._holders_of(root) == wanted:
+                # A plan made again would have the same holders and this one: those ahead of it
+                # keep their reservations, and those behind it are placed again.
+                plan.insert(self._holder(info, cq.name))
+                self.made_with[root] = wanted
+                held = plan.reservation_of(info)
+                return None if held is None else held.start
         self.plans.pop(root, None)
         return self.start_of(info, cq.name)
 
