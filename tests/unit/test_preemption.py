@@ -29,13 +29,19 @@ _REASON = conditions.PreemptionReason
 
 
 def _world(
-    within: str = "LowerPriority", reclaim: str | None = None, *, cohort: bool = True
+    within: str = "LowerPriority",
+    reclaim: str | None = None,
+    *,
+    cohort: bool = True,
+    borrow: str | None = None,
 ) -> worlds.World:
     """``cq`` (4 GPUs) and, in its cohort when ``cohort``, ``other`` (4 GPUs)."""
     cq = (
         builders.ClusterQueueBuilder("cq")
         .flavor_quotas("a100", {GPU: 4})
-        .preemption(within_cluster_queue=within, reclaim_within_cohort=reclaim)
+        .preemption(
+            within_cluster_queue=within, reclaim_within_cohort=reclaim, borrow_within_cohort=borrow
+        )
     )
     if cohort:
         cq.cohort("pool")
@@ -143,6 +149,55 @@ def test_reclaiming_lent_quota(reclaim: str, want: list[str]) -> None:
     _assignment, targets = w.assign(preemptor, "cq")
     assert [t.victim.info.key.name for t in targets] == want
     assert all(t.reason == _REASON.IN_COHORT_RECLAMATION for t in targets)
+
+
+@dataclasses.dataclass(frozen=True)
+class BorrowRow:
+    id: str
+    own_priority: int
+    """Priority of the 2 GPUs ``cq`` runs itself (the preemptor has priority 5)."""
+    borrow: str | None
+    want: list[tuple[str, conditions.PreemptionReason]]
+
+
+BORROW_ROWS = [
+    BorrowRow(
+        "its own lower-priority work goes too, so it ends within nominal and reclaims",
+        0,
+        None,
+        [("borrower", _REASON.IN_COHORT_RECLAMATION), ("own", _REASON.IN_CLUSTER_QUEUE)],
+    ),
+    BorrowRow(
+        "its own work stays, so it would borrow: reclaiming needs it not to",
+        10,
+        None,
+        [],
+    ),
+    BorrowRow(
+        "borrowWithinCohort lets it reclaim while it borrows",
+        10,
+        "LowerPriority",
+        [("borrower", _REASON.IN_COHORT_RECLAIM_WHILE_BORROWING)],
+    ),
+]
+
+
+@pytest.mark.parametrize("row", BORROW_ROWS, ids=lambda r: r.id)
+def test_reclaiming_for_a_request_beyond_what_is_left_of_nominal(row: BorrowRow) -> None:
+    # cq runs 2 of its 4 GPUs; other borrows 2 (6 on a nominal 4); cq's new 4-GPU workload fits
+    # its nominal quota only if its own work goes (Kueue: reclaiming without borrowing, by
+    # priority, only for a preemptor that ends within nominal).
+    w = _world(reclaim="Any", borrow=row.borrow)
+    own = builders.WorkloadBuilder("own").queue("q").priority(row.own_priority)
+    w.admit(w.info(own.pod_set("main", 1, {GPU: 2})), "cq")
+    borrower = builders.WorkloadBuilder("borrower").queue("oq").priority(0)
+    w.admit(w.info(borrower.pod_set("main", 1, {GPU: 6})), "other")
+    preemptor = w.info(
+        builders.WorkloadBuilder("new").queue("q").priority(5).pod_set("main", 1, {GPU: 4}),
+        at=1.0,
+    )
+    _assignment, targets = w.assign(preemptor, "cq")
+    assert sorted((t.victim.info.key.name, t.reason) for t in targets) == row.want
 
 
 @settings(max_examples=50)

@@ -156,7 +156,17 @@ class Preemptor:
     ) -> list[Target]:
         """Return a minimal-ish set of victims that lets ``usage`` fit, or [] if none does."""
         same = self._same_queue_candidates(frs)
-        hierarchy, priority = self._cohort_candidates(frs, usage)
+        forbidden, _ = self._borrow_within_cohort()
+        # Without borrowing within the cohort, candidates taken by priority may be reclaimed
+        # only by an attempt without borrowing. Kueue makes none for a queue at its nominal
+        # quota. Nor can one succeed when the preemptor would borrow even with all of its own
+        # queue's candidates gone (evicting other queues' work never lowers its own usage): then
+        # those candidates are never chosen, and the search skips them (the same victims, and
+        # for a queue that only waits for quota to come back, no search over the cohort).
+        borrows_anyway = forbidden and (
+            not self._under_nominal(frs) or self._borrows_without(same, usage)
+        )
+        hierarchy, priority = self._cohort_candidates(frs, usage, skip_priority=borrows_anyway)
         key = self._sort_key
         same.sort(key=key)
         hierarchy.sort(key=key)
@@ -169,8 +179,7 @@ class Preemptor:
             + [c for c in priority if not c.adm.evicted]
             + [c for c in same if not c.adm.evicted]
         )
-        forbidden, _ = self._borrow_within_cohort()
-        if (not hierarchy and not priority) or (forbidden and not self._under_nominal(frs)):
+        if (not hierarchy and not priority) or borrows_anyway:
             attempts = [True]
         elif forbidden and not hierarchy:
             attempts = [False, True]
@@ -262,6 +271,17 @@ class Preemptor:
         node = self.node
         return all(node.nominal(fr) > node.usage.get(fr, 0) for fr in frs)
 
+    def _borrows_without(
+        self, own: list[_Candidate], usage: resources.FlavorResourceAmounts
+    ) -> bool:
+        """Tell whether ``usage`` would borrow even with every one of ``own`` evicted."""
+        node = self.node
+        for fr, amount in usage.items():
+            freed = sum(c.adm.admission.usage.get(fr, 0) for c in own)
+            if node.borrowing_with(fr, amount - freed):
+                return True
+        return False
+
     def _classify(
         self,
         adm: snapshot.AdmittedWorkload,
@@ -314,7 +334,10 @@ class Preemptor:
         self,
         frs: set[resources.FlavorResource],
         usage: resources.FlavorResourceAmounts,
+        *,
+        skip_priority: bool,
     ) -> tuple[list[_Candidate], list[_Candidate]]:
+        """Candidates in other queues: taken by hierarchy, and by priority unless skipped."""
         hierarchy: list[_Candidate] = []
         priority: list[_Candidate] = []
         node = self.node
@@ -324,11 +347,6 @@ class Preemptor:
         ):
             return hierarchy, priority
         advantage, remaining = quota.fits_in_quota(node, usage)
-        # Without borrowing within the cohort, every candidate taken by priority is one that may
-        # be reclaimed only without borrowing; a queue already at its nominal quota tries with
-        # borrowing only (``targets``), so those candidates could never be chosen.
-        forbidden, _ = self._borrow_within_cohort()
-        skip_priority = forbidden and not self._under_nominal(frs)
         previous: quota.QuotaNode | None = None
         for subtree_root in node.ancestors():
             if advantage or not skip_priority:
