@@ -167,6 +167,8 @@ class Preemptor:
             not self._under_nominal(frs) or self._borrows_without(same, usage)
         )
         hierarchy, priority = self._cohort_candidates(frs, usage, skip_priority=borrows_anyway)
+        if not (same or hierarchy or priority):
+            return []
         key = self._sort_key
         same.sort(key=key)
         hierarchy.sort(key=key)
