@@ -84,7 +84,7 @@ class Planner:
         self.started_here: dict[str, list[backfill.Release]] = {}
         self.plans: dict[str, backfill.Plan | None] = {}
         self._members: dict[str, list[names.ClusterQueueName]] | None = None
-        self.fits: backfill.Fits = functools.partial(_fits_now, snap)
+        self.fits: backfill.Fits = functools.partial(_fits_now, snap, {})
         """Its assignment's usage if it fits as the snapshot stands, preemption not considered.
         Bound to the snapshot, not to the planner: a plan the planner keeps must not refer back
         to it, or every cycle under Backfill would leave a reference cycle behind."""
@@ -270,12 +270,34 @@ class Planner:
         return None if placed is None else placed.start
 
 
+_Forced = dict[
+    tuple[names.ClusterQueueName, names.WorkloadKey],
+    tuple[workload.WorkloadInfo, snapshot.ClusterQueueInfo, resources.FlavorResourceAmounts],
+]
+"""Usage of assignments that quota alone decides, by queue and workload, with what they were
+made for (the same objects, or the entry does not hold)."""
+
+
 def _fits_now(
-    snap: snapshot.Snapshot, name: names.ClusterQueueName, info: workload.WorkloadInfo
+    snap: snapshot.Snapshot,
+    forced: _Forced,
+    name: names.ClusterQueueName,
+    info: workload.WorkloadInfo,
 ) -> resources.FlavorResourceAmounts | None:
-    """Its assignment's usage if it fits as the snapshot stands, preemption not considered."""
+    """Its assignment's usage if it fits as the snapshot stands, preemption not considered.
+
+    A plan asks this many times of each holder as it passes releases. When each resource the
+    holder was given has a single flavor in its queue and nothing is placed by topology, the
+    flavor cannot change and fitting is a quota check of the usage found the first time.
+    """
     cq = snap.cluster_queues[name]
     node = snap.node(name)
+    known = forced.get((name, info.key))
+    if known is not None and known[0] is info and known[1] is cq:
+        usage = known[2]
+        if all(amount <= node.available(fr) for fr, amount in usage.items()):
+            return dict(usage)
+        return None
     if not _may_fit(cq, node, info):
         return None
 
@@ -287,7 +309,31 @@ def _fits_now(
 
     found = flavors.FlavorAssigner(snap, cq, info, no_preemption, fair_sharing=False)
     assignment = found.assign()
-    return assignment.usage if assignment.mode == flavors.Mode.FIT else None
+    if assignment.mode != flavors.Mode.FIT:
+        return None
+    if _decided_by_quota(snap, cq, info, assignment.usage):
+        forced[(name, info.key)] = (info, cq, dict(assignment.usage))
+    return assignment.usage
+
+
+def _decided_by_quota(
+    snap: snapshot.Snapshot,
+    cq: snapshot.ClusterQueueInfo,
+    info: workload.WorkloadInfo,
+    usage: resources.FlavorResourceAmounts,
+) -> bool:
+    """Tell whether a fitting assignment fits again exactly when its usage fits in quota.
+
+    So it is when its only choices were single flavors and nothing is placed by topology:
+    flavor assignment then checks each resource's total against what is available.
+    """
+    if cq.topology_only or any(ps.topology is not None for ps in info.pod_sets):
+        return False
+    for fr in usage:
+        group = cq.group_by_resource.get(fr.resource)
+        if group is None or len(group.flavors) != 1 or fr.flavor in snap.placements:
+            return False
+    return True
 
 
 def _may_fit(
