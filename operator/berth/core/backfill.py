@@ -115,6 +115,13 @@ class Plan:
         self._waiting = sorted(holders, key=lambda h: holder_key(h.info), reverse=True)
         """Holders not placed yet, the next one last. A holder's reservation depends only on
         those before it, so holders are placed only as far as a question needs."""
+        self._squeezed: dict[tuple[int, names.ClusterQueueName, _Usage], tuple[Reservation, bool]]
+        self._squeezed = {}
+        """Whether a reservation would no longer fit at its start beside the usage of a
+        candidate of that queue, by the reservation's identity: a reservation placed again is
+        a new object, and one depends only on those before it. Workloads of one shape ask the
+        same question of a plan one after another, in one cycle and in the next ones that take
+        the plan over (the tree's usage unchanged)."""
 
     def _place_before(self, key: tuple[int, float, str] | None, *, including: bool = False) -> None:
         """Place every waiting holder ahead of ``key`` (or at it; all of them for None)."""
@@ -216,6 +223,10 @@ class Plan:
             [*self._waiting, *behind, holder], key=lambda h: holder_key(h.info), reverse=True
         )
 
+    def forget_answers(self) -> None:
+        """The snapshot's usage changed under the plan: backfill tests are made again."""
+        self._squeezed.clear()
+
     def last_key(self) -> tuple[int, float, str] | None:
         """The order of the last holder (None when there is none)."""
         if self._waiting:
@@ -233,7 +244,6 @@ class Plan:
     ) -> Reservation | None:
         """The first reservation admitting ``info`` now (until ``end``) would delay, if any."""
         key = holder_key(info)
-        snap = self.snap
         self._place_before(key)  # only reservations of workloads ahead of it bind it
         for i, r in enumerate(self.reservations):
             if r.holder.info.key == info.key or holder_key(r.holder.info) >= key:
@@ -242,19 +252,36 @@ class Plan:
                 continue
             if end <= r.start:
                 continue  # it is gone before the reservation starts
-            earlier = self.reservations[:i]
-            with snap.what_if():
-                for p in earlier:
-                    snap.add_usage(p.holder.cluster_queue, p.usage)
-                snap.add_usage(cq, usage)
-                for rel in self._timeline(earlier):
-                    if rel.end > r.start:
-                        break
-                    snap.remove_usage(rel.cluster_queue, rel.usage)
-                node = snap.node(r.holder.cluster_queue)
-                if any(node.available(fr) < amount for fr, amount in r.usage.items()):
-                    return r
+            if self._squeezed_by(i, cq, usage):
+                return r
         return None
+
+    def _squeezed_by(
+        self, i: int, cq: names.ClusterQueueName, usage: resources.FlavorResourceAmounts
+    ) -> bool:
+        """Tell whether reservation ``i`` no longer fits at its start with ``usage`` in ``cq``."""
+        r = self.reservations[i]
+        key = (id(r), cq, tuple(sorted(usage.items())))
+        known = self._squeezed.get(key)
+        if known is not None and known[0] is r:
+            return known[1]
+        snap = self.snap
+        earlier = self.reservations[:i]
+        with snap.what_if():
+            for p in earlier:
+                snap.add_usage(p.holder.cluster_queue, p.usage)
+            snap.add_usage(cq, usage)
+            for rel in self._timeline(earlier):
+                if rel.end > r.start:
+                    break
+                snap.remove_usage(rel.cluster_queue, rel.usage)
+            node = snap.node(r.holder.cluster_queue)
+            squeezed = any(node.available(fr) < amount for fr, amount in r.usage.items())
+        self._squeezed[key] = (r, squeezed)
+        return squeezed
+
+
+_Usage = tuple[tuple[resources.FlavorResource, int], ...]
 
 
 def _release_key(r: Release) -> tuple[float, str]:

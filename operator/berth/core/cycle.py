@@ -465,6 +465,8 @@ class _Cycle:
                 RequeueReason.WAITING_FOR_PODS_READY,
                 keep_progress=False,
             )
+            if self.planner is not None:
+                self.planner.touched(cq.name)
         else:
             self.result.admitted.append(
                 Admit(info, entry.assignment.to_admission(cq.name), self.now)

@@ -178,6 +178,18 @@ class Planner:
         self.plans.pop(root, None)
         self.changed_roots.add(root)
 
+    def touched(self, cq: names.ClusterQueueName) -> None:
+        """The cycle took quota in the tree for a workload that does not start.
+
+        It waits for PodsReady. The tree's plan stays in use in this cycle but answers its
+        backfill tests again, and it is not kept for the next cycle.
+        """
+        root = self.root_of(cq)
+        plan = self.plans.get(root)
+        if plan is not None:
+            plan.forget_answers()
+        self.changed_roots.add(root)
+
     def _releases(self, root: str) -> list[backfill.Release]:
         """When the tree's admitted work, and what this cycle started, gives its quota back."""
         releases = list(self.started_here.get(root, []))
