@@ -84,6 +84,8 @@ class Planner:
         self.started_here: dict[str, list[backfill.Release]] = {}
         self.plans: dict[str, backfill.Plan | None] = {}
         self._members: dict[str, list[names.ClusterQueueName]] | None = None
+        self._given: dict[str, Given] = {}
+        """Each tree's holders as ``_holders_of`` found them, until a head joins them."""
         self.fits: backfill.Fits = functools.partial(_fits_now, snap, {})
         """Its assignment's usage if it fits as the snapshot stands, preemption not considered.
         Bound to the snapshot, not to the planner: a plan the planner keeps must not refer back
@@ -123,6 +125,12 @@ class Planner:
 
     def _holders_of(self, root: str) -> Given:
         """The tree's holders: each Backfill queue's first blocked workloads, up to its depth."""
+        found = self._given.get(root)
+        if found is None:
+            found = self._given[root] = self._find_holders(root)
+        return dict(found)  # callers extend what they are given
+
+    def _find_holders(self, root: str) -> Given:
         given: Given = {}
         for name in self._queues_of(root):
             cq = self.snap.cluster_queues.get(name)
@@ -249,6 +257,7 @@ class Planner:
             return None
         mine.append(info)
         root = self.root_of(cq.name)
+        self._given.pop(root, None)
         plan = self.plans.get(root)
         last = None if plan is None else plan.last_key()
         if plan is not None and (last is None or last < backfill.holder_key(info)):
