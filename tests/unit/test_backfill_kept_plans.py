@@ -60,14 +60,8 @@ def cohort_streams(draw: st.DrawFn) -> list[documents.Document]:
     raws: list[dict[str, Any]] = [builders.ResourceFlavorBuilder("gpu").raw()]
     block = draw(st.booleans())
     if block:
-        raws.append(
-            {
-                "apiVersion": "berth.dev/v1beta1",
-                "kind": "Configuration",
-                "metadata": {"name": "config"},
-                "waitForPodsReady": {"timeout": "1000s", "blockAdmission": True},
-            }
-        )
+        config = builders.ConfigurationBuilder().wait_for_pods_ready("1000s", block_admission=True)
+        raws.append(config.raw())
     for name in QUEUES:
         gpus = draw(st.sampled_from([2, 4, 8]))
         reclaim = draw(st.sampled_from(["Any", "LowerPriority", "Never"]))

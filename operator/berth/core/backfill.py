@@ -61,6 +61,10 @@ class Holder:
     estimate: estimates.Estimate
 
 
+_Question = tuple[int, names.ClusterQueueName, tuple[tuple[resources.FlavorResource, int], ...]]
+"""A backfill test: a reservation's identity, and a candidate's queue and usage."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Reservation:
     """Quota held for a blocked workload from ``start`` to ``end``."""
@@ -115,8 +119,7 @@ class Plan:
         self._waiting = sorted(holders, key=lambda h: holder_key(h.info), reverse=True)
         """Holders not placed yet, the next one last. A holder's reservation depends only on
         those before it, so holders are placed only as far as a question needs."""
-        self._squeezed: dict[tuple[int, names.ClusterQueueName, _Usage], tuple[Reservation, bool]]
-        self._squeezed = {}
+        self._squeezed: dict[_Question, tuple[Reservation, bool]] = {}
         """Whether a reservation would no longer fit at its start beside the usage of a
         candidate of that queue, by the reservation's identity: a reservation placed again is
         a new object, and one depends only on those before it. Workloads of one shape ask the
@@ -279,9 +282,6 @@ class Plan:
             squeezed = any(node.available(fr) < amount for fr, amount in r.usage.items())
         self._squeezed[key] = (r, squeezed)
         return squeezed
-
-
-_Usage = tuple[tuple[resources.FlavorResource, int], ...]
 
 
 def _release_key(r: Release) -> tuple[float, str]:
