@@ -16,13 +16,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import builders
 import worlds
 from berth.api import conditions
-from berth.core import flavors
+from berth.core import flavors, preemption
 
 GPU = "nvidia.com/gpu"
 _REASON = conditions.PreemptionReason
@@ -226,3 +226,46 @@ def test_lower_priority_never_takes_an_equal_or_higher_victim(
     freed = sum(t.victim.admission.usage.get(worlds.fr("a100", GPU), 0) for t in targets)
     if targets:
         assert 4 - used + freed >= 4  # the victims make room for the whole gang
+
+
+@settings(max_examples=100, deadline=None)
+@example(  # own work evicted too brings it within nominal: it may reclaim by priority
+    own=[(2, 0)], lent=[(4, 0), (2, 0)], gpus=4, within="LowerPriority", reclaim="Any", borrow=None
+)
+@given(
+    own=st.lists(st.tuples(st.integers(1, 4), st.integers(0, 10)), max_size=3),
+    lent=st.lists(st.tuples(st.integers(1, 4), st.integers(0, 10)), max_size=4),
+    gpus=st.integers(1, 8),
+    within=st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
+    reclaim=st.sampled_from(["Any", "LowerPriority"]),
+    borrow=st.sampled_from([None, "LowerPriority"]),
+)
+def test_skipping_candidates_that_could_never_be_chosen_keeps_the_victims(
+    *,
+    own: list[tuple[int, int]],
+    lent: list[tuple[int, int]],
+    gpus: int,
+    within: str,
+    reclaim: str,
+    borrow: str | None,
+) -> None:
+    # The search skips other queues' candidates by priority when the preemptor would borrow
+    # even with its own queue's candidates gone; searching them all must give the same victims.
+    w = _world(within, reclaim, borrow=borrow)
+    for queue, lq, jobs in (("cq", "q", own), ("other", "oq", lent)):
+        for i, (size, prio) in enumerate(jobs):
+            wl = builders.WorkloadBuilder(f"{queue}-{i}").queue(lq).priority(prio)
+            info = w.info(wl.pod_set("main", 1, {GPU: size}), at=float(i))
+            if w.assign(info, queue)[0].mode == flavors.Mode.FIT:
+                w.admit(info, queue, at=float(i))
+    preemptor = w.info(
+        builders.WorkloadBuilder("new").queue("q").priority(5).pod_set("main", 1, {GPU: gpus}),
+        at=10.0,
+    )
+    _assignment, targets = w.assign(preemptor, "cq")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(preemption.Preemptor, "_borrows_without", lambda *_args: False)
+        _assignment, searched = w.assign(preemptor, "cq")
+    assert [(t.victim.info.key, t.reason) for t in targets] == [
+        (t.victim.info.key, t.reason) for t in searched
+    ]
