@@ -121,8 +121,9 @@ def test_a_plan_taken_over_decides_as_one_made_again(docs: list[documents.Docume
 
 def test_plans_are_taken_over_while_heads_are_held() -> None:
     # 12 GPUs in the cohort, 3 taken until t=600; a 12-GPU gang holds the reservation from then.
-    # 1-GPU jobs estimated to run past it are held, one per cycle: the cycles after the first
-    # take the plan over from the one before.
+    # 1-GPU jobs estimated to run past it are held, one per cycle (each with an estimate of
+    # its own, so none stands for another): the cycles after the first take the plan over from
+    # the one before.
     raws: list[dict[str, Any]] = [builders.ResourceFlavorBuilder("gpu").raw()]
     for name in QUEUES:
         raws += [
@@ -131,7 +132,7 @@ def test_plans_are_taken_over_while_heads_are_held() -> None:
         ]
     docs = [documents.generated(raw, i) for i, raw in enumerate(raws)]
     jobs = [("run", 3, 600.0, 0.0), ("gang", 12, 600.0, 1.0)]
-    jobs += [(f"small-{i}", 1, 1000.0, 2.0) for i in range(5)]
+    jobs += [(f"small-{i}", 1, 1000.0 + i, 2.0) for i in range(5)]
     for name, gpus, runtime, at in jobs:
         raw = _job(name, "cq-a", gpus, estimate=runtime).raw()
         docs.append(documents.generated(raw, len(docs), at=at, run_for=runtime))

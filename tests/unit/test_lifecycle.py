@@ -5,12 +5,15 @@ rows check when a cycle has progressed (Kueue's scheduler runs again after it ad
 parks a head as inadmissible, or has flavors left to try). They also check that a release
 requeues the inadmissible workloads of the quota tree (Kueue's ``QueueInadmissibleWorkloads`` on
 a workload's deletion or finish, ``pkg/cache/queue/manager.go``), that backoffs end, and that a
-priority change re-sorts a pending workload without losing its backoff.
+priority change re-sorts a pending workload without losing its backoff, and when the workloads
+held for a Backfill reservation are tried again: once the cycles settle, where the quota tree's
+usage or holders changed since they last settled.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 
@@ -195,3 +198,110 @@ def test_a_priority_change_of_an_admitted_workload_counts_in_preemption() -> Non
     w.submit(w.info(_wl("mid", 2, 10)))
     _progressed, calls = _apply(w)
     assert ("evicting", "low") not in calls  # it now outranks the preemptor
+
+
+def _held_world() -> worlds.World:
+    """Backfill workloads held for a reservation, and the queues to change their plan with.
+
+    Queue ``cq`` has 4 GPUs (3 running until minute 60), in cohort ``all`` with ``cq2``;
+    ``solo`` is a tree of its own. At minute 10 ``big`` (4 GPUs) holds a reservation at minute
+    60; ``s1`` and ``s2`` (1 GPU for an hour, the same shape and estimate) fit now but would
+    delay it.
+    """
+
+    def queue(name: str, gpus: int, cohort: str | None) -> builders.ClusterQueueBuilder:
+        b = builders.ClusterQueueBuilder(name).flavor_quotas("a100", {GPU: gpus})
+        b.strategy("Backfill")
+        return b if cohort is None else b.cohort(cohort)
+
+    w = worlds.World(
+        builders.ResourceFlavorBuilder("a100"),
+        queue("cq", 4, "all"),
+        queue("cq2", 0, "all"),
+        queue("solo", 4, None),
+        builders.LocalQueueBuilder("q", "default").cluster_queue("cq"),
+        builders.LocalQueueBuilder("q2", "default").cluster_queue("cq2"),
+        builders.LocalQueueBuilder("qs", "default").cluster_queue("solo"),
+    )
+    w.admit(w.info(_timed("running", 3, "60m")), "cq", at=0.0)
+    w.now = 600.0
+    w.submit(w.info(_timed("big", 4, "60m"), at=100.0))
+    for i, name in enumerate(["s1", "s2"]):
+        w.submit(w.info(_timed(name, 1, "60m"), at=200.0 + i))
+    return w
+
+
+def _timed(name: str, gpus: int, runtime: str, queue: str = "q") -> builders.WorkloadBuilder:
+    return (
+        builders.WorkloadBuilder(name)
+        .queue(queue)
+        .annotations({"berth.dev/expected-runtime": runtime})
+        .pod_set("main", 1, {GPU: gpus})
+    )
+
+
+def _settle(w: worlds.World) -> list[tuple[str, str]]:
+    """Run cycles until one makes no progress or none has a head; every call, in order."""
+    calls: list[tuple[str, str]] = []
+    for _ in range(20):
+        result = w.state.schedule(w.now, cycle.Policy())
+        if result is None:
+            return calls
+        rec = Recorder()
+        progressed = w.state.apply_cycle(result, w.now, rec)
+        calls += rec.calls
+        if not progressed:
+            return calls
+    raise AssertionError(f"the cycles did not settle: {calls[-6:]}")
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldRow:
+    id: str
+    change: Callable[[worlds.World], None]
+    want_calls: list[tuple[str, str]]
+
+
+def _admit_in_tree(w: worlds.World) -> None:
+    w.admit(w.info(_timed("late", 1, "5m")), "cq")
+
+
+def _new_holder(w: worlds.World) -> None:
+    w.submit(w.info(_timed("huge", 8, "60m", queue="q2"), at=150.0))
+
+
+def _admit_elsewhere(w: worlds.World) -> None:
+    w.admit(w.info(_timed("apart", 1, "5m", queue="qs")), "solo")
+
+
+HELD_ROWS = [
+    HeldRow("nothing changed: they stay parked", lambda _w: None, []),
+    HeldRow(
+        "work admitted in the tree: the first of the shape is tried, now without room",
+        _admit_in_tree,
+        [("parked", "s1"), ("parked-with", "s2")],
+    ),
+    HeldRow(
+        "a new holder in the tree: its head is parked, then the held shape is tried",
+        _new_holder,
+        [("parked", "huge"), ("parked", "s1")],
+    ),
+    HeldRow("work admitted in another tree: they stay parked", _admit_elsewhere, []),
+]
+
+
+@pytest.mark.parametrize("row", HELD_ROWS, ids=lambda r: r.id)
+def test_held_shapes_are_tried_again_when_their_tree_moved(row: HeldRow) -> None:
+    w = _held_world()
+    first = _settle(w)
+    # The held shape is parked whole, and tried once more when the cycles first settle.
+    assert first == [
+        ("parked", "big"),
+        ("parked", "s1"),
+        ("parked-with", "s2"),
+        ("parked", "s1"),
+    ]
+    assert w.queues.note(names.WorkloadKey("default", "s2")) is not None
+    row.change(w)
+    assert _settle(w) == row.want_calls
+    assert _settle(w) == []  # settled: no change, no retry

@@ -7,7 +7,8 @@ Kueue's queue manager is the model (``pkg/cache/queue/cluster_queue.go``, ``mana
   workload becomes the head;
 - parked workloads return when something in their quota tree changes;
 - Backfill (Berth's own) requeues as BestEffortFIFO; its first parked workloads are the
-  holders of its reservations, and one held for a reservation is parked alone;
+  holders of its reservations, and one held for a reservation is parked with the workloads of
+  its shape and estimate, which go back when the tree's plan moves (``push_held``);
 - a backed-off workload is no head until its time;
 - a workload whose LocalQueue is missing waits outside every queue.
 """
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 import builders
 import worlds
 from berth.api import names
+from berth.api import workload as api_workload
 from berth.core import cycle, workload
 from berth.state import queues
 
@@ -275,16 +277,72 @@ def test_heads_follow_priority_then_time(specs: list[tuple[int, int]]) -> None:
     assert order == [i.key.name for i in want]
 
 
-def test_a_head_held_for_a_reservation_is_parked_alone() -> None:
-    # Same shape, but another estimate may end before the reservation: each is tried.
-    w = _world("Backfill")
-    first, twin = _info(w, "first", at=0), _info(w, "twin", at=1)
+@dataclasses.dataclass(frozen=True)
+class HeldRow:
+    id: str
+    strategy: str
+    twin_queue: str = "q0"
+    twin_runtime: str | None = None
+    """Its ``berth.dev/expected-runtime``."""
+    want_parked_with: bool = False
+
+
+HELD_ROWS = [
+    HeldRow(
+        "Backfill parks a twin of the same LocalQueue with it: the same estimate",
+        "Backfill",
+        want_parked_with=True,
+    ),
+    HeldRow(
+        "a twin with its own expected runtime may end sooner: it is tried",
+        "Backfill",
+        twin_runtime="10m",
+    ),
+    HeldRow(
+        "a twin of another LocalQueue learns its estimate there: it is tried",
+        "Backfill",
+        twin_queue="other",
+    ),
+    HeldRow(
+        "BestEffortFIFO (held while borrowing) keeps no estimate in its shapes: it is tried",
+        "BestEffortFIFO",
+    ),
+]
+
+
+@pytest.mark.parametrize("row", HELD_ROWS, ids=lambda r: r.id)
+def test_a_head_held_for_a_reservation_stands_for_its_shape_and_estimate(row: HeldRow) -> None:
+    w = _world(row.strategy)
+    w.add(builders.LocalQueueBuilder("other", "default").cluster_queue("cq"))
+    first = _info(w, "first", at=0)
+    twin_wl = builders.WorkloadBuilder("twin").queue(row.twin_queue).pod_set("main", 1, {GPU: 1})
+    if row.twin_runtime is not None:
+        twin_wl.annotations({api_workload.EXPECTED_RUNTIME_ANNOTATION: row.twin_runtime})
+    twin = w.info(twin_wl, at=1)
     w.submit(first)
     w.submit(twin)
     w.queues.heads()
-    assert w.queues.requeue(_pending(first, cycle.RequeueReason.RESERVATION)) == []
-    [head] = w.queues.heads()
-    assert head.info.key.name == "twin"
+    same = w.queues.requeue(_pending(first, cycle.RequeueReason.RESERVATION))
+    assert [t.pw.info.key.name for t in same] == (["twin"] if row.want_parked_with else [])
+    assert [h.info.key.name for h in w.queues.heads()] == ([] if row.want_parked_with else ["twin"])
+
+
+def test_held_shapes_go_back_without_those_parked_for_want_of_room() -> None:
+    w = _world("Backfill")
+    held, twin = _info(w, "held", at=0), _info(w, "twin", at=1)
+    big = _info(w, "big", at=2, gpus=4)
+    for info in (held, twin, big):
+        w.submit(info)
+    w.queues.heads()
+    w.queues.requeue(_pending(held, cycle.RequeueReason.RESERVATION))
+    w.queues.heads()
+    w.queues.requeue(_pending(big, cycle.RequeueReason.NO_FIT))
+    assert w.queues.counts(CQ) == (0, 3)
+    assert w.queues.retry_held(w.cache.root_of(CQ))
+    # The first of the held shape is the head; its twin waits behind it, the big one parked.
+    assert [h.info.key.name for h in w.queues.heads()] == ["held"]
+    assert w.queues.counts(CQ) == (1, 1)
+    assert not w.queues.retry_held(w.cache.root_of(CQ))  # nothing held any more
 
 
 _OPS = st.lists(
@@ -326,7 +384,9 @@ def test_holders_are_always_the_first_parked_in_queue_order(
 
 _SHAPE_OPS = st.lists(
     st.tuples(
-        st.sampled_from(["park", "push", "park_shape", "pop", "remove", "release", "tell"]),
+        st.sampled_from(
+            ["park", "push", "park_shape", "park_held", "pop", "remove", "release", "retry_held"]
+        ),
         st.integers(0, 15),
     ),
     max_size=80,
@@ -341,6 +401,8 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
     # workload may be popped (the first in queue order is), releasing makes every parked one
     # active, and parking a shape parks every active workload of it and tells each of them the
     # note, which it holds until it is told something itself or parked with its shape again.
+    # Retrying the held shapes makes every parked workload of a shape last parked as held
+    # active, unless a release came since.
     w = _world()
     infos = [
         _info(w, f"w{i}", priority=i % 2, gpus=1 + (i // 2) % 2, at=float(15 - i))
@@ -351,6 +413,7 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
     q = w.queues.queues[CQ]
     state = dict.fromkeys((info.key for info in infos), "active")
     told: dict[names.WorkloadKey, queues.Note | None] = dict.fromkeys(state)
+    held: set[queues.Shape] = set()
     pending = w.queues.pending
     for n, (op, i) in enumerate(ops):
         key = infos[i].key
@@ -364,23 +427,44 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
         elif op == "push":
             q.push(pw)
             state[key] = "active"
-        elif op == "park_shape":
+        elif op in ("park_shape", "park_held"):
             # Two reasons, so that some parkings tell a shape a reason other than its last.
             note = queues.Note(f"R{n % 3 // 2}", f"m{n}")
-            _park_shape(q, pw, state, pending, told=told, note=note)
+            is_held = op == "park_held"
+            _park_shape(q, pw, state, pending, told=told, note=note, held=is_held)
+            (held.add if is_held else held.discard)(pw.shape)
+        elif op in ("release", "retry_held"):
+            _release(w, state, held, only_held=op == "retry_held")
         elif op == "pop":
             _pop(q, state, pending)
         elif op == "remove":
             w.queues.delete(key)
             del state[key], told[key]
-        elif op == "tell":
+        else:  # "tell"
             w.queues.told(key)
             told[key] = None
-        else:
-            w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
-            state.update({k: "active" for k, s in state.items() if s == "parked"})
         _check(q, state, pending)
         assert {k: w.queues.note(k) for k in state} == told
+
+
+def _release(
+    w: worlds.World,
+    state: dict[names.WorkloadKey, str],
+    held: set[queues.Shape],
+    *,
+    only_held: bool,
+) -> None:
+    """Release every parked workload (or those of the shapes last parked as held)."""
+    root = w.cache.root_of(CQ)
+    if only_held:
+        w.queues.retry_held(root)
+    else:
+        w.queues.requeue_inadmissible(root, 0.0)
+    pending = w.queues.pending
+    for k, s in state.items():
+        if s == "parked" and (not only_held or pending[k].shape in held):
+            state[k] = "active"
+    held.clear()
 
 
 def _park_shape(
@@ -391,8 +475,9 @@ def _park_shape(
     *,
     told: dict[names.WorkloadKey, queues.Note | None],
     note: queues.Note,
+    held: bool = False,
 ) -> None:
-    reported = q.park_same_shape(pw.shape, note)
+    reported = q.park_same_shape(pw.shape, note, held=held)
     want = {k for k, s in state.items() if s == "active" and pending[k].shape == pw.shape}
     # Every workload moved that held another reason (or its driver's word) is reported once,
     # with what it held.

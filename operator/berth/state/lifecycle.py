@@ -3,9 +3,10 @@
 ``Lifecycle`` owns the cache and the queues and is the only place that moves a workload between
 them: applying a cycle's result (assume each admission, mark each victim, put each head back
 where its queue's strategy says, and tell whether another cycle could decide differently),
-releasing an admission and requeueing the inadmissible workloads of its quota tree, ending a
-backoff, taking in a changed priority, activity or queue, and withdrawing a workload from its
-queue. What must be evicted now is decided by ``state.evictions``.
+releasing an admission and requeueing the inadmissible workloads of its quota tree, trying the
+workloads held for a Backfill reservation again once the cycles settle where their tree's plan
+moved, ending a backoff, taking in a changed priority, activity or queue, and withdrawing a
+workload from its queue. What must be evicted now is decided by ``state.evictions``.
 
 The two drivers differ only in what a decision costs. The simulator (``berth.sim``) makes every
 write take effect at once: a victim is released and requeued while the cycle's result is
@@ -51,6 +52,8 @@ class Lifecycle:
         """Runtime estimates (``core.estimates``) with what the finished workloads taught."""
         self.kept: Mapping[str, reservations.Kept] = {}
         """The Backfill plans the last cycle left unchanged, for the next (``reservations``)."""
+        self._settled: dict[str, tuple[int, tuple[names.WorkloadKey, ...]]] = {}
+        """Each quota tree's generation and holders when the cycles last settled."""
 
     # Cycles -------------------------------------------------------------------------------------
 
@@ -80,7 +83,29 @@ class Lifecycle:
             effects.parked(pending, same)
             if self._may_progress(pending):
                 progressed = True
+        if not progressed:
+            progressed = self._retry_held()
         return progressed
+
+    def _retry_held(self) -> bool:
+        """Once the cycles settle, try the workloads held for a reservation again where it moved.
+
+        A held workload stands for the others of its shape only while its quota tree's plan
+        stands. The plan is made from the tree's usage (its generation) and its holders: where
+        either changed since the cycles last settled, the first of each held shape is tried
+        again. A round that changes neither ends it. Tells whether any went back.
+        """
+        plans: dict[str, tuple[int, tuple[names.WorkloadKey, ...]]] = {}
+        for cq, infos in sorted(self.queues.holders().items()):
+            root = self.cache.root_of(cq)
+            generation, keys = plans.get(root, (self.cache.generation(cq), ()))
+            plans[root] = (generation, keys + tuple(i.key for i in infos))
+        moved = False
+        for root, plan in sorted(plans.items()):
+            if self._settled.get(root) != plan:
+                self._settled[root] = plan
+                moved = self.queues.retry_held(root) or moved
+        return moved
 
     def _may_progress(self, pending: cycle.Pending) -> bool:
         pw = self.queues.pending.get(pending.info.key)
@@ -95,8 +120,13 @@ class Lifecycle:
     def schedule(
         self, now: float, policy: cycle.Policy, *, all_pods_ready: bool = True
     ) -> cycle.CycleResult | None:
-        """Run one cycle over the queue heads (None when no queue has a head)."""
+        """Run one cycle over the queue heads (None when no queue has a head).
+
+        With no head left, the workloads held for a reservation whose plan moved are heads.
+        """
         heads = self.queues.heads()
+        if not heads and self._retry_held():
+            heads = self.queues.heads()
         if not heads:
             self.kept = {}
             return None

@@ -12,8 +12,10 @@ from every ClusterQueue that may admit; ``requeue`` puts a head that was not adm
   head until it is admitted, found inadmissible or deleted.
 - If inadmissible workloads were requeued since the head was popped, it goes straight back.
 - Backfill (Berth's own): as BestEffortFIFO, and a head that fits but would delay a
-  reservation (``RequeueReason.RESERVATION``) is parked alone. ``holders`` gives the cycle each
-  Backfill queue's first parked workloads, which hold the reservations (``core.backfill``).
+  reservation (``RequeueReason.RESERVATION``) is parked with its shape too: in a Backfill queue a
+  shape includes what decides the workload's runtime estimate, so the workloads of one shape
+  would delay the same reservation. ``holders`` gives the cycle each Backfill queue's first
+  parked workloads, which hold the reservations (``core.backfill``).
 
 ``requeue_inadmissible`` moves inadmissible workloads of a whole quota tree back to the heap when
 something there changed (a workload finished or was evicted, a queue, cohort or flavor changed).
@@ -77,6 +79,26 @@ def _shape(key: tuple[object, ...]) -> Shape:
     if found is None:
         found = _SHAPES[key] = Shape(key)
     return found
+
+
+def _queue_shape(info: workload.WorkloadInfo, strategy: clusterqueue.QueueingStrategy) -> Shape:
+    """The shape a queue files a workload under.
+
+    Its scheduling shape, and under Backfill also what its runtime estimate is made from
+    besides its pod sets (``state.runtimes``): its own bounds and its LocalQueue. Workloads of
+    one such shape get the same estimate at any time, so one held for a reservation stands for
+    all of them (``core.backfill``: those behind it see the same reservations ahead and more).
+    """
+    key = info.scheduling_shape()
+    if strategy == clusterqueue.QueueingStrategy.BACKFILL:
+        estimated = (
+            info.key.namespace,
+            info.local_queue,
+            info.runtime_limit,
+            info.expected_runtime,
+        )
+        key = (*key, estimated)
+    return _shape(key)
 
 
 Order = tuple[bool, int, float, str]
@@ -230,6 +252,10 @@ class ClusterQueueQueue:
         self._group_of: dict[names.WorkloadKey, _Group] = {}
         self._backoff: dict[names.WorkloadKey, PendingWorkload] = {}
         """Parked workloads that carry a backoff time: each is released on its own once due."""
+        self._held: dict[Shape, None] = {}
+        """Parked shapes whose head was held for a reservation: that answer holds only while
+        the quota tree's plan stands, so they go back when work is admitted there too
+        (``push_held``). In the order they were parked."""
         self._parked_count = 0
         self._dormant_count = 0
         self.sticky: names.WorkloadKey | None = None
@@ -335,17 +361,41 @@ class ClusterQueueQueue:
                 del self._backoff[key]
                 self._activate(key, pw)
                 moved = True
-        for shape, group in self._parked.items():
-            self._parked_count -= len(group.members)
-            self._dormant_count += len(group.members)
-            group.parked = False
-            self._dormant[shape] = self._merged(self._dormant.get(shape), group)
-            self._promote(shape)
+        for group in self._parked.values():
+            self._wake(group)
             moved = True
         self._parked = {}
+        self._held = {}
         if moved:
             self._first_parked = None
         return moved
+
+    @property
+    def holds_any(self) -> bool:
+        """Tell whether a parked shape waits for a reservation (``push_held`` has work)."""
+        return bool(self._held)
+
+    def push_held(self) -> bool:
+        """Release the parked shapes held for a reservation; tell if any was."""
+        moved = False
+        for shape in self._held:
+            group = self._parked.pop(shape, None)
+            if group is not None:
+                self._wake(group)
+                moved = True
+        self._held = {}
+        if moved:
+            self._first_parked = None
+        return moved
+
+    def _wake(self, group: _Group) -> None:
+        """A parked group joins the dormant workloads of its shape; its first goes into the heap."""
+        shape = group.shape
+        self._parked_count -= len(group.members)
+        self._dormant_count += len(group.members)
+        group.parked = False
+        self._dormant[shape] = self._merged(self._dormant.get(shape), group)
+        self._promote(shape)
 
     def _merged(self, into: _Group | None, group: _Group) -> _Group:
         """One group of both (the larger keeps its place; the other's members join it, loose)."""
@@ -400,12 +450,17 @@ class ClusterQueueQueue:
         self._group_of[key] = group
         self._parked_count += 1
 
-    def park_same_shape(self, shape: Shape, note: Note) -> list[Told]:
+    def park_same_shape(self, shape: Shape, note: Note, *, held: bool = False) -> list[Told]:
         """Park every active workload of this shape (they would not fit either), told ``note``.
 
+        ``held``: they would delay a reservation, which holds only while the tree's plan stands.
         Returns those that held another reason or their driver's word, in the order they are
         parked.
         """
+        if held:
+            self._held[shape] = None
+        else:
+            self._held.pop(shape, None)
         active = list(self._active_by_shape.pop(shape, {}).values())
         told = [Told(pw, pw.note) for pw in active if _differs(pw.note, note)]
         for pw in active:
@@ -555,6 +610,7 @@ class QueueManager:
             return
         self.outside.discard(pw.info.key)
         pw.cluster_queue = q.name
+        pw.shape = _queue_shape(pw.info, q.strategy)
         if pw.requeue_at > now:
             q.park(pw)
         else:
@@ -630,11 +686,19 @@ class QueueManager:
             q.push(pw)
             return []
         q.park(pw)
+        note = Note(decision.reason, decision.message)
         if q.strategy != clusterqueue.QueueingStrategy.STRICT_FIFO and reason in (
             cycle.RequeueReason.NO_FIT,
             cycle.RequeueReason.PREEMPTION_NO_CANDIDATES,
         ):
-            return q.park_same_shape(pw.shape, Note(decision.reason, decision.message))
+            return q.park_same_shape(pw.shape, note)
+        if (
+            q.strategy == clusterqueue.QueueingStrategy.BACKFILL
+            and reason == cycle.RequeueReason.RESERVATION
+        ):
+            # Its shape holds what its estimate is made from (``_queue_shape``). Held in
+            # another queue (while borrowing), others of its shape may be shorter.
+            return q.park_same_shape(pw.shape, note, held=True)
         return []
 
     def note(self, key: names.WorkloadKey) -> Note | None:
@@ -681,17 +745,33 @@ class QueueManager:
 
         Returns True if any moved.
         """
-        if self._by_root is None:
-            self._by_root = {}
-            for name in sorted(self.queues):
-                self._by_root.setdefault(self.cache.root_of(name), []).append(self.queues[name])
         moved = False
-        for q in self._by_root.get(root, []):
+        for q in self._tree(root):
             q.requeue_cycle = self.cycle
             # Most queues of a large tree have nothing parked: a release costs a glance at each.
             if q.parks_any:
                 moved = q.push_parked(now) or moved
         return moved
+
+    def retry_held(self, root: str) -> bool:
+        """Work was admitted in quota tree ``root``: its workloads held for a reservation go back.
+
+        The plan they were held by changed (Backfill); the first of each held shape is tried
+        again. Returns True if any moved.
+        """
+        moved = False
+        for q in self._tree(root):
+            if q.holds_any:
+                moved = q.push_held() or moved
+        return moved
+
+    def _tree(self, root: str) -> list[ClusterQueueQueue]:
+        """The queues of quota tree ``root``, in name order."""
+        if self._by_root is None:
+            self._by_root = {}
+            for name in sorted(self.queues):
+                self._by_root.setdefault(self.cache.root_of(name), []).append(self.queues[name])
+        return self._by_root.get(root, [])
 
     def requeue_all_inadmissible(self, now: float) -> bool:
         """Move every inadmissible workload back (after a change that touches every tree)."""
