@@ -7,7 +7,7 @@ requeues the inadmissible workloads of the quota tree (Kueue's ``QueueInadmissib
 a workload's deletion or finish, ``pkg/cache/queue/manager.go``), that backoffs end, and that a
 priority change re-sorts a pending workload without losing its backoff, and when the workloads
 held for a Backfill reservation are tried again: once the cycles settle, where the quota tree's
-usage or holders changed since they last settled.
+holders changed since they last settled.
 """
 
 from __future__ import annotations
@@ -270,23 +270,32 @@ def _new_holder(w: worlds.World) -> None:
     w.submit(w.info(_timed("huge", 8, "60m", queue="q2"), at=150.0))
 
 
-def _admit_elsewhere(w: worlds.World) -> None:
-    w.admit(w.info(_timed("apart", 1, "5m", queue="qs")), "solo")
+def _holder_elsewhere(w: worlds.World) -> None:
+    w.submit(w.info(_timed("apart", 8, "60m", queue="qs"), at=150.0))
+
+
+def _holder_gone(w: worlds.World) -> None:
+    w.state.withdraw(names.WorkloadKey("default", "big"))
 
 
 HELD_ROWS = [
     HeldRow("nothing changed: they stay parked", lambda _w: None, []),
+    HeldRow("work admitted in the tree: they wait for a release", _admit_in_tree, []),
     HeldRow(
-        "work admitted in the tree: the first of the shape is tried, now without room",
-        _admit_in_tree,
-        [("parked", "s1"), ("parked-with", "s2")],
+        "the holder is gone: the first of the shape starts, the next finds no room",
+        _holder_gone,
+        [("admitted", "s1"), ("parked", "s2")],
     ),
     HeldRow(
         "a new holder in the tree: its head is parked, then the held shape is tried",
         _new_holder,
         [("parked", "huge"), ("parked", "s1")],
     ),
-    HeldRow("work admitted in another tree: they stay parked", _admit_elsewhere, []),
+    HeldRow(
+        "a new holder in another tree: its head is parked, they stay parked",
+        _holder_elsewhere,
+        [("parked", "apart")],
+    ),
 ]
 
 

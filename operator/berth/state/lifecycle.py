@@ -4,8 +4,8 @@
 them: applying a cycle's result (assume each admission, mark each victim, put each head back
 where its queue's strategy says, and tell whether another cycle could decide differently),
 releasing an admission and requeueing the inadmissible workloads of its quota tree, trying the
-workloads held for a Backfill reservation again once the cycles settle where their tree's plan
-moved, ending a backoff, taking in a changed priority, activity or queue, and withdrawing a
+workloads held for a Backfill reservation again once the cycles settle where their tree's holders
+changed, ending a backoff, taking in a changed priority, activity or queue, and withdrawing a
 workload from its queue. What must be evicted now is decided by ``state.evictions``.
 
 The two drivers differ only in what a decision costs. The simulator (``berth.sim``) makes every
@@ -52,8 +52,8 @@ class Lifecycle:
         """Runtime estimates (``core.estimates``) with what the finished workloads taught."""
         self.kept: Mapping[str, reservations.Kept] = {}
         """The Backfill plans the last cycle left unchanged, for the next (``reservations``)."""
-        self._settled: dict[str, tuple[int, tuple[names.WorkloadKey, ...]]] = {}
-        """Each quota tree's generation and holders when the cycles last settled."""
+        self._settled: dict[str, tuple[names.WorkloadKey, ...]] = {}
+        """Each quota tree's holders when the cycles last settled."""
 
     # Cycles -------------------------------------------------------------------------------------
 
@@ -90,20 +90,21 @@ class Lifecycle:
     def _retry_held(self) -> bool:
         """Once the cycles settle, try the workloads held for a reservation again where it moved.
 
-        A held workload stands for the others of its shape only while its quota tree's plan
-        stands. The plan is made from the tree's usage (its generation) and its holders: where
-        either changed since the cycles last settled, the first of each held shape is tried
-        again. A round that changes neither ends it. Tells whether any went back.
+        A held workload stands for the others of its shape while its tree's reservations
+        stand. A release sends every parked workload back; where the tree's holders changed
+        since the cycles last settled (a holder admitted, gone, or a new one ahead), the first
+        of each held shape is tried again. A round that leaves the holders as they were ends it.
+        An admission alone does not send them back (``docs/scheduling.md`` says why). Tells
+        whether any went back.
         """
-        plans: dict[str, tuple[int, tuple[names.WorkloadKey, ...]]] = {}
+        holders: dict[str, tuple[names.WorkloadKey, ...]] = {}
         for cq, infos in sorted(self.queues.holders().items()):
             root = self.cache.root_of(cq)
-            generation, keys = plans.get(root, (self.cache.generation(cq), ()))
-            plans[root] = (generation, keys + tuple(i.key for i in infos))
+            holders[root] = holders.get(root, ()) + tuple(i.key for i in infos)
         moved = False
-        for root, plan in sorted(plans.items()):
-            if self._settled.get(root) != plan:
-                self._settled[root] = plan
+        for root, keys in sorted(holders.items()):
+            if self._settled.get(root) != keys:
+                self._settled[root] = keys
                 moved = self.queues.retry_held(root) or moved
         return moved
 

@@ -254,7 +254,7 @@ class ClusterQueueQueue:
         """Parked workloads that carry a backoff time: each is released on its own once due."""
         self._held: dict[Shape, None] = {}
         """Parked shapes whose head was held for a reservation: that answer holds only while
-        the quota tree's plan stands, so they go back when work is admitted there too
+        the quota tree's reservations stand, so they also go back when its holders change
         (``push_held``). In the order they were parked."""
         self._parked_count = 0
         self._dormant_count = 0
@@ -754,10 +754,10 @@ class QueueManager:
         return moved
 
     def retry_held(self, root: str) -> bool:
-        """Work was admitted in quota tree ``root``: its workloads held for a reservation go back.
+        """The holders of quota tree ``root`` changed: its workloads held for a reservation go back.
 
-        The plan they were held by changed (Backfill); the first of each held shape is tried
-        again. Returns True if any moved.
+        The reservations they were held by moved (Backfill); the first of each held shape is
+        tried again. Returns True if any moved.
         """
         moved = False
         for q in self._tree(root):
