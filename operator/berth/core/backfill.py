@@ -174,8 +174,7 @@ class Plan:
 
             def advance(k: int) -> resources.FlavorResourceAmounts | None:
                 nonlocal done
-                for rel in timeline[done:k]:
-                    snap.remove_usage(rel.cluster_queue, rel.usage)
+                _release_all(snap, timeline[done:k])
                 done = k
                 return fits(holder.cluster_queue, holder.info)
 
@@ -274,10 +273,9 @@ class Plan:
             for p in earlier:
                 snap.add_usage(p.holder.cluster_queue, p.usage)
             snap.add_usage(cq, usage)
-            for rel in self._timeline(earlier):
-                if rel.end > r.start:
-                    break
-                snap.remove_usage(rel.cluster_queue, rel.usage)
+            timeline = self._timeline(earlier)
+            started = bisect.bisect_right(timeline, r.start, key=lambda rel: rel.end)
+            _release_all(snap, timeline[:started])
             node = snap.node(r.holder.cluster_queue)
             squeezed = any(node.available(fr) < amount for fr, amount in r.usage.items())
         self._squeezed[key] = (r, squeezed)
@@ -286,3 +284,22 @@ class Plan:
 
 def _release_key(r: Release) -> tuple[float, str]:
     return (r.end, r.cluster_queue)
+
+
+def _release_all(snap: snapshot.Snapshot, releases: Sequence[Release]) -> None:
+    """Stop counting the usage of ``releases``, summed per ClusterQueue first.
+
+    Removing usage is additive (what a queue passes up to its cohort is the part beyond its
+    local quota, ``quota.QuotaNode.remove_usage``), so one removal of the sum leaves the tree as
+    the releases one by one would, walking it once per queue instead of once per release.
+    """
+    if len(releases) == 1:
+        snap.remove_usage(releases[0].cluster_queue, releases[0].usage)
+        return
+    summed: dict[names.ClusterQueueName, dict[resources.FlavorResource, int]] = {}
+    for rel in releases:
+        into = summed.setdefault(rel.cluster_queue, {})
+        for fr, amount in rel.usage.items():
+            into[fr] = into.get(fr, 0) + amount
+    for cq, usage in summed.items():
+        snap.remove_usage(cq, usage)
