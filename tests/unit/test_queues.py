@@ -327,6 +327,32 @@ def test_a_head_held_for_a_reservation_stands_for_its_shape_and_estimate(row: He
     assert [h.info.key.name for h in w.queues.heads()] == ([] if row.want_parked_with else ["twin"])
 
 
+def test_a_held_shape_tells_only_those_told_nothing_yet() -> None:
+    # A shape whose answer turns between no room and a reservation with every release would
+    # tell each of its workloads each time; those already waiting keep what they were told.
+    w = _world("Backfill")
+    infos = [_info(w, name, at=i) for i, name in enumerate(["head", "waits", "new"])]
+    w.submit(infos[0])
+    w.submit(infos[1])
+    w.queues.heads()
+    w.queues.requeue(_pending(infos[0], cycle.RequeueReason.NO_FIT, message="no room"))
+    w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
+    w.submit(infos[2])
+    [head] = w.queues.heads()
+    assert head.info.key.name == "head"
+    held = cycle.Pending(
+        infos[0], CQ, "WaitingForReservation", "would delay", cycle.RequeueReason.RESERVATION
+    )
+    same = w.queues.requeue(held)
+    assert [t.pw.info.key.name for t in same] == ["new"]
+    notes = {info.key.name: w.queues.note(info.key) for info in infos[1:]}
+    assert notes == {
+        "waits": queues.Note("WaitingForQuota", "no room"),
+        "new": queues.Note("WaitingForReservation", "would delay"),
+    }
+    assert w.queues.heads() == []  # all parked
+
+
 def test_held_shapes_go_back_without_those_parked_for_want_of_room() -> None:
     w = _world("Backfill")
     held, twin = _info(w, "held", at=0), _info(w, "twin", at=1)
@@ -401,8 +427,9 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
     # workload may be popped (the first in queue order is), releasing makes every parked one
     # active, and parking a shape parks every active workload of it and tells each of them the
     # note, which it holds until it is told something itself or parked with its shape again.
-    # Retrying the held shapes makes every parked workload of a shape last parked as held
-    # active, unless a release came since.
+    # Parking a shape as held tells only those told nothing yet or that reason before; the
+    # others keep theirs. Retrying the held shapes makes every parked workload of a shape last
+    # parked as held active, unless a release came since.
     w = _world()
     infos = [
         _info(w, f"w{i}", priority=i % 2, gpus=1 + (i // 2) % 2, at=float(15 - i))
@@ -414,6 +441,8 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
     state = dict.fromkeys((info.key for info in infos), "active")
     told: dict[names.WorkloadKey, queues.Note | None] = dict.fromkeys(state)
     held: set[queues.Shape] = set()
+    fresh = set(state)
+    """Told nothing yet, by a driver or with a shape."""
     pending = w.queues.pending
     for n, (op, i) in enumerate(ops):
         key = infos[i].key
@@ -421,6 +450,7 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
         if pw is None:
             w.submit(infos[i])
             state[key], told[key] = "active", None
+            fresh.add(key)
         elif op == "park":
             q.park(pw)
             state[key] = "parked"
@@ -431,7 +461,7 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
             # Two reasons, so that some parkings tell a shape a reason other than its last.
             note = queues.Note(f"R{n % 3 // 2}", f"m{n}")
             is_held = op == "park_held"
-            _park_shape(q, pw, state, pending, told=told, note=note, held=is_held)
+            _park_shape(q, pw, state, pending, told=told, note=note, fresh=fresh, held=is_held)
             (held.add if is_held else held.discard)(pw.shape)
         elif op in ("release", "retry_held"):
             _release(w, state, held, only_held=op == "retry_held")
@@ -443,6 +473,7 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
         else:  # "tell"
             w.queues.told(key)
             told[key] = None
+            fresh.discard(key)
         _check(q, state, pending)
         assert {k: w.queues.note(k) for k in state} == told
 
@@ -475,19 +506,28 @@ def _park_shape(
     *,
     told: dict[names.WorkloadKey, queues.Note | None],
     note: queues.Note,
+    fresh: set[names.WorkloadKey],
     held: bool = False,
 ) -> None:
     reported = q.park_same_shape(pw.shape, note, held=held)
     want = {k for k, s in state.items() if s == "active" and pending[k].shape == pw.shape}
-    # Every workload moved that held another reason (or its driver's word) is reported once,
+    if held:
+        # Parked too, but told only if they were told nothing yet or that reason before.
+        noted = {
+            k for k in want if k in fresh or (told[k] is not None and told[k].reason == note.reason)
+        }
+    else:
+        noted = want
+    # Every workload told that held another reason (or its driver's word) is reported once,
     # with what it held.
-    held = {k: told[k] for k in want}
+    before = {k: told[k] for k in noted}
     keys = [r.pw.info.key for r in reported]
     assert len(keys) == len(set(keys))
-    assert set(keys) == {k for k, n in held.items() if n is None or n.reason != note.reason}
+    assert set(keys) == {k for k, n in before.items() if n is None or n.reason != note.reason}
     assert all(r.before == told[r.pw.info.key] for r in reported)
     state.update(dict.fromkeys(want, "parked"))
-    told.update(dict.fromkeys(want, note))
+    told.update(dict.fromkeys(noted, note))
+    fresh.difference_update(noted)
 
 
 def _pop(

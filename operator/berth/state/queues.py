@@ -142,10 +142,27 @@ class PendingWorkload:
     note: Note | None = None
     """What it was told with its shape, while it does not share its group's note (None: what
     its driver told it itself holds)."""
+    own_word: bool = False
+    """Its driver told it something itself once (else, with ``note`` None, it was told nothing
+    yet)."""
+
+    @property
+    def fresh(self) -> bool:
+        """Told nothing yet, by its driver or with its shape (while it shares no group's note)."""
+        return self.note is None and not self.own_word
 
     def __post_init__(self) -> None:
         self.shape = _shape(self.info.scheduling_shape())
         self.order = ordering.queue_key(self.info)
+
+
+def _takes_held(pw: PendingWorkload, note: Note) -> bool:
+    """Whether a workload not sharing a group's note is told a held head's ``note``.
+
+    Yes if it was told nothing yet, or that reason before; one waiting for another reason
+    keeps it.
+    """
+    return pw.fresh or (pw.note is not None and pw.note.reason == note.reason)
 
 
 def _differs(before: Note | None, note: Note) -> bool:
@@ -207,6 +224,21 @@ class _Group:
             pw.note = None
         self.loose.clear()
         self.note = note
+        return told
+
+    def tell_held(self, note: Note) -> list[Told]:
+        """Members told ``note``'s reason or nothing yet now hold ``note``; the others keep theirs.
+
+        Returns those told nothing before. Costs in proportion to the loose members.
+        """
+        if self.note is not None and self.note.reason == note.reason:
+            self.note = note
+        told = []
+        for pw in self.loose.values():
+            if _takes_held(pw, note):
+                if pw.fresh:
+                    told.append(Told(pw, None))
+                pw.note = note
         return told
 
     def first(self) -> PendingWorkload | None:
@@ -453,7 +485,10 @@ class ClusterQueueQueue:
     def park_same_shape(self, shape: Shape, note: Note, *, held: bool = False) -> list[Told]:
         """Park every active workload of this shape (they would not fit either), told ``note``.
 
-        ``held``: they would delay a reservation, which holds only while the tree's plan stands.
+        ``held``: they would delay a reservation, which holds only while the tree's reservations
+        stand. Those already waiting for another reason keep it then (``tell_held``): only the
+        head is told each time, so a shape whose answer turns between no room and a reservation
+        with every release does not tell each of its workloads so each time.
         Returns those that held another reason or their driver's word, in the order they are
         parked.
         """
@@ -462,14 +497,16 @@ class ClusterQueueQueue:
         else:
             self._held.pop(shape, None)
         active = list(self._active_by_shape.pop(shape, {}).values())
-        told = [Told(pw, pw.note) for pw in active if _differs(pw.note, note)]
+        news = [pw for pw in active if _takes_held(pw, note)] if held else active
+        told = [Told(pw, pw.note) for pw in news if _differs(pw.note, note)]
         for pw in active:
             del self._active[pw.info.key]
             self.park(pw)
+        for pw in news:
             pw.note = note
         dormant = self._dormant.pop(shape, None)
         if dormant is not None:
-            told += dormant.tell(note)
+            told += dormant.tell_held(note) if held else dormant.tell(note)
             self._dormant_count -= len(dormant.members)
             self._parked_count += len(dormant.members)
             self._note_first(dormant)
@@ -569,6 +606,7 @@ class QueueManager:
             note = self.note(info.key)
             self._detach(old)
         pw = PendingWorkload(info, requeue_at=requeue_at, note=note)
+        pw.own_word = old is not None and old.own_word
         self.pending[info.key] = pw
         if requeue_at > 0:
             self.backing_off.add(info.key)
@@ -719,6 +757,7 @@ class QueueManager:
         if pw is None:
             return
         pw.note = None
+        pw.own_word = True
         if pw.cluster_queue is not None and pw.cluster_queue in self.queues:
             self.queues[pw.cluster_queue].loosen(key)
 
