@@ -88,7 +88,7 @@ class Lifecycle:
         return progressed
 
     def _retry_held(self) -> bool:
-        """Once the cycles settle, try the workloads held for a reservation again where it moved.
+        """Once the cycles settle, try held workloads again where their tree's holders changed.
 
         A held workload stands for the others of its shape while its tree's reservations
         stand. A release sends every parked workload back; where the tree's holders changed
@@ -123,7 +123,8 @@ class Lifecycle:
     ) -> cycle.CycleResult | None:
         """Run one cycle over the queue heads (None when no queue has a head).
 
-        With no head left, the workloads held for a reservation whose plan moved are heads.
+        With no head left, the workloads held for a reservation whose tree's holders changed
+        go back first (``_retry_held``).
         """
         heads = self.queues.heads()
         if not heads and self._retry_held():
