@@ -132,6 +132,7 @@ class PendingWorkload:
     requeue_at: float = 0.0
     """Not before this time (backoff after a pods-ready timeout)."""
     shape: Shape = dataclasses.field(init=False)
+    """Set when it is placed in a ClusterQueue, which files it by it (``_queue_shape``)."""
     preemptor: bool = False
     """It issued preemptions and waits for the room they make."""
     preempted_for: tuple[int, ...] | None = None
@@ -152,7 +153,6 @@ class PendingWorkload:
         return self.note is None and not self.own_word
 
     def __post_init__(self) -> None:
-        self.shape = _shape(self.info.scheduling_shape())
         self.order = ordering.queue_key(self.info)
 
 
