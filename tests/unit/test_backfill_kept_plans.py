@@ -101,7 +101,7 @@ def _run(
         return found
 
     def afresh(self: backfill.Plan, *args: Any) -> bool:
-        self.forget_answers()
+        self._squeezed.clear()  # noqa: SLF001 - what recalling answers reads
         return squeezed(self, *args)
 
     with pytest.MonkeyPatch.context() as mp:
@@ -116,6 +116,44 @@ def _run(
 def test_a_plan_taken_over_decides_as_one_made_again(docs: list[documents.Document]) -> None:
     kept, _ = _run(docs, keep=True)
     made, _ = _run(docs, keep=False, recall=False)
+    assert kept == made
+
+
+# (name, queue, arrives at, runs for, pods ready after, expected runtime, GPUs, priority)
+_BLOCKED_JOBS = [
+    *[(f"small-{q}{i}", f"cq-{q}", 0.0, 1.0, 0.0, None, 1, 0) for q in "abc" for i in range(4)],
+    ("wide-b", "cq-b", 0.0, 2.0, 0.0, None, 4, 0),
+    ("slow-ready-c", "cq-c", 2.0, 1.0, 1.0, 1.0, 1, 1),
+    ("late-c", "cq-c", 2.0, 1.0, 0.0, None, 1, 0),
+    ("gang-a", "cq-a", 2.0, 1.0, 0.0, None, 8, 1),
+    ("short-a", "cq-a", 2.0, 1.0, 0.0, 1.0, 1, 1),
+    ("gang-c", "cq-c", 2.0, 1.0, 0.0, None, 4, 1),
+]
+
+
+def test_a_plan_in_use_is_made_again_once_a_workload_waits_for_pods_ready() -> None:
+    # Under blockAdmission a workload that fits takes quota in the cycle without starting. A
+    # plan places its holders only as far as a question needs: kept in use, it placed those
+    # asked about before against the old usage and the others against the new, so a plan taken
+    # over from the cycle before (all placed) answered otherwise than one made in this cycle.
+    # Found by the property above; pinned here.
+    raws: list[dict[str, Any]] = [
+        builders.ResourceFlavorBuilder("gpu").raw(),
+        builders.ConfigurationBuilder().wait_for_pods_ready("1000s", block_admission=True).raw(),
+    ]
+    for name in QUEUES:
+        raws += [
+            _queue(name, 4, 1).raw(),
+            builders.LocalQueueBuilder(name, cluster_queue=name).raw(),
+        ]
+    docs = [documents.generated(raw, i) for i, raw in enumerate(raws)]
+    for name, queue, at, runtime, ready_after, estimate, gpus, priority in _BLOCKED_JOBS:
+        raw = _job(name, queue, gpus, estimate=estimate).priority(priority).raw()
+        doc = documents.generated(raw, len(docs), at=at, run_for=runtime)
+        docs.append(dataclasses.replace(doc, ready_after=ready_after))
+    kept, taken = _run(docs, keep=True)
+    made, _ = _run(docs, keep=False, recall=False)
+    assert taken >= 1
     assert kept == made
 
 

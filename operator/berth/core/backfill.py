@@ -225,10 +225,6 @@ class Plan:
             [*self._waiting, *behind, holder], key=lambda h: holder_key(h.info), reverse=True
         )
 
-    def forget_answers(self) -> None:
-        """The snapshot's usage changed under the plan: backfill tests are made again."""
-        self._squeezed.clear()
-
     def last_key(self) -> tuple[int, float, str] | None:
         """The order of the last holder (None when there is none)."""
         if self._waiting:

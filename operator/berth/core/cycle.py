@@ -466,7 +466,7 @@ class _Cycle:
                 keep_progress=False,
             )
             if self.planner is not None:
-                self.planner.touched(cq.name)
+                self.planner.changed(cq.name)
         else:
             self.result.admitted.append(
                 Admit(info, entry.assignment.to_admission(cq.name), self.now)

@@ -181,21 +181,15 @@ class Planner:
         return out
 
     def changed(self, cq: names.ClusterQueueName) -> None:
-        """The cycle changed the tree's usage otherwise (a hold): make its plan again."""
-        root = self.root_of(cq)
-        self.plans.pop(root, None)
-        self.changed_roots.add(root)
+        """The cycle changed the tree's usage otherwise: make its plan again.
 
-    def touched(self, cq: names.ClusterQueueName) -> None:
-        """The cycle took quota in the tree for a workload that does not start.
-
-        It waits for PodsReady. The tree's plan stays in use in this cycle but answers its
-        backfill tests again, and it is not kept for the next cycle.
+        A hold, or quota taken for a workload that does not start (it waits for PodsReady).
+        Made again, not answered again: a plan places its holders only as far as a question
+        needs, so one kept in use would place those not asked about yet against the new usage
+        and those asked about against the old, and decide otherwise than a plan made now.
         """
         root = self.root_of(cq)
-        plan = self.plans.get(root)
-        if plan is not None:
-            plan.forget_answers()
+        self.plans.pop(root, None)
         self.changed_roots.add(root)
 
     def _releases(self, root: str) -> list[backfill.Release]:
