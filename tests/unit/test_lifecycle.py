@@ -168,7 +168,8 @@ def test_a_backoff_ends_when_due() -> None:
     assert w.state.schedule(0.0, cycle.Policy()) is None  # backing off: no head
     assert w.state.due_backoffs(29.0) == []
     assert w.state.due_backoffs(30.0) == [info.key]
-    assert w.state.end_backoff(info.key, 30.0)
+    assert w.state.end_backoff(info.key, 30.0) == []  # back in its queue, no shape parked
+    assert w.state.end_backoff(names.WorkloadKey("default", "gone"), 30.0) is None
     result = w.state.schedule(30.0, cycle.Policy())
     assert result is not None
     assert [a.info.key for a in result.admitted] == [info.key]

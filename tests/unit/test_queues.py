@@ -198,6 +198,81 @@ def test_best_effort_parks_the_same_shape_with_the_head() -> None:
     assert w.queues.note(same[0].pw.info.key) == queues.Note("WaitingForQuota", "no room")
 
 
+@dataclasses.dataclass(frozen=True)
+class JoinRow:
+    id: str
+    strategy: str = "BestEffortFIFO"
+    reason: cycle.RequeueReason = cycle.RequeueReason.NO_FIT
+    gpus: int = 1
+    """The newcomer's request (the head asks for 1)."""
+    released: bool = False
+    """The tree's parked workloads went back before the newcomer came."""
+    want_joined: bool = False
+
+
+JOIN_ROWS = [
+    JoinRow("a newcomer of a shape parked for want of room joins it", want_joined=True),
+    JoinRow(
+        "so it does after the head found no candidates to preempt",
+        reason=cycle.RequeueReason.PREEMPTION_NO_CANDIDATES,
+        want_joined=True,
+    ),
+    JoinRow("and in a Backfill queue", strategy="Backfill", want_joined=True),
+    JoinRow("a newcomer of another shape is tried", gpus=2),
+    JoinRow("once the parked workloads went back, it is tried", released=True),
+    JoinRow(
+        "a shape held for a reservation may end before it: tried",
+        strategy="Backfill",
+        reason=cycle.RequeueReason.RESERVATION,
+    ),
+    JoinRow("StrictFIFO parks no shape: tried in its turn", strategy="StrictFIFO"),
+]
+
+
+@pytest.mark.parametrize("row", JOIN_ROWS, ids=lambda r: r.id)
+def test_a_workload_entering_while_its_shape_is_parked(row: JoinRow) -> None:
+    # Kueue v0.19's ClusterQueue.PushOrUpdate: a workload whose scheduling hash was bulk-moved
+    # to the inadmissible set since it was last requeued goes there too (BestEffortFIFO).
+    w = _world(row.strategy)
+    head = _info(w, "head")
+    w.submit(head)
+    w.queues.heads()
+    w.queues.requeue(_pending(head, row.reason))
+    if row.released:
+        w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
+    newcomer = _info(w, "newcomer", at=1, gpus=row.gpus)
+    joined = w.queues.add(newcomer)
+    q = w.queues.queues[CQ]
+    assert q.is_parked(newcomer.key) == row.want_joined
+    assert [t.pw.info.key.name for t in joined] == (["newcomer"] if row.want_joined else [])
+    if row.want_joined:
+        assert w.queues.note(newcomer.key) == queues.Note("WaitingForQuota", "no room")
+        # It goes back with its shape at the next release, behind the head.
+        w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
+        assert q.ordered() == [head.key, newcomer.key]
+        assert q.active_count == 2
+
+
+def test_a_queued_workload_that_changes_into_a_parked_shape_stays_active() -> None:
+    # Kueue updates a workload that is in its heap in place; only one that was not there joins
+    # the inadmissible set with its scheduling hash.
+    w = _world()
+    head = _info(w, "head")
+    urgent = _info(w, "urgent", priority=5, at=1)
+    w.submit(head)
+    w.submit(urgent)
+    [first] = w.queues.heads()
+    assert first.info.key == urgent.key
+    w.queues.requeue(_pending(urgent, cycle.RequeueReason.FAILED_AFTER_NOMINATION))
+    w.queues.queues[CQ].park_same_shape(
+        w.queues.pending[head.key].shape, queues.Note("WaitingForQuota", "no room")
+    )
+    # Lowered to the parked shape's priority: the same shape now, but it was in the heap.
+    assert w.queues.add(dataclasses.replace(urgent, priority=0)) == []
+    assert not w.queues.queues[CQ].is_parked(urgent.key)
+    assert w.queues.queues[CQ].is_parked(head.key)
+
+
 def test_a_shape_told_the_same_reason_again_reports_no_change() -> None:
     # A released shape tried again and parked with the same reason: its workloads' message
     # changes, and none of them is reported as told another reason.
@@ -429,7 +504,8 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
     # note, which it holds until it is told something itself or parked with its shape again.
     # Parking a shape as held tells only those told nothing yet or that reason before; the
     # others keep theirs. Retrying the held shapes makes every parked workload of a shape last
-    # parked as held active, unless a release came since.
+    # parked as held active, unless a release came since. A workload that enters while its
+    # shape was last parked (not held) and no release came since joins it, told its note.
     w = _world()
     infos = [
         _info(w, f"w{i}", priority=i % 2, gpus=1 + (i // 2) % 2, at=float(15 - i))
@@ -441,6 +517,7 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
     state = dict.fromkeys((info.key for info in infos), "active")
     told: dict[names.WorkloadKey, queues.Note | None] = dict.fromkeys(state)
     held: set[queues.Shape] = set()
+    bulk: dict[queues.Shape, queues.Note] = {}
     fresh = set(state)
     """Told nothing yet, by a driver or with a shape."""
     pending = w.queues.pending
@@ -448,9 +525,16 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
         key = infos[i].key
         pw = pending.get(key)
         if pw is None:
-            w.submit(infos[i])
-            state[key], told[key] = "active", None
-            fresh.add(key)
+            joined = w.queues.add(infos[i])
+            shape = pending[key].shape
+            if shape in bulk:
+                assert [t.pw.info.key for t in joined] == [key]
+                state[key], told[key] = "parked", bulk[shape]
+                fresh.discard(key)
+            else:
+                assert joined == []
+                state[key], told[key] = "active", None
+                fresh.add(key)
         elif op == "park":
             q.park(pw)
             state[key] = "parked"
@@ -463,8 +547,14 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
             is_held = op == "park_held"
             _park_shape(q, pw, state, pending, told=told, note=note, fresh=fresh, held=is_held)
             (held.add if is_held else held.discard)(pw.shape)
+            if is_held:
+                bulk.pop(pw.shape, None)
+            else:
+                bulk[pw.shape] = note
         elif op in ("release", "retry_held"):
             _release(w, state, held, only_held=op == "retry_held")
+            if op == "release":
+                bulk.clear()
         elif op == "pop":
             _pop(q, state, pending)
         elif op == "remove":

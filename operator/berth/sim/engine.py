@@ -400,7 +400,7 @@ class Simulator:
             return
         sim.info = dataclasses.replace(sim.info, priority=value)
         if sim.state in (Phase.PENDING, Phase.ADMITTED):
-            self.state.change_info(sim.info, self.now)
+            self._joined(self.state.change_info(sim.info, self.now))
         if sim.state == Phase.PENDING:
             self._note_blocker(sim)
 
@@ -477,7 +477,7 @@ class Simulator:
 
     def _enqueue(self, sim: SimWorkload, *, requeue_at: float = 0.0) -> None:
         sim.state = Phase.PENDING
-        self.state.enqueue(sim.info, self.now, requeue_at=requeue_at)
+        self._joined(self.state.enqueue(sim.info, self.now, requeue_at=requeue_at))
         self._note_blocker(sim)
 
     def _note_blocker(self, sim: SimWorkload) -> None:
@@ -606,18 +606,30 @@ class Simulator:
         The queues hold their answer already (``queues.Note``); each of them that held another
         reason before tells of the change.
         """
-        reason, message = decision.reason, decision.message
-        for pw, before in same_shape:
-            sim = self.workloads[pw.info.key]
-            if (sim.reason if before is None else before.reason) != reason:
-                sim.reason, sim.message = reason, message
-                self.out.emit(self.now, "Pending", sim, reason=reason, message=message)
+        self._tell_same_shape(same_shape, decision.reason, decision.message)
         self._set_pending(
             self.workloads[decision.info.key],
             decision.reason,
             decision.message,
             decision.estimated_start,
         )
+
+    def _tell_same_shape(
+        self, same_shape: list[queues_mod.Told], reason: str, message: str
+    ) -> None:
+        """Each workload parked with its shape that held another reason tells of the change."""
+        for pw, before in same_shape:
+            sim = self.workloads[pw.info.key]
+            if (sim.reason if before is None else before.reason) != reason:
+                sim.reason, sim.message = reason, message
+                self.out.emit(self.now, "Pending", sim, reason=reason, message=message)
+
+    def _joined(self, joined: list[queues_mod.Told] | None) -> None:
+        """A workload that entered its queue joined its shape parked: it says why it waits."""
+        for told in joined or ():
+            note = self.queues.note(told.pw.info.key)
+            if note is not None:
+                self._tell_same_shape([told], note.reason, note.message)
 
     # Releases and evictions ---------------------------------------------------------------------
 
@@ -693,7 +705,9 @@ class Simulator:
         if sim.state != Phase.PENDING:
             return
         self._requeued(sim, "BackoffFinished")
-        if self.state.end_backoff(sim.info.key, self.now):
+        joined = self.state.end_backoff(sim.info.key, self.now)
+        if joined is not None:
+            self._joined(joined)
             self._note_blocker(sim)
 
 

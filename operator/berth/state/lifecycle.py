@@ -169,9 +169,15 @@ class Lifecycle:
 
     # Queues -------------------------------------------------------------------------------------
 
-    def enqueue(self, info: workload.WorkloadInfo, now: float, *, requeue_at: float = 0.0) -> None:
-        """Queue a pending workload (after ``requeue_at`` when it backs off)."""
-        self.queues.add(info, now=now, requeue_at=requeue_at)
+    def enqueue(
+        self, info: workload.WorkloadInfo, now: float, *, requeue_at: float = 0.0
+    ) -> list[queues_mod.Told]:
+        """Queue a pending workload (after ``requeue_at`` when it backs off).
+
+        Returns it if it joined its shape parked for want of room and now waits for another
+        reason (``queues.note``), as ``CycleEffects.parked``'s ``same_shape``.
+        """
+        return self.queues.add(info, now=now, requeue_at=requeue_at)
 
     def withdraw(self, key: names.WorkloadKey) -> None:
         """Take a workload out of its queue (finished, deactivated, deleted or admitted)."""
@@ -182,27 +188,31 @@ class Lifecycle:
         q = self.queues
         return sorted(k for k in q.backing_off if 0 < q.pending[k].requeue_at <= now)
 
-    def end_backoff(self, key: names.WorkloadKey, now: float) -> bool:
-        """Return a backed-off workload to its queue; tell whether it was waiting there."""
+    def end_backoff(self, key: names.WorkloadKey, now: float) -> list[queues_mod.Told] | None:
+        """Return a backed-off workload to its queue (None: it was not waiting there).
+
+        Returns it if it joined its shape parked and now waits for another reason (``enqueue``).
+        """
         pw = self.queues.pending.get(key)
         if pw is None:
-            return False
+            return None
         pw.requeue_at = 0.0
-        self.queues.add(pw.info, now=now)
-        return True
+        return self.queues.add(pw.info, now=now)
 
-    def change_info(self, info: workload.WorkloadInfo, now: float) -> None:
+    def change_info(self, info: workload.WorkloadInfo, now: float) -> list[queues_mod.Told]:
         """Take in a workload's changed priority or activity where it stands.
 
         An admitted workload counts with its new priority in preemption; a pending one is
-        re-sorted in its queue and keeps its backoff.
+        re-sorted in its queue and keeps its backoff. Returns it if it joined its (new) shape
+        parked and now waits for another reason (``enqueue``).
         """
         key = info.key
         if key in self.cache.admitted:
             self.cache.update_info(info)
         pw = self.queues.pending.get(key)
         if pw is not None and info.active:
-            self.queues.add(info, now=now, requeue_at=pw.requeue_at)
+            return self.queues.add(info, now=now, requeue_at=pw.requeue_at)
+        return []
 
     def queues_changed(self, now: float) -> None:
         """After queue objects, flavors, cohorts or namespaces changed: place and requeue all."""

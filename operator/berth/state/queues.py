@@ -284,6 +284,10 @@ class ClusterQueueQueue:
         self._group_of: dict[names.WorkloadKey, _Group] = {}
         self._backoff: dict[names.WorkloadKey, PendingWorkload] = {}
         """Parked workloads that carry a backoff time: each is released on its own once due."""
+        self._bulk: dict[Shape, Note] = {}
+        """Shapes parked for want of room since the parked workloads last went back, with what
+        their head was told: a workload of one of them that enters the queue joins it there
+        (``enter``)."""
         self._held: dict[Shape, None] = {}
         """Parked shapes whose head was held for a reservation: that answer holds only while
         the quota tree's reservations stand, so they also go back when its holders change
@@ -309,7 +313,18 @@ class ClusterQueueQueue:
     @property
     def parks_any(self) -> bool:
         """Tell whether anything is in the inadmissible set (``push_parked`` has work)."""
-        return bool(self._parked or self._backoff)
+        return bool(self._parked or self._backoff or self._bulk)
+
+    def forget_shapes(self) -> None:
+        """Workloads that enter go into the heap until a shape is parked for want of room again."""
+        self._bulk = {}
+
+    def is_active(self, key: names.WorkloadKey) -> bool:
+        """Tell whether the workload may be popped (in the heap, or dormant behind one there)."""
+        if key in self._active:
+            return True
+        group = self._group_of.get(key)
+        return group is not None and not group.parked
 
     def is_parked(self, key: names.WorkloadKey) -> bool:
         """Tell whether the workload is in the inadmissible set."""
@@ -346,6 +361,25 @@ class ClusterQueueQueue:
         key = pw.info.key
         self._unpark(key)
         self._activate(key, pw)
+
+    def enter(self, pw: PendingWorkload, *, was_active: bool) -> list[Told]:
+        """Take in a workload that arrives or changed: into the heap, or parked with its shape.
+
+        One of a shape parked for want of room joins it, told what its head was, unless it
+        ``was_active`` here already. Its head would not fit either, so trying it would only cost
+        a cycle: as Kueue's
+        ``ClusterQueue.PushOrUpdate`` with scheduling equivalence hashing (on by default since
+        v0.18), until the parked workloads go back (``push_parked``). Returns it if it held
+        another reason, or its driver's word.
+        """
+        note = self._bulk.get(pw.shape)
+        if note is None or was_active:
+            self.push(pw)
+            return []
+        self.park(pw)
+        told = [Told(pw, pw.note)] if _differs(pw.note, note) else []
+        pw.note = note
+        return told
 
     def _forget_first(self, key: names.WorkloadKey) -> None:
         first = self._first_parked
@@ -398,6 +432,7 @@ class ClusterQueueQueue:
             moved = True
         self._parked = {}
         self._held = {}
+        self._bulk = {}
         if moved:
             self._first_parked = None
         return moved
@@ -489,13 +524,16 @@ class ClusterQueueQueue:
         stand. Those already waiting for another reason keep it then (``tell_held``): only the
         head is told each time, so a shape whose answer turns between no room and a reservation
         with every release does not tell each of its workloads so each time.
+        Not ``held``, workloads of the shape that enter later join it (``enter``).
         Returns those that held another reason or their driver's word, in the order they are
         parked.
         """
         if held:
             self._held[shape] = None
+            self._bulk.pop(shape, None)
         else:
             self._held.pop(shape, None)
+            self._bulk[shape] = note
         active = list(self._active_by_shape.pop(shape, {}).values())
         news = [pw for pw in active if _takes_held(pw, note)] if held else active
         told = [Told(pw, pw.note) for pw in news if _differs(pw.note, note)]
@@ -598,12 +636,20 @@ class QueueManager:
 
     def add(
         self, info: workload.WorkloadInfo, *, now: float = 0.0, requeue_at: float = 0.0
-    ) -> None:
-        """Queue a new (or re-queued) pending workload; it waits out ``requeue_at`` if later."""
+    ) -> list[Told]:
+        """Queue a new (or re-queued) pending workload; it waits out ``requeue_at`` if later.
+
+        Returns it if it joined its shape parked for want of room (``ClusterQueueQueue.enter``)
+        and held another reason, or its driver's word, before.
+        """
         old = self.pending.get(info.key)
         note = None
+        active_in = None
         if old is not None:
             note = self.note(info.key)
+            q = None if old.cluster_queue is None else self.queues.get(old.cluster_queue)
+            if q is not None and q.is_active(info.key):
+                active_in = q.name
             self._detach(old)
         pw = PendingWorkload(info, requeue_at=requeue_at, note=note)
         pw.own_word = old is not None and old.own_word
@@ -612,7 +658,7 @@ class QueueManager:
             self.backing_off.add(info.key)
         else:
             self.backing_off.discard(info.key)
-        self._place(pw, now=now)
+        return self._place(pw, now=now, active_in=active_in)
 
     def delete(self, key: names.WorkloadKey) -> None:
         """Forget a pending workload (admitted, deleted or deactivated)."""
@@ -638,24 +684,38 @@ class QueueManager:
         q.strategy = info.strategy
         return q
 
-    def _place(self, pw: PendingWorkload, now: float) -> None:
-        """Put a workload where it belongs: its ClusterQueue's heap, or outside any queue."""
+    def _place(
+        self,
+        pw: PendingWorkload,
+        now: float,
+        active_in: names.ClusterQueueName | None = None,
+    ) -> list[Told]:
+        """Put a workload where it belongs: its ClusterQueue (``enter``), or outside any queue.
+
+        ``active_in``: the queue it could be popped from before it changed. Returns it if it
+        joined a parked shape and held another reason there.
+        """
         cq_name = self.cache.cluster_queue_for(pw.info)
         q = None if cq_name is None else self._queue(cq_name)
         if q is None or self.cache.blocker(pw.info) is not None:
             pw.cluster_queue = None
             self.outside.add(pw.info.key)
-            return
+            return []
         self.outside.discard(pw.info.key)
         pw.cluster_queue = q.name
         pw.shape = _queue_shape(pw.info, q.strategy)
         if pw.requeue_at > now:
             q.park(pw)
-        else:
-            q.push(pw)
+            return []
+        return q.enter(pw, was_active=active_in == q.name)
 
     def refresh(self, now: float) -> None:
-        """Re-place every pending workload after queues or LocalQueues changed."""
+        """Re-place every pending workload after queues or LocalQueues changed.
+
+        Each goes into its queue's heap: what was parked may fit now.
+        """
+        for q in self.queues.values():
+            q.forget_shapes()
         for pw in list(self.pending.values()):
             self._detach(pw)
             self._place(pw, now)
