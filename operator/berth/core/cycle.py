@@ -246,7 +246,10 @@ class _Cycle:
         self.blocked = policy.block_admission and not all_pods_ready
         self.result = CycleResult()
         self.preempted: dict[names.WorkloadKey, snapshot.AdmittedWorkload] = {}
-        self._preempted_by_root: dict[str, dict[names.WorkloadKey, snapshot.AdmittedWorkload]] = {}
+        self._victim_usage: dict[
+            str, dict[names.ClusterQueueName, resources.FlavorResourceAmounts]
+        ] = {}
+        """The usage of the victims chosen so far, summed per ClusterQueue, by quota tree."""
         self.planner: reservations.Planner | None = None
 
     def nominate(self, head: Head) -> Entry | None:
@@ -417,21 +420,38 @@ class _Cycle:
             return snap.placed_fits(placed)
 
     def _fits_with_victims_gone(self, entry: Entry) -> bool:
-        # Only victims in the entry's own quota tree can make room for it.
-        root = self.snap.node(entry.cq.name).root().name
-        victims = dict(self._preempted_by_root.get(root, {}))
-        victims.update({t.victim.info.key: t.victim for t in entry.targets})
-        return _fits_without(self.snap, entry, victims)
+        """Tell whether the entry fits once every victim chosen so far and its own are gone.
+
+        Only victims in the entry's own quota tree can make room for it. Their usage is taken
+        out summed per ClusterQueue: what a node passes to its parent depends only on its
+        total (``quota.QuotaNode.remove_usage``), so that is exact, and a cycle where every
+        head preempts costs in proportion to the queues, not to the victims so far.
+        """
+        snap = self.snap
+        node = snap.node(entry.cq.name)
+        own = {t.victim.info.key: t.victim for t in entry.targets}
+        with snap.what_if():
+            for cq, usage in self._victim_usage.get(node.root().name, {}).items():
+                snap.remove_usage(cq, usage)
+            for victim in own.values():
+                snap.remove_usage(victim.admission.cluster_queue, victim.admission.usage)
+            return all(
+                amount <= node.available(fr) for fr, amount in entry.assignment.usage.items()
+            )
 
     def _take(self, entry: Entry, mode: flavors.Mode, message: str) -> None:
         """Claim the entry's quota, then admit it or issue its preemptions."""
         snap, info, cq = self.snap, entry.info, entry.cq
         for target in entry.targets:
-            self.preempted[target.victim.info.key] = target.victim
-            victim_root = self.snap.node(target.victim.cluster_queue).root().name
-            self._preempted_by_root.setdefault(victim_root, {})[target.victim.info.key] = (
-                target.victim
-            )
+            victim = target.victim
+            if victim.info.key in self.preempted:
+                continue
+            self.preempted[victim.info.key] = victim
+            adm = victim.admission
+            root = snap.node(adm.cluster_queue).root().name
+            summed = self._victim_usage.setdefault(root, {}).setdefault(adm.cluster_queue, {})
+            for fr, amount in adm.usage.items():
+                summed[fr] = summed.get(fr, 0) + amount
         snap.add_usage(cq.name, entry.assignment.usage)
         snap.place(entry.assignment.placed(), 1)
         if mode == flavors.Mode.PREEMPT and self.planner is not None:
@@ -617,19 +637,6 @@ def _target_finder(
         else None
     )
     return _TargetFinder(preemption.Preemptor(snap, cq, info), fair)
-
-
-def _fits_without(
-    snap: snapshot.Snapshot,
-    entry: Entry,
-    victims: dict[names.WorkloadKey, snapshot.AdmittedWorkload],
-) -> bool:
-    """Tell whether the entry fits once ``victims`` are gone (a what-if, rolled back)."""
-    node = snap.node(entry.cq.name)
-    with snap.what_if():
-        for victim in victims.values():
-            snap.remove_admission(victim.admission)
-        return all(amount <= node.available(fr) for fr, amount in entry.assignment.usage.items())
 
 
 def _reserve_for_preemptor(snap: snapshot.Snapshot, entry: Entry) -> bool:
