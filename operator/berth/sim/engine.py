@@ -624,9 +624,9 @@ class Simulator:
                 sim.reason, sim.message = reason, message
                 self.out.emit(self.now, "Pending", sim, reason=reason, message=message)
 
-    def _joined(self, joined: list[queues_mod.Told] | None) -> None:
+    def _joined(self, joined: list[queues_mod.Told]) -> None:
         """A workload that entered its queue joined its shape parked: it says why it waits."""
-        for told in joined or ():
+        for told in joined:
             note = self.queues.note(told.pw.info.key)
             if note is not None:
                 self._tell_same_shape([told], note.reason, note.message)

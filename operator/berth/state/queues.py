@@ -366,11 +366,10 @@ class ClusterQueueQueue:
         """Take in a workload that arrives or changed: into the heap, or parked with its shape.
 
         One of a shape parked for want of room joins it, told what its head was, unless it
-        ``was_active`` here already. Its head would not fit either, so trying it would only cost
-        a cycle: as Kueue's
-        ``ClusterQueue.PushOrUpdate`` with scheduling equivalence hashing (on by default since
-        v0.18), until the parked workloads go back (``push_parked``). Returns it if it held
-        another reason, or its driver's word.
+        ``was_active`` here already: it would get the same answer, so trying it would only cost a
+        cycle. So does Kueue's ``ClusterQueue.PushOrUpdate`` with scheduling equivalence hashing
+        (on by default since v0.18), until the parked workloads go back (``push_parked``).
+        Returns it if it held another reason, or its driver's word.
         """
         note = self._bulk.get(pw.shape)
         if note is None or was_active:
