@@ -101,7 +101,7 @@ def _run(
         return found
 
     def afresh(self: backfill.Plan, *args: Any) -> bool:
-        self._squeezed.clear()  # noqa: SLF001 - what recalling answers reads
+        self._squeezed.clear()  # what recalling answers reads
         return squeezed(self, *args)
 
     with pytest.MonkeyPatch.context() as mp:

@@ -525,16 +525,7 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
         key = infos[i].key
         pw = pending.get(key)
         if pw is None:
-            joined = w.queues.add(infos[i])
-            shape = pending[key].shape
-            if shape in bulk:
-                assert [t.pw.info.key for t in joined] == [key]
-                state[key], told[key] = "parked", bulk[shape]
-                fresh.discard(key)
-            else:
-                assert joined == []
-                state[key], told[key] = "active", None
-                fresh.add(key)
+            _enter(w, infos[i], state, told=told, fresh=fresh, bulk=bulk)
         elif op == "park":
             q.park(pw)
             state[key] = "parked"
@@ -547,14 +538,9 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
             is_held = op == "park_held"
             _park_shape(q, pw, state, pending, told=told, note=note, fresh=fresh, held=is_held)
             (held.add if is_held else held.discard)(pw.shape)
-            if is_held:
-                bulk.pop(pw.shape, None)
-            else:
-                bulk[pw.shape] = note
+            _remember_parked(bulk, pw.shape, note, held=is_held)
         elif op in ("release", "retry_held"):
-            _release(w, state, held, only_held=op == "retry_held")
-            if op == "release":
-                bulk.clear()
+            _release(w, state, held, only_held=op == "retry_held", bulk=bulk)
         elif op == "pop":
             _pop(q, state, pending)
         elif op == "remove":
@@ -568,12 +554,46 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
         assert {k: w.queues.note(k) for k in state} == told
 
 
+def _remember_parked(
+    bulk: dict[queues.Shape, queues.Note], shape: queues.Shape, note: queues.Note, *, held: bool
+) -> None:
+    """Parked for want of room (not held), a shape takes in what enters until a release."""
+    if held:
+        bulk.pop(shape, None)
+    else:
+        bulk[shape] = note
+
+
+def _enter(
+    w: worlds.World,
+    info: workload.WorkloadInfo,
+    state: dict[names.WorkloadKey, str],
+    *,
+    told: dict[names.WorkloadKey, queues.Note | None],
+    fresh: set[names.WorkloadKey],
+    bulk: dict[queues.Shape, queues.Note],
+) -> None:
+    """Submit a workload: it joins its shape if that was last parked (not held) since a release."""
+    key = info.key
+    joined = w.queues.add(info)
+    note = bulk.get(w.queues.pending[key].shape)
+    if note is not None:
+        assert [t.pw.info.key for t in joined] == [key]
+        state[key], told[key] = "parked", note
+        fresh.discard(key)
+    else:
+        assert joined == []
+        state[key], told[key] = "active", None
+        fresh.add(key)
+
+
 def _release(
     w: worlds.World,
     state: dict[names.WorkloadKey, str],
     held: set[queues.Shape],
     *,
     only_held: bool,
+    bulk: dict[queues.Shape, queues.Note],
 ) -> None:
     """Release every parked workload (or those of the shapes last parked as held)."""
     root = w.cache.root_of(CQ)
@@ -581,6 +601,7 @@ def _release(
         w.queues.retry_held(root)
     else:
         w.queues.requeue_inadmissible(root, 0.0)
+        bulk.clear()  # the parked shapes are forgotten: what enters is tried
     pending = w.queues.pending
     for k, s in state.items():
         if s == "parked" and (not only_held or pending[k].shape in held):
