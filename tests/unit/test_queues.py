@@ -207,6 +207,8 @@ class JoinRow:
     """The newcomer's request (the head asks for 1)."""
     released: bool = False
     """The tree's parked workloads went back before the newcomer came."""
+    node_selector: dict[str, str] | None = None
+    """The newcomer's (the head has none)."""
     want_joined: bool = False
 
 
@@ -219,6 +221,10 @@ JOIN_ROWS = [
     ),
     JoinRow("and in a Backfill queue", strategy="Backfill", want_joined=True),
     JoinRow("a newcomer of another shape is tried", gpus=2),
+    JoinRow(
+        "one that differs only in the nodes it asks for gets its own answer: tried",
+        node_selector={"zone": "b"},
+    ),
     JoinRow("once the parked workloads went back, it is tried", released=True),
     JoinRow(
         "a shape held for a reservation may end before it: tried",
@@ -240,7 +246,9 @@ def test_a_workload_entering_while_its_shape_is_parked(row: JoinRow) -> None:
     w.queues.requeue(_pending(head, row.reason))
     if row.released:
         w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
-    newcomer = _info(w, "newcomer", at=1, gpus=row.gpus)
+    newcomer_wl = builders.WorkloadBuilder("newcomer").queue("q0")
+    newcomer_wl.pod_set("main", 1, {GPU: row.gpus}, node_selector=row.node_selector)
+    newcomer = w.info(newcomer_wl, at=1)
     joined = w.queues.add(newcomer)
     q = w.queues.queues[CQ]
     assert q.is_parked(newcomer.key) == row.want_joined
