@@ -25,6 +25,7 @@ from berth.api.clusterqueue import QueueingStrategy
 from berth.core import cycle, fairsharing
 from berth.devtools import perfshape, topologybench, tracebench
 from berth.devtools.bench_harness import command as harness_command
+from berth.devtools.bench_harness import replay_command
 from berth.sim import engine
 
 
@@ -69,6 +70,7 @@ def command() -> None:
 
 
 command.add_command(harness_command.command)
+command.add_command(replay_command.command)
 
 
 @command.command(name="core")

@@ -2,7 +2,8 @@
 
 The engine plays the cluster's part on a virtual clock: it applies scenario documents at their
 time, turns Jobs into Workloads through their integration (``sim.intake``, as the operator
-does), runs scheduling cycles until one changes nothing, finishes workloads after their
+does), runs scheduling cycles until one changes nothing (or, given the instants a measured
+controller started its cycles, one cycle at each of them), finishes workloads after their
 duration, makes pods ready after ``ready-after``, and records every decision as an event in the
 format fixed by SIMULATE.md. Every transition of state is ``state.lifecycle``'s and every
 eviction rule ``state.evictions``'s, the code the operator runs; what is the simulator's own is
@@ -62,6 +63,7 @@ class _Action(enum.Enum):
     READY = "ready"
     READY_TIMEOUT = "ready-timeout"
     BACKOFF = "backoff"
+    CYCLE = "cycle"
 
 
 @dataclasses.dataclass(order=True, slots=True)
@@ -72,7 +74,7 @@ class _Timer:
     doc: documents.Document | None = dataclasses.field(default=None, compare=False)
     """The document of APPLY and DELETE."""
     key: names.WorkloadKey | None = dataclasses.field(default=None, compare=False)
-    """The workload of the other actions."""
+    """The workload of the other actions but CYCLE."""
     token: int = dataclasses.field(default=0, compare=False)
     """The workload's token when set: a newer token makes the timer stale."""
 
@@ -144,7 +146,15 @@ class Simulator:
         *,
         until: float | None = None,
         observers: Sequence[Observer] = (),
+        cycles_at: Sequence[float] | None = None,
     ) -> None:
+        """Load a scenario; ``cycles_at`` paces its scheduling when given.
+
+        With ``cycles_at``, one cycle runs at each of these instants and none between them, as
+        a controller whose cycles wait on its API writes runs them (``berth bench
+        harness-replay``); by default cycles run at every instant until one changes nothing,
+        as Berth's operator runs them.
+        """
         self.until = until
         self.observers = tuple(observers)
         self.config = configuration.Configuration()
@@ -172,6 +182,9 @@ class Simulator:
         self._seq = itertools.count()
         self._tokens = itertools.count(1)
         self._created = itertools.count()
+        self._paced = cycles_at is not None
+        for at in cycles_at or ():
+            self._schedule(at, _Action.CYCLE)
         for doc in docs:
             if isinstance(doc.obj, configuration.Configuration):
                 continue
@@ -214,8 +227,13 @@ class Simulator:
             if self.until is not None and at > self.until:
                 break
             self.now = at
+            cycle_due = False
             while self._timers and self._timers[0].at == at:
-                self._fire(heapq.heappop(self._timers))
+                timer = heapq.heappop(self._timers)
+                if timer.action == _Action.CYCLE:
+                    cycle_due = True
+                else:
+                    self._fire(timer)
             # Queue-level consequences of this instant's changes, once, after all of them.
             if self._drain_due:
                 self._drain_due = False
@@ -223,7 +241,10 @@ class Simulator:
             if self._queues_due:
                 self._queues_due = False
                 self._refresh_queues()
-            self._settle()
+            if not self._paced:
+                self._settle()
+            elif cycle_due:
+                self._cycle()
         end = self.until if self.until is not None else self.now
         self.now = end
         self.out.summary(summary.build(self, end))
@@ -546,16 +567,20 @@ class Simulator:
 
     def _settle(self) -> None:
         for _ in range(_MAX_CYCLES_PER_INSTANT):
-            started = time.perf_counter()
-            result = self.state.schedule(self.now, self.policy, all_pods_ready=self._all_ready())
-            if result is None:
-                return
-            elapsed = time.perf_counter() - started
-            for observer in self.observers:
-                observer.on_cycle(self, result, elapsed)
-            if not self.state.apply_cycle(result, self.now, self):
+            if not self._cycle():
                 return
         raise UnsettledError(self.now, self.out.lines[-60:])
+
+    def _cycle(self) -> bool:
+        """Run one scheduling cycle and apply it; False once a cycle has nothing to change."""
+        started = time.perf_counter()
+        result = self.state.schedule(self.now, self.policy, all_pods_ready=self._all_ready())
+        if result is None:
+            return False
+        elapsed = time.perf_counter() - started
+        for observer in self.observers:
+            observer.on_cycle(self, result, elapsed)
+        return self.state.apply_cycle(result, self.now, self)
 
     def evicting(self, decision: cycle.Preempt) -> None:
         """A victim's eviction takes place at once: released and queued again."""
