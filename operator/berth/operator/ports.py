@@ -216,6 +216,12 @@ class FinalizerWorld(_Known, Protocol):
     def finalized(self) -> dict[tuple[str, str], Body]:
         """The latest ResourceFlavors and ClusterQueues, by (kind, name)."""
 
+    def take_finalize_due(self) -> list[tuple[str, str]]:
+        """Those to look at now: changed since the last look, or being deleted."""
+
+    def finalize_again(self, key: tuple[str, str]) -> None:
+        """Look at this one again on the next pass (its write failed)."""
+
 
 class WebhookWorld(Protocol):
     """What the admission webhooks need."""

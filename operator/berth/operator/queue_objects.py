@@ -42,6 +42,10 @@ class Changed:
     """A ResourceFlavor or ClusterQueue body changed: the finalizer task looks again."""
 
 
+def _deleting(body: Body) -> bool:
+    return bool((body.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def _key(body: Body) -> names.WorkloadKey:
     meta = body.get("metadata") or {}
     return names.WorkloadKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
@@ -56,8 +60,37 @@ class QueueObjects:
         self.finalized: dict[tuple[str, str], Body] = {}
         """The latest body of every ResourceFlavor and ClusterQueue, by (kind, name): the leader's
         finalizer task adds and removes ``berth.dev/resource-in-use`` on them."""
+        self.finalize_due: set[tuple[str, str]] = set()
+        """Those whose body changed since the finalizer task last looked (``take_finalize_due``)."""
+        self.deleting: set[tuple[str, str]] = set()
+        """Those marked for deletion: what keeps them can change with any admission or queue, so
+        the finalizer task looks at them on every pass."""
         self._consumed: dict[tuple[str, str, str], Body] = {}
         """What the cache last took from each queue object (everything but metadata and status)."""
+
+    def take_finalize_due(self) -> list[tuple[str, str]]:
+        """What the finalizer task must look at now, in key order.
+
+        Every object whose body changed since it last looked, and every object being deleted.
+        """
+        due = sorted(self.finalize_due | self.deleting)
+        self.finalize_due.clear()
+        return due
+
+    def _finalized(self, kind: str, name: str, body: Body, *, deleted: bool) -> None:
+        # The finalizer task reads these whole (metadata included).
+        key = (kind, name)
+        if deleted:
+            self.finalized.pop(key, None)
+            self.finalize_due.discard(key)
+            self.deleting.discard(key)
+            return
+        self.finalized[key] = body
+        self.finalize_due.add(key)
+        if _deleting(body):
+            self.deleting.add(key)
+        else:
+            self.deleting.discard(key)
 
     def take(self, kind: str, body: Body, *, deleted: bool) -> Changed:
         """Take in one object of these kinds (added, changed or deleted)."""
@@ -72,11 +105,7 @@ class QueueObjects:
         ident = (kind, key.namespace, key.name)
         changed = Changed(finalized=kind in FINALIZED_KINDS)
         if changed.finalized:
-            # The finalizer task reads these whole (metadata included).
-            if deleted:
-                self.finalized.pop((kind, key.name), None)
-            else:
-                self.finalized[(kind, key.name)] = body
+            self._finalized(kind, key.name, body, deleted=deleted)
         consumed = _consumed(body)
         if deleted:
             self._consumed.pop(ident, None)

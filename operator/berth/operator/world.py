@@ -112,6 +112,8 @@ class World:
         self.job_of_uid = self.index.job_of_uid
         self.queue_objects = queue_objects.QueueObjects(self.cache, self.priorities)
         self.finalized = self.queue_objects.finalized
+        self.take_finalize_due = self.queue_objects.take_finalize_due
+        self.finalize_again = self.queue_objects.finalize_due.add
         self.in_flight: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox("admissions in flight")
         """Admissions the scheduler loop has assumed and not yet written: events that do not
         show them yet are held until the write returns."""
@@ -513,7 +515,10 @@ class World:
         ``succeeded``: it finished successfully, so its runtime teaches the estimates.
         """
         if self.state.release(key, self.clock(), succeeded=succeeded) is not None:
-            self.wake.finalizers.set()
+            if self.queue_objects.deleting:
+                # A ClusterQueue being deleted may now hold nothing; no other object's
+                # finalizer depends on an admission.
+                self.wake.finalizers.set()
             self.wake.schedule.set()
             self.wake.statuses.set()
 
