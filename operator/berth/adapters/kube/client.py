@@ -23,10 +23,12 @@ from berth.adapters.kube import errors
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 """Built-in kinds only: lists merge by key (a pod's scheduling gates) and ``$patch`` directives."""
-CONNECTIONS = 32
+CONNECTIONS = 64
 """Requests in flight at once per session; more wait for a connection. Each open TLS connection
-holds a 256 KiB read buffer; on the baseline harness shape the operator wrote no slower with 32
-than with kubernetes_asyncio's 100, and held 17 MiB less at its peak."""
+holds a 256 KiB read buffer, so fewer hold less (baseline harness shape: peak RSS 313 MiB with 32,
+321 with 64, 330 with 100); but a scheduler batch's admission writes all wait for connections,
+and at 1,000 ClusterQueues 32 left small workloads waiting 90 s on average for their writes,
+where 64 and 100 gave 2 s (docs/benchmarks.md, large-scale)."""
 
 LEASE_CONNECTIONS = 2
 """Connections of the session that renews the Lease: its own, so that renewals never wait
