@@ -3,9 +3,10 @@
 ``World`` learns of changes from watch events and tells the tasks which objects need them
 through ``Mailbox``es: the Jobs the job controller must reconcile, the Workloads whose priority
 the lifecycle task rewrites, whose reactivation or requeue it writes, the admissions the
-scheduler loop has in flight, and the Workloads whose pods are ready. Posting a key wakes the
-task that reads the mailbox (when it has one); the task takes keys in key order, so passes are
-deterministic. Used by ``world`` (posting) and the tasks (reading).
+scheduler loop has in flight, the Workloads whose pods are ready, and the ResourceFlavors and
+ClusterQueues (by kind and name) whose finalizer the finalizer task must look at. Posting a key
+wakes the task that reads the mailbox (when it has one); the task takes keys in key order, so
+passes are deterministic. Used by ``world`` (posting) and the tasks (reading).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Generic, TypeVar
 
 from berth.api import names
 
-K = TypeVar("K", names.WorkloadKey, names.JobKey, str)
+K = TypeVar("K", names.WorkloadKey, names.JobKey, str, tuple[str, str])
 
 
 class Mailbox(Generic[K]):

@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 from berth.api import base, clusterqueue, kinds, names, priorityclass, validation
+from berth.operator import mailbox
 from berth.state import cache as cache_mod
 from berth.state import priorities
 
@@ -60,7 +61,7 @@ class QueueObjects:
         self.finalized: dict[tuple[str, str], Body] = {}
         """The latest body of every ResourceFlavor and ClusterQueue, by (kind, name): the leader's
         finalizer task adds and removes ``berth.dev/resource-in-use`` on them."""
-        self.finalize_due: set[tuple[str, str]] = set()
+        self.finalize_due: mailbox.Mailbox[tuple[str, str]] = mailbox.Mailbox("queue objects")
         """Those whose body changed since the finalizer task last looked (``take_finalize_due``)."""
         self.deleting: set[tuple[str, str]] = set()
         """Those marked for deletion: what keeps them can change with any admission or queue, so
@@ -73,9 +74,7 @@ class QueueObjects:
 
         Every object whose body changed since it last looked, and every object being deleted.
         """
-        due = sorted(self.finalize_due | self.deleting)
-        self.finalize_due.clear()
-        return due
+        return sorted({*self.finalize_due.take(), *self.deleting})
 
     def _finalized(self, kind: str, name: str, body: Body, *, deleted: bool) -> None:
         # The finalizer task reads these whole (metadata included).

@@ -113,7 +113,7 @@ class World:
         self.queue_objects = queue_objects.QueueObjects(self.cache, self.priorities)
         self.finalized = self.queue_objects.finalized
         self.take_finalize_due = self.queue_objects.take_finalize_due
-        self.finalize_again = self.queue_objects.finalize_due.add
+        self.finalize_again = self.queue_objects.finalize_due.keep
         self.in_flight: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox("admissions in flight")
         """Admissions the scheduler loop has assumed and not yet written: events that do not
         show them yet are held until the write returns."""
