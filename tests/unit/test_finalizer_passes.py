@@ -169,3 +169,26 @@ def test_a_failed_write_is_tried_again_on_the_next_pass() -> None:
     assert first is True
     assert second is False
     assert sent == [("PATCH", _path("ClusterQueue", "cq-b"))]
+
+
+def test_a_finalizer_stripped_by_hand_is_put_back_on_the_next_pass() -> None:
+    async def scenario() -> list[tuple[str, str]]:
+        world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
+        kube = _Kube(_objects())
+        for name, body in kube.stored.items():
+            world.apply(_kind(name), copy.deepcopy(body))
+        task = finalizers.Finalizers(world, kube)  # type: ignore[arg-type]
+        assert not await task.reconcile_due()
+        assert not await task.reconcile_due()
+        stripped = copy.deepcopy(kube.stored["cq-a"])
+        stripped["metadata"]["finalizers"] = []
+        kube.version += 1
+        stripped["metadata"]["resourceVersion"] = str(kube.version)
+        kube.stored["cq-a"] = stripped
+        world.apply("ClusterQueue", copy.deepcopy(stripped))
+        kube.sent.clear()
+        assert not await task.reconcile_due()
+        return list(kube.sent)
+
+    sent = asyncio.run(asyncio.wait_for(scenario(), 10))
+    assert sent == [("PATCH", _path("ClusterQueue", "cq-a"))]
