@@ -31,6 +31,7 @@ from berth.core import (
     reservations,
     resources,
     snapshot,
+    victims,
     workload,
 )
 
@@ -246,10 +247,8 @@ class _Cycle:
         self.blocked = policy.block_admission and not all_pods_ready
         self.result = CycleResult()
         self.preempted: dict[names.WorkloadKey, snapshot.AdmittedWorkload] = {}
-        self._victim_usage: dict[
-            str, dict[names.ClusterQueueName, resources.FlavorResourceAmounts]
-        ] = {}
-        """The usage of the victims chosen so far, summed per ClusterQueue, by quota tree."""
+        self.victims = victims.ChosenVictims(snap)
+        """The usage of the victims chosen so far, for the check before each entry."""
         self.planner: reservations.Planner | None = None
 
     def nominate(self, head: Head) -> Entry | None:
@@ -420,24 +419,11 @@ class _Cycle:
             return snap.placed_fits(placed)
 
     def _fits_with_victims_gone(self, entry: Entry) -> bool:
-        """Tell whether the entry fits once every victim chosen so far and its own are gone.
-
-        Only victims in the entry's own quota tree can make room for it. Their usage is taken
-        out summed per ClusterQueue: what a node passes to its parent depends only on its
-        total (``quota.QuotaNode.remove_usage``), so that is exact, and a cycle where every
-        head preempts costs in proportion to the queues, not to the victims so far.
-        """
-        snap = self.snap
-        node = snap.node(entry.cq.name)
+        """Tell whether the entry fits once every victim chosen so far and its own are gone."""
         own = {t.victim.info.key: t.victim for t in entry.targets}
-        with snap.what_if():
-            for cq, usage in self._victim_usage.get(node.root().name, {}).items():
-                snap.remove_usage(cq, usage)
-            for victim in own.values():
-                snap.remove_usage(victim.admission.cluster_queue, victim.admission.usage)
-            return all(
-                amount <= node.available(fr) for fr, amount in entry.assignment.usage.items()
-            )
+        usage = entry.assignment.usage
+        room = self.victims.room(entry.cq.name, own.values(), usage)
+        return all(amount <= room[fr] for fr, amount in usage.items())
 
     def _take(self, entry: Entry, mode: flavors.Mode, message: str) -> None:
         """Claim the entry's quota, then admit it or issue its preemptions."""
@@ -447,11 +433,7 @@ class _Cycle:
             if victim.info.key in self.preempted:
                 continue
             self.preempted[victim.info.key] = victim
-            adm = victim.admission
-            root = snap.node(adm.cluster_queue).root().name
-            summed = self._victim_usage.setdefault(root, {}).setdefault(adm.cluster_queue, {})
-            for fr, amount in adm.usage.items():
-                summed[fr] = summed.get(fr, 0) + amount
+            self.victims.add(victim)
         snap.add_usage(cq.name, entry.assignment.usage)
         snap.place(entry.assignment.placed(), 1)
         if mode == flavors.Mode.PREEMPT and self.planner is not None:

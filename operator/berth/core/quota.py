@@ -162,6 +162,19 @@ class QuotaNode:
                 return False
         return True
 
+    def passes_usage_up(self) -> bool:
+        """Tell whether no node below this one keeps capacity from its parent.
+
+        Then a node's usage is its own plus all of its children's, so taking usage out of a
+        ClusterQueue lowers every ancestor's usage by the same amount (``core.victims`` relies
+        on it).
+        A lending limit below the subtree quota breaks that.
+        """
+        for child in self.children:
+            if any(child.local_quota(fr) for fr in child.quotas) or not child.passes_usage_up():
+                return False
+        return True
+
     # Usage ------------------------------------------------------------------------------------
 
     def _set_usage(self, fr: resources.FlavorResource, value: int) -> None:
@@ -171,6 +184,13 @@ class QuotaNode:
             usage[fr] = value
         else:
             usage.pop(fr, None)
+
+    def shift_usage(self, fr: resources.FlavorResource, delta: int) -> None:
+        """Change this node's own usage by ``delta`` and nobody else's (journaled).
+
+        For a what-if view whose caller knows how every node on a path changes together.
+        """
+        self._set_usage(fr, self.usage.get(fr, 0) + delta)
 
     def add_usage(self, fr: resources.FlavorResource, amount: int) -> None:
         """Add usage here and bubble the part beyond local quota up to the parent."""
