@@ -66,6 +66,7 @@ class QuotaNode:
     """A ClusterQueue or a Cohort in the quota tree."""
 
     __slots__ = (
+        "_height",
         "children",
         "is_cohort",
         "journal",
@@ -92,6 +93,7 @@ class QuotaNode:
         self.parent: QuotaNode | None = None
         self.children: list[QuotaNode] = []
         self.journal = journal
+        self._height: int | None = None
 
     def __repr__(self) -> str:
         kind = "Cohort" if self.is_cohort else "ClusterQueue"
@@ -224,14 +226,20 @@ class QuotaNode:
         return node
 
     def height(self) -> int:
-        """Distance to the furthest leaf (a cohort with only ClusterQueues has height 1)."""
-        if not self.is_cohort:
-            return 0
-        best = min(len(self.children), 1)
-        for child in self.children:
-            if child.is_cohort:
-                best = max(best, child.height() + 1)
-        return best
+        """Distance to the furthest leaf (a cohort with only ClusterQueues has height 1).
+
+        Read for every head that borrows, so it is kept once known: a tree is linked once when
+        the snapshot is built (``state.cache``) and never changes shape afterwards.
+        """
+        if self._height is None:
+            best = 0
+            if self.is_cohort:
+                best = min(len(self.children), 1)
+                for child in self.children:
+                    if child.is_cohort:
+                        best = max(best, child.height() + 1)
+            self._height = best
+        return self._height
 
     def subtree_cluster_queues(self) -> Iterator[QuotaNode]:
         """Yield every ClusterQueue in this node's subtree, depth first in child order."""
