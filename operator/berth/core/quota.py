@@ -169,8 +169,7 @@ class QuotaNode:
 
         Then a node's usage is its own plus all of its children's, so taking usage out of a
         ClusterQueue lowers every ancestor's usage by the same amount (``core.victims`` relies
-        on it).
-        A lending limit below the subtree quota breaks that.
+        on it). A lending limit below the subtree quota breaks that.
         """
         for child in self.children:
             if any(child.local_quota(fr) for fr in child.quotas) or not child.passes_usage_up():
