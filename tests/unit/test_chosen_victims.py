@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import builders
-from berth.core import snapshot, victims
+from berth.core import flavors, snapshot, victims
 from worlds import World, fr
 
 CPU = "cpu"
@@ -67,7 +67,7 @@ def _admit_all(w: World, queues: list[str], demands: list[tuple[int, int, int]])
         wl = builders.WorkloadBuilder(f"w{i}").queue(f"lq-{queue}")
         info = w.info(wl.pod_set("main", 1, {CPU: cpu, GPU: gpu}))
         assignment, targets = w.assign(info, queue)
-        if assignment.mode.name == "FIT" and not targets:
+        if assignment.mode == flavors.Mode.FIT and not targets:
             w.admit(info, queue)
 
 
