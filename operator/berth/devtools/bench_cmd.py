@@ -1,7 +1,8 @@
 """``berth bench``: benchmarks that print figures (never pass/fail timings).
 
 ``berth bench core`` runs Kueue's scheduler-performance shapes through the simulator and reports
-admission decisions per CPU-second and the cost of one scheduling cycle (p50/p99) at that scale.
+admission decisions per CPU-second and the cost of one scheduling cycle (p50/p99) at that scale,
+overall and by kind of cycle (``CycleKind``).
 ``berth bench trace`` replays a public GPU trace (``berth.devtools.tracebench``) under each
 queueing strategy and prints utilisation beside the work-conserving bound, time queued by gang
 size, preemptions and the simulator's jobs per CPU-second; ``--sizes`` prints its cost against
@@ -12,6 +13,7 @@ API server.
 
 from __future__ import annotations
 
+import enum
 import resource
 import statistics
 import time
@@ -29,11 +31,30 @@ from berth.devtools.bench_harness import replay_command
 from berth.sim import engine
 
 
+class CycleKind(enum.Enum):
+    """What a cycle decided, which is what its cost depends on."""
+
+    PREEMPTING = "issued preemptions"
+    ALL_ADMITTED = "admitted every head"
+    NONE_ADMITTED = "admitted no head"
+    MIXED = "admitted some heads"
+
+    @classmethod
+    def of(cls, result: cycle.CycleResult) -> CycleKind:
+        """The kind of a cycle by its decisions (preemptions first: they cost the most)."""
+        if result.preempted:
+            return cls.PREEMPTING
+        if not result.admitted:
+            return cls.NONE_ADMITTED
+        return cls.MIXED if result.pending else cls.ALL_ADMITTED
+
+
 class _CycleTimer:
     """Watches a run: times and counts every scheduling cycle (an ``engine.Observer``)."""
 
     def __init__(self) -> None:
         self.cycle_seconds: list[float] = []
+        self.by_kind: dict[CycleKind, list[float]] = {}
         self.decisions = 0
         self.admissions = 0
         self.preemptions = 0
@@ -49,12 +70,23 @@ class _CycleTimer:
     ) -> None:
         """Count one cycle's decisions and keep its duration."""
         self.cycle_seconds.append(seconds)
+        self.by_kind.setdefault(CycleKind.of(result), []).append(seconds)
         self.decisions += len(result.admitted) + len(result.pending)
         self.admissions += len(result.admitted)
         self.preemptions += len(result.preempted)
 
     def on_end(self, simulator: engine.Simulator) -> None:
         """Nothing to do at the end."""
+
+    def kinds(self) -> list[str]:
+        """One line per kind of cycle seen: how many, and their p50 and slowest cost."""
+        return [
+            f"{kind.value}: {len(times)} cycle{'' if len(times) == 1 else 's'}, "
+            f"p50 {1000 * _percentile(times, 50):.2f} ms, "
+            f"max {1000 * max(times):.2f} ms"
+            for kind in CycleKind
+            if (times := self.by_kind.get(kind))
+        ]
 
 
 def _percentile(values: list[float], pct: float) -> float:
@@ -127,6 +159,8 @@ def core(shapes: tuple[str, ...], fair_sharing: bool) -> None:
             f"p99 {1000 * _percentile(cycles, 99):.2f} ms, "
             f"mean {1000 * statistics.fmean(cycles) if cycles else 0:.2f} ms"
         )
+        for line in timer.kinds():
+            click.echo(f"    {line}")
         for cls in sorted(waits):
             values = waits[cls]
             click.echo(
