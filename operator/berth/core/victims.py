@@ -4,16 +4,16 @@ Before the cycle admits an entry or issues its preemptions, Kueue checks that th
 fits with every workload chosen for preemption so far in this cycle, and the entry's own
 targets, taken out of the snapshot (``fits`` in ``pkg/scheduler/scheduler.go``, v0.19). Taking
 them all out again for each entry is quadratic where every head preempts (at 1,000 ClusterQueues,
-the slowest cycle of Kueue's large-scale shape). ``ChosenVictims`` keeps their usage summed two
-ways as they are chosen, so each question costs in proportion to the entry's own path:
+the slowest cycle of Kueue's large-scale shape). ``ChosenVictims`` sums their usage per quota node
+over its subtree as they are chosen, and answers in one of two ways:
 
-- per quota node, over its subtree: in a tree that passes all usage up to the root
-  (``quota.QuotaNode.passes_usage_up``), a node's usage is its own plus its children's, so with
-  the victims gone each node on the entry's path counts exactly the victims below it less, and
-  only those nodes decide what the entry's queue could use;
-- per ClusterQueue, for trees where a lending limit keeps capacity back: there the victims are
-  taken out of the snapshot summed per queue (what a node passes to its parent depends only on
-  its total, ``quota.QuotaNode.remove_usage``), exact in every tree.
+- in a tree that passes all usage up to the root (``quota.QuotaNode.passes_usage_up``), a
+  node's usage is its own plus its children's, so with the victims gone each node on the
+  entry's path counts exactly the victims below it less, and only those nodes decide what the
+  entry's queue could use;
+- in a tree where a lending limit keeps capacity back, the sums of its ClusterQueues are taken
+  out of the snapshot, once per queue: what a node passes to its parent depends only on its
+  total (``quota.QuotaNode.remove_usage``), so that is exact in every tree.
 
 Called by ``berth.core.cycle``; reads and tentatively changes the ``snapshot``, rolling back.
 """
@@ -27,16 +27,13 @@ from berth.core import quota, resources, snapshot
 
 
 class ChosenVictims:
-    """The usage of the victims a cycle chose so far, summed per quota node and per queue."""
+    """The usage of the victims a cycle chose so far, summed per quota node."""
 
     def __init__(self, snap: snapshot.Snapshot) -> None:
         self.snap = snap
         self._below: dict[quota.QuotaNode, resources.FlavorResourceAmounts] = {}
-        """Per quota node: the usage of the victims in its subtree."""
-        self._per_queue: dict[
-            quota.QuotaNode, dict[names.ClusterQueueName, resources.FlavorResourceAmounts]
-        ] = {}
-        """Per root: the usage of the victims in its tree, summed per ClusterQueue."""
+        """Per quota node: the usage of the victims in its subtree (for a ClusterQueue, its own
+        victims; a root is here once its tree lost any)."""
         self._passes_up: dict[quota.QuotaNode, bool] = {}
         """Per root: whether its tree passes all usage up (read once per cycle)."""
 
@@ -46,9 +43,7 @@ class ChosenVictims:
         node = self.snap.cq_nodes.get(adm.cluster_queue)
         if node is None:
             return  # its queue is gone from the tree: it makes room nowhere
-        path = [node, *node.ancestors()]
-        _add(self._per_queue.setdefault(path[-1], {}).setdefault(adm.cluster_queue, {}), adm.usage)
-        for n in path:
+        for n in (node, *node.ancestors()):
             _add(self._below.setdefault(n, {}), adm.usage)
 
     def room(
@@ -65,7 +60,7 @@ class ChosenVictims:
         node = snap.node(cq)
         root = node.root()
         own = list(own)
-        if not own and root not in self._per_queue:
+        if not own and root not in self._below:
             return {fr: node.available(fr) for fr in frs}  # nothing to take out
         passes_up = self._passes_up.get(root)
         if passes_up is None:
@@ -75,8 +70,9 @@ class ChosenVictims:
             if passes_up:
                 self._lower_path(node, own, wanted)
             else:
-                for queue, summed in self._per_queue.get(root, {}).items():
-                    snap.remove_usage(queue, summed)
+                for n, summed in self._below.items():
+                    if not n.is_cohort and n.root() is root:
+                        snap.remove_usage(names.ClusterQueueName(n.name), summed)
                 for victim in own:
                     snap.remove_usage(victim.admission.cluster_queue, victim.admission.usage)
             return {fr: node.available(fr) for fr in wanted}
