@@ -116,16 +116,21 @@ def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry
     reg = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=reg)
-    def login(**_: Any) -> kopf.ConnectionInfo:  # noqa: ANN401 - kopf passes keywords of many types
-        c = kube.connection()
+    async def login(**_: Any) -> kopf.ConnectionInfo:  # noqa: ANN401 - kopf passes keywords of many types
+        # The session's own credentials, renewed if due; their expiry makes kopf ask again.
+        c = await kube.login()
         return kopf.ConnectionInfo(
             server=c.server,
             ca_path=c.ca_path,
+            ca_data=c.ca_data,
             insecure=c.insecure,
             scheme="Bearer" if c.token else None,
             token=c.token,
             certificate_path=c.certificate_path,
+            certificate_data=c.certificate_data,
             private_key_path=c.private_key_path,
+            private_key_data=c.private_key_data,
+            expiration=c.expiration,
         )
 
     for kind, group, version, plural in watched(world):

@@ -1,6 +1,7 @@
-"""The Kubernetes adapter: the only package that talks to the API server (kubernetes_asyncio).
+"""The Kubernetes adapter: the only package that talks to the API server (aiohttp, raw JSON).
 
-``client`` opens a session from a kubeconfig and sends raw requests; ``workloads``, ``jobs``,
+``kubeconfig`` reads where the server is and who we are, ``credentials`` keeps that identity
+fresh, ``client`` opens a session and sends raw requests; ``workloads``, ``jobs``,
 ``queues_status`` and ``events`` are the writes the operator makes; ``leader`` runs a task only
 while this replica holds a Lease; ``errors`` is the error tree every call raises.
 """

@@ -1,24 +1,23 @@
-"""A session with the API server: an ``ApiClient`` from a kubeconfig, and raw JSON requests.
+"""A session with the API server: one aiohttp session from a kubeconfig, and raw JSON requests.
 
-Every other module of the adapter sends its requests through ``Kube.request``, which returns
-decoded JSON and raises only ``berth.adapters.kube.errors``. ``connection`` tells kopf how to
-reach the same server with the same credentials. Called by the operator's composition root,
-``berth up`` and the live source of ``berth explain`` and ``berth queues``.
+Every other module of the adapter sends its requests through ``Kube.request`` (or opens a watch
+with ``Kube.stream``), which returns decoded JSON and raises only ``berth.adapters.kube.errors``.
+``kubeconfig`` says where the server is and ``credentials`` keeps the identity fresh; a 401 to a
+renewable credential (a token file, an exec plugin) renews it and sends the request once more.
+``login`` tells kopf how to reach the same server with the same credentials. No generated client
+is used: Berth sends JSON it builds and reads JSON back. Called by the operator's composition
+root, ``berth up`` and the live source of ``berth explain`` and ``berth queues``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import urllib.request
 from typing import Any
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.client import exceptions as k8s_exceptions
 
-from berth.adapters.kube import errors
+from berth.adapters.kube import credentials, errors, kubeconfig
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -34,70 +33,48 @@ LEASE_CONNECTIONS = 2
 """Connections of the session that renews the Lease: its own, so that renewals never wait
 behind the writes of a busy scheduler for one of the main session's connections."""
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Connection:
-    """Where the API server is and how to authenticate: what kopf's login needs."""
-
-    server: str
-    ca_path: str | None
-    token: str | None
-    certificate_path: str | None
-    private_key_path: str | None
-    insecure: bool
+REQUEST_SECONDS = 30.0
+"""How long one request (not a watch) may take, connecting included."""
+READ_BUFFER = 2**21
+"""Bytes aiohttp may buffer of one line: one watch event carries a whole object, which can be
+larger than aiohttp's default."""
+_UNAUTHORIZED = 401
 
 
 class Kube:
     """An open session with one API server."""
 
-    def __init__(self, api: k8s.ApiClient) -> None:
-        self.api = api
-        self._env_session: aiohttp.ClientSession | None = None
-        if not urllib.request.getproxies():
-            self._env_session = _without_env_lookups(api)
+    def __init__(self, creds: credentials.Credentials, session: aiohttp.ClientSession) -> None:
+        self.credentials = creds
+        self.session = session
+        self.server = creds.target.server
 
     @classmethod
-    async def open(cls, kubeconfig: str | None = None, *, connections: int = CONNECTIONS) -> Kube:
-        """Open a session from ``kubeconfig`` (or the default one, or in-cluster config).
+    async def open(
+        cls, kubeconfig_path: str | None = None, *, connections: int = CONNECTIONS
+    ) -> Kube:
+        """Open a session from ``kubeconfig_path`` (or the default one, or the pod's account).
 
         At most ``connections`` requests are in flight at once; more wait for a connection.
-        Raises ``PermanentError`` when no usable configuration is found.
+        Raises ``PermanentError`` when no usable configuration is found, naming what to fix.
         """
-        configuration = k8s.Configuration()
-        configuration.connection_pool_maxsize = connections
-        try:
-            await k8s_config.load_kube_config(
-                config_file=kubeconfig, client_configuration=configuration
-            )
-        except k8s_config.ConfigException as e:
-            if kubeconfig is not None:
-                raise errors.PermanentError(f"kubeconfig {kubeconfig}: {e}") from e
-            try:
-                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            except k8s_config.ConfigException as e2:
-                msg = f"no kubeconfig ($KUBECONFIG, ~/.kube/config: {e}), not in a cluster ({e2})"
-                raise errors.PermanentError(msg) from e2
-        return cls(k8s.ApiClient(configuration))
-
-    def connection(self) -> Connection:
-        """The server and credentials of this session."""
-        c = self.api.configuration
-        auth = (c.api_key or {}).get("authorization") or (c.api_key or {}).get("BearerToken")
-        token = None
-        if auth:
-            token = auth.removeprefix("Bearer ").strip()
-        return Connection(
-            server=str(c.host),
-            ca_path=c.ssl_ca_cert,
-            token=token,
-            certificate_path=c.cert_file,
-            private_key_path=c.key_file,
-            insecure=not c.verify_ssl,
+        creds = credentials.Credentials(kubeconfig.load(kubeconfig_path))
+        # With no proxy in the environment there is nothing to look up, and a session that
+        # looks reads the proxy variables and ~/.netrc in a worker thread for every request.
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=connections, ssl=creds.tls()),
+            trust_env=bool(urllib.request.getproxies()),
+            read_bufsize=READ_BUFFER,
         )
+        return cls(creds, session)
+
+    async def login(self) -> credentials.Login:
+        """The server and the current credentials of this session, for kopf."""
+        return await self.credentials.login()
 
     async def close(self) -> None:
         """Close the session."""
-        await self.api.close()
+        await self.session.close()
 
     async def request(
         self,
@@ -109,34 +86,98 @@ class Kube:
         query: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """Send one request; return the decoded JSON answer."""
+        headers = {"Content-Type": content_type, "Accept": "application/json"}
+        data = None if body is None else orjson.dumps(body)
         try:
-            response = await self.api.call_api(
-                path,
+            response = await self._send(
                 method,
-                query_params=list((query or {}).items()),
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=30,
+                path,
+                query=list((query or {}).items()),
+                headers=headers,
+                data=data,
+                seconds=REQUEST_SECONDS,
             )
-            data = await response.read()
-            status = int(response.status)
-        except k8s_exceptions.ApiException as e:
-            raise errors.from_status(int(e.status or 0), _message(e)) from e
+            async with response:
+                raw = await response.read()
+                status = response.status
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise errors.TransientError(f"{method} {path}: {e}") from e
+            raise errors.TransientError(f"{method} {path}: {e or type(e).__name__}") from e
         try:
-            decoded: dict[str, Any] = decode(data) if data else {}
+            decoded: dict[str, Any] = decode(raw) if raw else {}
         except ValueError as e:
             if status >= 300:  # an HTTP error whose body is text ("404 page not found")
-                text = data.decode(errors="replace").strip()
+                text = raw.decode(errors="replace").strip()
                 raise errors.from_status(status, f"{method} {path}: {status} {text}") from e
             raise errors.PermanentError(f"{method} {path}: {status}, not JSON") from e
         if status >= 300:
-            message = decoded.get("message") or data.decode(errors="replace")
+            message = decoded.get("message") or raw.decode(errors="replace")
             raise errors.from_status(status, f"{method} {path}: {status} {message}")
         return decoded
+
+    async def stream(
+        self, path: str, query: list[tuple[str, str]], *, seconds: float
+    ) -> aiohttp.ClientResponse:
+        """Open a GET whose answer is read as it comes (a watch); the caller releases it.
+
+        Raises ``TransientError`` when the connection fails; the answer's status is the caller's.
+        """
+        try:
+            return await self._send(
+                "GET",
+                path,
+                query=query,
+                headers={"Accept": "application/json"},
+                data=None,
+                seconds=seconds,
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise errors.TransientError(f"watch {path}: {e or type(e).__name__}") from e
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]],
+        headers: dict[str, str],
+        data: bytes | None,
+        seconds: float,
+    ) -> aiohttp.ClientResponse:
+        response = await self._send_once(
+            method, path, query=query, headers=headers, data=data, seconds=seconds
+        )
+        if response.status == _UNAUTHORIZED and self.credentials.renewable:
+            # An expired token file or plugin credential: renew it and send once more.
+            response.release()
+            self.credentials.unauthorized()
+            response = await self._send_once(
+                method, path, query=query, headers=headers, data=data, seconds=seconds
+            )
+        return response
+
+    async def _send_once(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]],
+        headers: dict[str, str],
+        data: bytes | None,
+        seconds: float,
+    ) -> aiohttp.ClientResponse:
+        target = self.credentials.target
+        authorization = await self.credentials.authorization()
+        return await self.session.request(
+            method,
+            self.server + path,
+            params=query,
+            data=data,
+            headers={**headers, "Authorization": authorization} if authorization else headers,
+            ssl=self.credentials.tls(),
+            server_hostname=target.tls_server_name,
+            proxy=target.proxy_url,
+            timeout=aiohttp.ClientTimeout(total=seconds),
+        )
 
     async def list_items(self, path: str) -> tuple[list[dict[str, Any]], str]:
         """List every object under ``path``; return the items and the list's resourceVersion."""
@@ -176,36 +217,6 @@ def _drop_field_owners(obj: object) -> None:
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
-
-
-def _without_env_lookups(api: k8s.ApiClient) -> aiohttp.ClientSession:
-    """Give the client a session that does not read the environment on every request.
-
-    kubernetes_asyncio opens its session with ``trust_env=True``, so aiohttp looks up proxy
-    variables and reads ``~/.netrc`` in a worker thread for each request: a tenth of the
-    operator's CPU under load. With no proxy configured there is nothing to find, so the same
-    connection pool is used by a session that does not look. The old session is returned to be
-    kept alive: it shares the pool, which the new session closes.
-    """
-    rest = api.rest_client
-    old: aiohttp.ClientSession = rest.pool_manager
-    # The read buffer kubernetes_asyncio sets: large objects in one watch event exceed the default.
-    rest.pool_manager = aiohttp.ClientSession(
-        connector=old.connector, trust_env=False, read_bufsize=2**21
-    )
-    return old
-
-
-def _message(e: k8s_exceptions.ApiException) -> str:
-    raw = e.body
-    body = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw or "")
-    try:
-        parsed = orjson.loads(body) if body else {}
-    except ValueError:
-        parsed = {}
-    if isinstance(parsed, dict) and parsed.get("message"):
-        return f"{e.status} {parsed['message']}"
-    return f"{e.status} {e.reason}"
 
 
 async def apply(kube: Kube, collection: str, body: dict[str, Any]) -> dict[str, Any]:

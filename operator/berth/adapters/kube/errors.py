@@ -1,4 +1,4 @@
-"""Errors of the Kubernetes adapter, translated from kubernetes_asyncio's and aiohttp's.
+"""Errors of the Kubernetes adapter: the API server's answers and aiohttp's failures, translated.
 
 ::
 
@@ -8,8 +8,8 @@
         ├── NotFoundError        404: the object is gone
         └── ConflictError        409: stale resourceVersion, or the object already exists
 
-Every adapter call raises only these, chained (``raise ... from e``) to the library's error.
-Messages are capped so that a huge response body never floods a log.
+Every adapter call raises only these, chained (``raise ... from e``) to the library's error
+where there is one. Messages are capped so that a huge response body never floods a log.
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio.client import exceptions as k8s_exceptions
 
 from berth.adapters.kube import client, errors
 
@@ -171,22 +170,7 @@ class Informer:
             response.release()
 
     async def _open(self, query: list[tuple[str, str]]) -> aiohttp.ClientResponse:
-        try:
-            response: aiohttp.ClientResponse = await self.kube.api.call_api(
-                self.path,
-                "GET",
-                query_params=query,
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=self.watch_seconds + 30,
-            )
-        except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise errors.TransientError(f"watch {self.path}: {e}") from e
-        except k8s_exceptions.ApiException as e:
-            if e.status == _GONE:
-                raise Gone from e
-            raise errors.from_status(int(e.status or 0), f"watch {self.path}: {e.reason}") from e
+        response = await self.kube.stream(self.path, query, seconds=self.watch_seconds + 30)
         if response.status == _GONE:
             response.release()
             raise Gone

@@ -1,9 +1,9 @@
 """A small REST client for the harness: one aiohttp session, every request counted.
 
 The harness must not be what limits a run, so it talks to the API server directly with aiohttp
-(raw JSON, no model classes) rather than through a generated client; kubernetes_asyncio only
-reads the kubeconfig. It counts its own requests so the API server's request total can be split
-into the harness's share and the operator's. Errors:
+(raw JSON, no model classes) rather than through a generated client; the adapter's
+``kubeconfig`` and ``credentials`` read the kubeconfig. It counts its own requests so the API
+server's request total can be split into the harness's share and the operator's. Errors:
 
     ApiError            a non-2xx answer (``status`` holds the code; 409 is ``Conflict``)
     └── Conflict        the object exists, or the resourceVersion was stale
@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import ssl
 from collections.abc import AsyncIterator
 from typing import Any, Self
 
 import aiohttp
-from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio import config as k8s_config
+
+from berth.adapters.kube import credentials, kubeconfig
 
 MERGE_PATCH = "application/merge-patch+json"
 _CONFLICT = 409
@@ -50,25 +49,19 @@ class Api:
         self.requests: collections.Counter[str] = collections.Counter()
 
     @classmethod
-    async def open(cls, kubeconfig: str | None, *, connections: int = 64) -> Self:
+    async def open(cls, kubeconfig_path: str | None, *, connections: int = 64) -> Self:
         """Open a session from a kubeconfig file (or the default one)."""
-        conf = k8s.Configuration()
-        await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
-        ctx = ssl.create_default_context(cafile=conf.ssl_ca_cert)
-        if conf.cert_file and conf.key_file:
-            ctx.load_cert_chain(conf.cert_file, conf.key_file)
-        if not conf.verify_ssl:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
+        creds = credentials.Credentials(kubeconfig.load(kubeconfig_path))
         headers = {"Accept": "application/json"}
-        auth = (conf.api_key or {}).get("authorization") or (conf.api_key or {}).get("BearerToken")
+        auth = await creds.authorization()
         if auth:
-            headers["Authorization"] = auth if auth.startswith("Bearer ") else f"Bearer {auth}"
+            headers["Authorization"] = auth
+        ctx = creds.tls()
         connector = aiohttp.TCPConnector(ssl=ctx, limit=connections)
         session = aiohttp.ClientSession(
             connector=connector, timeout=aiohttp.ClientTimeout(total=None, sock_connect=10)
         )
-        return cls(session, str(conf.host), headers)
+        return cls(session, creds.target.server, headers)
 
     async def close(self) -> None:
         """Close the session."""
