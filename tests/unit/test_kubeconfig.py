@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from berth.adapters.kube import credentials, errors, kubeconfig
+from berth.entry import cli
 
 TOKEN = "t"  # noqa: S105 - a made-up token the files carry
 FROM_SECOND = "from-second"
@@ -262,9 +264,14 @@ def test_a_missing_plugin_prints_its_install_hint(tmp_path: Path) -> None:
     assert "gcloud components install gke-gcloud-auth-plugin" in str(refused.value)
 
 
-def test_plugin_env_and_a_credential_without_expiry_kept_for_the_session(tmp_path: Path) -> None:
+def test_plugin_env_a_credential_kept_for_the_session_and_renewed_for_kopf(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs"
     program = (
-        "import json, os\n"
+        "import json, os, pathlib\n"
+        f"with pathlib.Path({str(runs)!r}).open('a') as f:\n"
+        "    f.write('run\\n')\n"
         "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1beta1',"
         " 'kind': 'ExecCredential', 'status': {'token': os.environ['TOKEN']}}))\n"
     )
@@ -275,5 +282,37 @@ def test_plugin_env_and_a_credential_without_expiry_kept_for_the_session(tmp_pat
         return [await creds.authorization(), await creds.authorization()]
 
     assert asyncio.run(twice()) == ["Bearer from-env", "Bearer from-env"]
+    assert runs.read_text().count("run") == 1  # no expiry given: kept for the session
+    # kopf logs in at its start, at an expiry and after a 401: each login renews.
     login = asyncio.run(creds.login())
     assert (login.token, login.expiration) == ("from-env", None)
+    assert runs.read_text().count("run") == 2
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "--no-history", "--metrics-port=-1", "--webhook-port=0"],
+        ["explain", "job/x"],
+        ["queues"],
+    ],
+)
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        ("clusters: [\n", "not YAML (line 2, column 1: expected the node content"),
+        (_doc(user={"auth-provider": {"name": "oidc"}}), "user field 'auth-provider'"),
+    ],
+)
+def test_every_command_refuses_a_bad_kubeconfig_in_one_line(
+    tmp_path: Path, command: list[str], doc: object, expected: str
+) -> None:
+    path = _write(tmp_path / "kubeconfig", doc)
+    result = CliRunner().invoke(cli.main, [*command, f"--kubeconfig={path}"])
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: ")
+    assert result.stderr.count("\n") == 1
+    assert f"kubeconfig {path}" in result.stderr
+    assert expected in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -17,6 +17,7 @@ import yaml
 
 from berth.adapters import collector
 from berth.adapters.history import store
+from berth.adapters.kube import errors as kube_errors
 from berth.adapters.kube import leader
 from berth.api import configuration, errors, kinds
 from berth.entry import operator_main
@@ -170,6 +171,11 @@ def command(  # noqa: PLR0917 - one parameter per command-line option
         except store.HistoryError as err:
             msg = f"{err} (set --history-db to a store this process can write, or --no-history)"
             raise click.ClickException(msg) from err
+        except kube_errors.KubeError as err:
+            # Start-up could not use the cluster at all (a kubeconfig Berth cannot use, a
+            # credential plugin that is missing, a server that refuses it); once running, the
+            # operator's tasks retry on their own and never end up here.
+            raise click.ClickException(f"cannot use the cluster: {err}") from err
         except leader.TermStuckError as err:
             # Exit non-zero: the Deployment (or whoever runs it) starts a fresh process.
             raise click.ClickException(f"{err}; stopping so that a fresh process leads") from err

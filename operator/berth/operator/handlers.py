@@ -117,7 +117,8 @@ def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry
 
     @kopf.on.login(registry=reg)
     async def login(**_: Any) -> kopf.ConnectionInfo:  # noqa: ANN401 - kopf passes keywords of many types
-        # The session's own credentials, renewed if due; their expiry makes kopf ask again.
+        # The session's credentials, renewed (a token file read again, a plugin run again) since
+        # kopf asks after a 401; the expiry they carry makes kopf ask again before it.
         c = await kube.login()
         return kopf.ConnectionInfo(
             server=c.server,

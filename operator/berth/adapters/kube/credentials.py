@@ -88,7 +88,12 @@ class Credentials:
         self._plugin_ran = False
 
     async def login(self) -> Login:
-        """The current credentials for kopf, with their expiry so that kopf asks again in time."""
+        """Fresh credentials for kopf, with their expiry so that kopf asks again in time.
+
+        kopf asks at its start, at the expiry given, and after the server refused what it had:
+        a renewable credential (a token file, a plugin's) is renewed for each ask.
+        """
+        self.unauthorized()
         token = await self.authorization()
         cert, key = self._certificate or (None, None)
         t = self.target

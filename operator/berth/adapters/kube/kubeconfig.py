@@ -143,7 +143,10 @@ class _Merged:
         except OSError as e:
             raise errors.PermanentError(f"kubeconfig {path}: cannot read it ({e.strerror})") from e
         except yaml.YAMLError as e:
-            raise errors.PermanentError(f"kubeconfig {path}: not YAML ({e})") from e
+            mark = getattr(e, "problem_mark", None)
+            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+            problem = getattr(e, "problem", None) or "cannot parse it"
+            raise errors.PermanentError(f"kubeconfig {path}: not YAML ({where}{problem})") from e
         if doc is None:
             return
         if not isinstance(doc, dict):

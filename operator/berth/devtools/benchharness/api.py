@@ -50,7 +50,10 @@ class Api:
 
     @classmethod
     async def open(cls, kubeconfig_path: str | None, *, connections: int = 64) -> Self:
-        """Open a session from a kubeconfig file (or the default one)."""
+        """Open a session from a kubeconfig file (or the default one).
+
+        The credentials are taken once: an exec plugin's token is not renewed during a run.
+        """
         creds = credentials.Credentials(kubeconfig.load(kubeconfig_path))
         headers = {"Accept": "application/json"}
         auth = await creds.authorization()
