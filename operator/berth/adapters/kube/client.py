@@ -143,41 +143,29 @@ class Kube:
         data: bytes | None,
         seconds: float,
     ) -> aiohttp.ClientResponse:
-        response = await self._send_once(
-            method, path, query=query, headers=headers, data=data, seconds=seconds
-        )
+        target = self.credentials.target
+
+        async def once() -> aiohttp.ClientResponse:
+            authorization = await self.credentials.authorization()
+            return await self.session.request(
+                method,
+                self.server + path,
+                params=query,
+                data=data,
+                headers={**headers, "Authorization": authorization} if authorization else headers,
+                ssl=self.credentials.tls(),
+                server_hostname=target.tls_server_name,
+                proxy=target.proxy_url,
+                timeout=aiohttp.ClientTimeout(total=seconds),
+            )
+
+        response = await once()
         if response.status == _UNAUTHORIZED and self.credentials.renewable:
             # An expired token file or plugin credential: renew it and send once more.
             response.release()
             self.credentials.unauthorized()
-            response = await self._send_once(
-                method, path, query=query, headers=headers, data=data, seconds=seconds
-            )
+            response = await once()
         return response
-
-    async def _send_once(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: list[tuple[str, str]],
-        headers: dict[str, str],
-        data: bytes | None,
-        seconds: float,
-    ) -> aiohttp.ClientResponse:
-        target = self.credentials.target
-        authorization = await self.credentials.authorization()
-        return await self.session.request(
-            method,
-            self.server + path,
-            params=query,
-            data=data,
-            headers={**headers, "Authorization": authorization} if authorization else headers,
-            ssl=self.credentials.tls(),
-            server_hostname=target.tls_server_name,
-            proxy=target.proxy_url,
-            timeout=aiohttp.ClientTimeout(total=seconds),
-        )
 
     async def list_items(self, path: str) -> tuple[list[dict[str, Any]], str]:
         """List every object under ``path``; return the items and the list's resourceVersion."""
