@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from sqlalchemy.ext import asyncio as sa_asyncio
 
 from berth.adapters import metrics
-from berth.adapters.history import models, records, store, writer
+from berth.adapters.history import migrate, models, records, store, writer
 from berth.entry import cli
 
 SAMPLES = ("config/samples/queues.yaml", "config/samples/jobs.yaml")
@@ -37,7 +37,7 @@ def test_migrations_upgrade_downgrade_upgrade(database_url: str) -> None:
         engine = store.create_engine(database_url)
         seen = [(await store.current_revision(engine), await _tables(engine))]
         try:
-            for step in (store.upgrade, store.downgrade, store.upgrade):
+            for step in (migrate.upgrade, migrate.downgrade, migrate.upgrade):
                 await step(engine)
                 seen.append((await store.current_revision(engine), await _tables(engine)))
         finally:

@@ -2,29 +2,29 @@
 
 URLs: ``sqlite:///PATH`` (or a bare file path) uses aiosqlite with WAL journaling, the embedded
 default in the operator's data directory; ``postgresql://...`` uses asyncpg. ``open_store``
-creates the engine and runs the Alembic migrations to ``head`` before anything is written, so
-a new database and an old one are both ready. Library errors become ``HistoryError``.
+has the Alembic migrations run to ``head`` (by ``migrate``, in a child process) before it
+creates the engine, so a new database and an old one are both ready. Library errors become
+``HistoryError``.
 Called by the writer, ``berth simulate --record`` and ``berth report``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
 import pathlib
+import sys
 from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
-from alembic import command
-from alembic import config as al_config
 from sqlalchemy import event as sa_event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext import asyncio as sa_asyncio
 
 from berth.adapters.history import models, records
 
-MIGRATIONS = pathlib.Path(__file__).parent / "migrations"
 DEFAULT_FILE = "history.db"
 
 
@@ -68,29 +68,7 @@ def create_engine(url: str) -> sa_asyncio.AsyncEngine:
     return engine
 
 
-def alembic_config(connection: sa.Connection) -> al_config.Config:
-    """Alembic's configuration for the migrations shipped in this package."""
-    cfg = al_config.Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    cfg.attributes["connection"] = connection
-    return cfg
-
-
-async def upgrade(engine: sa_asyncio.AsyncEngine, revision: str = "head") -> None:
-    """Run the migrations up to ``revision``."""
-    try:
-        async with engine.begin() as conn:
-            await conn.run_sync(lambda c: command.upgrade(alembic_config(c), revision))
-    except sa_exc.SQLAlchemyError as err:
-        raise HistoryError(f"cannot migrate the history store: {_first_line(err)}") from err
-    except OSError as err:
-        # A server that cannot be reached (refused, unknown host, timeout) is not wrapped by
-        # SQLAlchemy's asyncpg dialect.
-        where = engine.url.render_as_string(hide_password=True)
-        raise HistoryError(f"cannot reach the history store {where}: {err}") from err
-
-
-def _first_line(err: Exception) -> str:
+def first_line(err: Exception) -> str:
     """An error's first line (SQLAlchemy appends a second one pointing at its docs)."""
     return (str(err).splitlines() or [type(err).__name__])[0]
 
@@ -101,15 +79,6 @@ def shown_url(url: str) -> str:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except sa_exc.ArgumentError:
         return url  # a bare file path
-
-
-async def downgrade(engine: sa_asyncio.AsyncEngine, revision: str = "base") -> None:
-    """Run the migrations down to ``revision``."""
-    try:
-        async with engine.begin() as conn:
-            await conn.run_sync(lambda c: command.downgrade(alembic_config(c), revision))
-    except sa_exc.SQLAlchemyError as err:
-        raise HistoryError(f"cannot migrate the history store: {err}") from err
 
 
 async def current_revision(engine: sa_asyncio.AsyncEngine) -> str | None:
@@ -125,30 +94,49 @@ async def current_revision(engine: sa_asyncio.AsyncEngine) -> str | None:
         return await conn.run_sync(read)
 
 
-async def open_store(url: str) -> sa_asyncio.AsyncEngine:
-    """Create the engine and migrate the database to the newest schema (start-up).
+def make_parent_directory(url: str) -> None:
+    """Make the directory an SQLite file is to be created in."""
+    if "://" not in url or url.startswith("sqlite"):
+        path = async_url(url).split(":///", 1)[1]
+        if path and path != ":memory:":
+            pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
 
-    Whatever stops it (a server that cannot be reached, a file that is not a database, a
-    directory that cannot be made) is one ``HistoryError`` of one line naming the URL as given.
+
+def _in_memory(url: str) -> bool:
+    return url.startswith("sqlite") and async_url(url).partition("://")[2] in {"", "/", "/:memory:"}
+
+
+async def open_store(url: str) -> sa_asyncio.AsyncEngine:
+    """Migrate the database to the newest schema, then create its engine (start-up).
+
+    The migrations run in a child process (``migrate``), so that Alembic is never loaded into
+    a long-running process; an in-memory SQLite database, which only this process can see, is
+    migrated here. Whatever stops it is one ``HistoryError`` of one line naming the URL.
     """
+    if _in_memory(url):
+        # Imported here alone: only an in-memory store needs Alembic in this process.
+        from berth.adapters.history import migrate  # noqa: PLC0415 - see above
+
+        return await migrate.migrated(url)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "berth.adapters.history.migrate",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await child.communicate(url.encode())
+    if child.returncode != 0:
+        lines = err.decode(errors="replace").strip().splitlines()
+        reason = lines[-1] if lines else f"the migration exited {child.returncode}"
+        raise HistoryError(reason)
     try:
-        if "://" not in url or url.startswith("sqlite"):
-            path = async_url(url).split(":///", 1)[1]
-            if path and path != ":memory:":
-                pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url)
-        await upgrade(engine)
-    except HistoryError as err:
-        if isinstance(err.__cause__, OSError):
-            # ``upgrade`` names the driver's URL; name the one the user gave instead.
-            msg = f"cannot reach the history store {shown_url(url)}: {err.__cause__}"
-            raise HistoryError(msg) from err
-        raise HistoryError(f"{shown_url(url)}: {err}") from err
-    except (OSError, sa_exc.SQLAlchemyError) as err:
+        return create_engine(url)
+    except (OSError, sa_exc.SQLAlchemyError) as e:
         raise HistoryError(
-            f"cannot open the history store {shown_url(url)}: {_first_line(err)}"
-        ) from err
-    return engine
+            f"cannot open the history store {shown_url(url)}: {first_line(e)}"
+        ) from e
 
 
 # Writing --------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""Alembic's environment: run the migrations on the connection ``store`` passes in.
+"""Alembic's environment: run the migrations on the connection ``migrate`` passes in.
 
-There is no ``alembic.ini``: ``store.alembic_config`` sets the script location and puts the
+There is no ``alembic.ini``: ``migrate.alembic_config`` sets the script location and puts the
 (synchronous side of the) connection in ``config.attributes["connection"]``.
 """
 
