@@ -2,6 +2,8 @@ import asyncio
 import datetime as dt
 import json
 import pathlib
+import subprocess
+import sys
 
 import pytest
 import sqlalchemy as sa
@@ -51,6 +53,31 @@ def test_migrations_upgrade_downgrade_upgrade(database_url: str) -> None:
         (None, {}),
         ("0001", models_tables),
     ]
+
+
+def test_the_store_is_migrated_without_alembic_in_the_opening_process(
+    tmp_path: pathlib.Path,
+) -> None:
+    # A fresh interpreter: this one has imported Alembic for the other tests.
+    program = (
+        "import asyncio, sys\n"
+        "from berth.adapters.history import store\n"
+        "async def main():\n"
+        "    engine = await store.open_store(sys.argv[1])\n"
+        "    print(await store.current_revision(engine))\n"
+        "    await engine.dispose()\n"
+        "asyncio.run(main())\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'alembic', 'mako'}))\n"
+    )
+    done = subprocess.run(  # noqa: S603 - our own interpreter and program
+        [sys.executable, "-c", program, str(tmp_path / "new" / "history.db")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["0001", "[]"]
 
 
 def test_sqlite_store_uses_wal(tmp_path: pathlib.Path) -> None:
