@@ -143,6 +143,16 @@ def test_the_default_file_then_the_pod(tmp_path: Path) -> None:
         ),
         (
             _doc(
+                cluster={
+                    "server": "https://k",
+                    "certificate-authority": "k",
+                    "certificate-authority-data": base64.b64encode(PEM).decode(),
+                }
+            ),
+            "certificate-authority and certificate-authority-data are both set; keep one",
+        ),
+        (
+            _doc(
                 user={
                     "exec": {"command": "p", "apiVersion": "client.authentication.k8s.io/v1alpha1"}
                 }

@@ -248,6 +248,15 @@ def _target(
         key_data=u.data("client-key-data"),
         exec=_exec(source, user.get("exec"), user_file),
     )
+    for what, path, data in (
+        ("cluster certificate-authority", target.ca_path, target.ca_data),
+        ("user client-certificate", target.certificate_path, target.certificate_data),
+        ("user client-key", target.key_path, target.key_data),
+    ):
+        if path and data:
+            raise errors.PermanentError(
+                f"{source}: {what} and {what.split()[1]}-data are both set; keep one"
+            )
     has_cert = target.certificate_path or target.certificate_data
     has_key = target.key_path or target.key_data
     if bool(has_cert) != bool(has_key):
