@@ -106,6 +106,44 @@ def test_urls_get_async_drivers(url: str, want: str) -> None:
     assert store.async_url(url) == want
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
+def test_every_spelling_of_an_in_memory_sqlite_store_opens_migrated(url: str) -> None:
+    async def revision() -> str | None:
+        engine = await store.open_store(url)
+        try:
+            return await store.current_revision(engine)
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(revision()) is not None
+
+
+@pytest.mark.parametrize(
+    ("script", "want"),
+    [
+        ("kill -9 $$", "the migration process was stopped by SIGKILL"),
+        ("exit 3", "the migration process exited with status 3"),
+    ],
+    ids=["killed", "silent failure"],
+)
+def test_a_migration_process_that_dies_without_a_word_is_one_line_naming_the_store(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, script: str, want: str
+) -> None:
+    # Stands in for the interpreter that runs the migrations, dying the way a kill would.
+    child = tmp_path / "python"
+    child.write_text(f"#!/bin/sh\ncat >/dev/null\n{script}\n")
+    child.chmod(0o755)
+    monkeypatch.setattr(store.sys, "executable", str(child))
+    url = "postgresql://berth:secret@127.0.0.1:1/berth"
+    with pytest.raises(store.HistoryError) as caught:
+        asyncio.run(store.open_store(url))
+    message = str(caught.value)
+    assert message.startswith("cannot migrate the history store postgresql://berth:***@")
+    assert want in message
+    assert "secret" not in message
+    assert "\n" not in message
+
+
 def _record(t: float, workload: str = "ns/w") -> records.Record:
     return records.Record(
         t=t,

@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import pathlib
+import signal
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -94,16 +95,22 @@ async def current_revision(engine: sa_asyncio.AsyncEngine) -> str | None:
         return await conn.run_sync(read)
 
 
+def _sqlite_path(url: str) -> str | None:
+    """The file an SQLite URL or bare path names ('' or ':memory:' in memory); None otherwise."""
+    if "://" in url and not url.startswith("sqlite"):
+        return None
+    return async_url(url).partition("://")[2].removeprefix("/")
+
+
 def make_parent_directory(url: str) -> None:
     """Make the directory an SQLite file is to be created in."""
-    if "://" not in url or url.startswith("sqlite"):
-        path = async_url(url).split(":///", 1)[1]
-        if path and path != ":memory:":
-            pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    path = _sqlite_path(url)
+    if path and path != ":memory:":
+        pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def _in_memory(url: str) -> bool:
-    return url.startswith("sqlite") and async_url(url).partition("://")[2] in {"", "/", "/:memory:"}
+    return _sqlite_path(url) in {"", ":memory:"}
 
 
 async def open_store(url: str) -> sa_asyncio.AsyncEngine:
@@ -129,14 +136,27 @@ async def open_store(url: str) -> sa_asyncio.AsyncEngine:
     _, err = await child.communicate(url.encode())
     if child.returncode != 0:
         lines = err.decode(errors="replace").strip().splitlines()
-        reason = lines[-1] if lines else f"the migration exited {child.returncode}"
-        raise HistoryError(reason)
+        raise HistoryError(lines[-1] if lines else _stopped(url, child.returncode))
     try:
         return create_engine(url)
     except (OSError, sa_exc.SQLAlchemyError) as e:
         raise HistoryError(
             f"cannot open the history store {shown_url(url)}: {first_line(e)}"
         ) from e
+
+
+def _stopped(url: str, code: int | None) -> str:
+    """Why a migration child that said nothing failed: a signal, or its exit status."""
+    how = f"exited with status {code}"
+    if code is not None and code < 0:
+        try:
+            how = f"was stopped by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was stopped by signal {-code}"
+    return (
+        f"cannot migrate the history store {shown_url(url)}: the migration process {how}; "
+        "start again (the migrations resume from the last revision the store recorded)"
+    )
 
 
 # Writing --------------------------------------------------------------------------------------
