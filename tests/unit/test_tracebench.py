@@ -14,11 +14,13 @@ import math
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
 from berth.api.clusterqueue import QueueingStrategy
 from berth.devtools import tracebench as tb
+from berth.entry import cli
 from berth.sim import documents, engine
 
 Job = tb.TraceJob
@@ -187,3 +189,94 @@ def test_the_wait_plot_is_a_png(tmp_path: Path) -> None:
     path = tmp_path / "waits.png"
     tb.plot_waits(rows, "three jobs", path)
     assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def _figures(label: str, utilisation: float, one_p95: float, big_p95: float) -> tb.Figures:
+    waits = {b.name: tb.Waits(0, 0.0, 0.0) for b in tb.BUCKETS}
+    waits["1"] = tb.Waits(10, one_p95 / 2, one_p95)
+    return tb.Figures(
+        label=label,
+        jobs=20,
+        capacity=8,
+        utilisation=utilisation,
+        lost=0.0,
+        waits=waits,
+        longest_wait=max(one_p95, big_p95),
+        never_admitted=0,
+        preemptions=0,
+        peak_pending=0,
+        cpu_seconds=1.0,
+        big_gangs=tb.Waits(10 if big_p95 >= 0 else 0, big_p95, max(big_p95, 0.0)),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class GoalCase:
+    id: str
+    utilisation: float
+    one_p95: float
+    big_p95: float
+    """-1 for no big gang at all."""
+    ratio: float | None
+    points: float
+    met: bool
+
+
+GOAL_CASES = [
+    GoalCase("exactly twice, same utilisation", 0.80, 100.0, 200.0, 2.0, 0.0, met=True),
+    GoalCase("two points below is still within", 0.78, 100.0, 150.0, 1.5, -2.0, met=True),
+    GoalCase("three points below is not", 0.77, 100.0, 150.0, 1.5, -3.0, met=False),
+    GoalCase("big gangs wait a little too long", 0.80, 100.0, 201.0, 2.01, 0.0, met=False),
+    GoalCase("1-GPU jobs never queued: no ratio", 0.80, 0.0, 50.0, None, 0.0, met=False),
+    GoalCase("no big gang at all: no ratio", 0.80, 100.0, -1.0, None, 0.0, met=False),
+]
+
+
+@pytest.mark.parametrize("case", GOAL_CASES, ids=lambda c: c.id)
+def test_the_goal_compares_big_gangs_with_1_gpu_jobs_and_utilisation_with_best_effort(
+    case: GoalCase,
+) -> None:
+    best_effort = _figures("BestEffortFIFO", 0.80, 10.0, 100.0)
+    got = tb.goal(_figures("Backfill", case.utilisation, case.one_p95, case.big_p95), best_effort)
+    assert got.ratio == (None if case.ratio is None else pytest.approx(case.ratio))
+    assert got.points == pytest.approx(case.points)
+    assert got.met is case.met
+    alone = tb.goal(_figures("Backfill", case.utilisation, case.one_p95, case.big_p95), None)
+    assert (alone.ratio, alone.points, alone.met) == (got.ratio, None, False)
+
+
+def test_big_gangs_are_the_jobs_of_at_least_8_gpus_across_buckets() -> None:
+    # The 8-GPU job (bucket 5-8) and the 16-GPU one (bucket >8) wait for the first job together.
+    jobs = [Job(0, 100, 16, "a"), Job(10, 50, 8, "a"), Job(20, 50, 16, "a"), Job(30, 5, 4, "a")]
+    got = tb.replay("one team", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 16)
+    assert got.big_gangs.jobs == 3
+    assert got.big_gangs.p95 == max(got.waits["5-8"].p95, got.waits[">8"].p95)
+    assert got.big_gangs.p95 > 0
+
+
+def test_bench_trace_prints_each_policy_against_the_goal(tmp_path: Path) -> None:
+    # Team a (two thirds of the work: 8 of 12 GPUs) sends an 8-GPU gang behind 1-GPU jobs.
+    folder = tmp_path / "philly-pollux"
+    folder.mkdir()
+    rows = [
+        "2017-10-09 06:00:00,3600.0,4,14400.0,vc-b",
+        "2017-10-09 06:00:10,3600.0,6,21600.0,vc-a",
+        "2017-10-09 06:00:20,3600.0,8,28800.0,vc-a",
+        *(f"2017-10-09 06:01:{s:02d},600.0,1,600.0,vc-a" for s in range(0, 40, 5)),
+    ]
+    (folder / "philly.csv").write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n" + "\n".join(rows) + "\n"
+    )
+    args = ["bench", "trace", "--traces-dir", str(tmp_path), "--gpus", "12"]
+    both = CliRunner().invoke(
+        cli.main, [*args, "--policy", "BestEffortFIFO", "--policy", "Backfill"]
+    )
+    assert both.exit_code == 0, both.output
+    assert ">=8: 1" in both.output
+    goal = both.output.split("goal: ", 1)[1].splitlines()
+    assert goal[0].startswith("p95 wait of >=8-GPU jobs at most 2x that of 1-GPU jobs")
+    assert [line.split()[0] for line in goal[1:3]] == ["BestEffortFIFO", "Backfill"]
+    assert all(line.endswith(("met", "not met")) and " points: " in line for line in goal[1:3])
+    alone = CliRunner().invoke(cli.main, [*args, "--policy", "Backfill"])
+    assert alone.exit_code == 0, alone.output
+    assert "utilisation not compared (replay BestEffortFIFO too)" in alone.output

@@ -17,7 +17,7 @@ import enum
 import resource
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -191,6 +191,31 @@ def _trace_row(f: tracebench.Figures, bound: tracebench.Figures | None) -> str:
     )
 
 
+def _goal_lines(rows: Sequence[tracebench.Figures]) -> list[str]:
+    """Each policy against Backfill's goal, beside BestEffortFIFO's utilisation."""
+    best_effort = next(
+        (f for f in rows if f.label == QueueingStrategy.BEST_EFFORT_FIFO.value), None
+    )
+    gang, ratio, points = tracebench.GOAL_GANG, tracebench.GOAL_RATIO, tracebench.GOAL_POINTS
+    head = (
+        f"goal: p95 wait of >={gang}-GPU jobs at most {ratio:g}x that of 1-GPU jobs, "
+        f"utilisation within {points:g} points of BestEffortFIFO's"
+    )
+    lines = [head]
+    for f in rows:
+        g = tracebench.goal(f, best_effort)
+        shown = "undefined" if g.ratio is None else f"{g.ratio:.2f}x"
+        if g.points is None:
+            verdict = "utilisation not compared (replay BestEffortFIFO too)"
+        else:
+            verdict = f"utilisation {g.points:+.1f} points: {'met' if g.met else 'not met'}"
+        lines.append(
+            f"  {f.label:<16} >={gang} p95 {_hours(f.big_gangs.p95)} / 1-GPU p95 "
+            f"{_hours(f.waits[tracebench.BUCKETS[0].name].p95)} = {shown}, {verdict}"
+        )
+    return lines
+
+
 def _estimates(f: tracebench.Figures) -> str:
     """Mean absolute error of the estimated starts and how many there were, or -."""
     error = f.estimate_error
@@ -325,7 +350,12 @@ def trace(  # click passes every option by name
         click.echo(_trace_row(figures, bound))
     click.echo(_trace_row(bound, None))
     counts = "  ".join(f"{b.name}: {bound.waits[b.name].jobs:,}" for b in tracebench.BUCKETS)
-    click.echo(f"jobs per gang-size bucket (GPUs) {counts}")
+    click.echo(
+        f"jobs per gang-size bucket (GPUs) {counts}  "
+        f">={tracebench.GOAL_GANG}: {bound.big_gangs.jobs:,}"
+    )
+    for line in _goal_lines(rows):
+        click.echo(line)
     if plot_path is not None:
         title = f"{name.value}: {len(selected):,} jobs on {capacity} GPUs"
         tracebench.plot_waits([*rows, bound], title, plot_path)

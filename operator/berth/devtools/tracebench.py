@@ -26,7 +26,10 @@ Figures (``Figures``): GPU utilisation while the jobs arrive (GPU-seconds held b
 over capacity x that window), the share of GPU-seconds lost to runs a preemption cut short, time
 queued per gang-size bucket (mean and p95), the longest, preemptions, under Backfill how far each
 admission's start was from the start first estimated for it, and jobs per CPU-second of the
-simulator; ``plot_waits`` draws the waits as a PNG. Used by ``berth bench trace``.
+simulator; ``plot_waits`` draws the waits as a PNG. ``Goal`` measures a policy against Backfill's
+goal: the p95 time queued of jobs of at least ``GOAL_GANG`` GPUs at most ``GOAL_RATIO`` times that
+of 1-GPU jobs, with utilisation within ``GOAL_POINTS`` points of BestEffortFIFO's. Used by
+``berth bench trace``.
 """
 
 from __future__ import annotations
@@ -89,6 +92,14 @@ class Bucket:
 
 
 BUCKETS = (Bucket("1", 1, 1), Bucket("2-4", 2, 4), Bucket("5-8", 5, 8), Bucket(">8", 9, math.inf))
+
+
+GOAL_GANG = 8
+"""Jobs of at least this many GPUs are the big gangs the goal protects."""
+GOAL_RATIO = 2.0
+"""Their p95 time queued may be at most this multiple of 1-GPU jobs'."""
+GOAL_POINTS = 2.0
+"""With utilisation at most this many percentage points from BestEffortFIFO's."""
 
 
 def bucket_of(gpus: int) -> Bucket:
@@ -318,6 +329,8 @@ class Figures:
     estimate_errors: tuple[float, ...] = ()
     """Backfill: for each admission after a reservation, its start minus the start first
     estimated for it (negative: earlier than estimated)."""
+    big_gangs: Waits = Waits(0, 0.0, 0.0)
+    """Time queued of the jobs of at least ``GOAL_GANG`` GPUs (across buckets)."""
 
     @property
     def estimate_error(self) -> float | None:
@@ -353,6 +366,7 @@ def replay(
     events = sim.run()
     cpu = time.process_time() - started
     by_bucket: dict[str, list[float]] = {b.name: [] for b in BUCKETS}
+    big: list[float] = []
     never = 0
     for i, job in enumerate(jobs):
         wl = sim.workloads.get(_key(job, i))
@@ -360,6 +374,8 @@ def replay(
             never += 1
             continue
         by_bucket[bucket_of(job.gpus).name].append(sum(wl.waited))
+        if job.gpus >= GOAL_GANG:
+            big.append(sum(wl.waited))
     window = max(j.arrival for j in jobs) if jobs else 0.0
     gpus = {str(_key(j, i)): j.gpus for i, j in enumerate(jobs)}
     held, lost, done = gpu_seconds(events, gpus, window)
@@ -371,10 +387,7 @@ def replay(
         capacity=capacity,
         utilisation=held / (capacity * window) if window > 0 else 0.0,
         lost=lost / (lost + done) if lost + done > 0 else 0.0,
-        waits={
-            name: Waits(len(v), statistics.fmean(v) if v else 0.0, percentile(v, 95))
-            for name, v in by_bucket.items()
-        },
+        waits={name: _waits(v) for name, v in by_bucket.items()},
         longest_wait=max(all_waits, default=0.0),
         never_admitted=never,
         preemptions=sum(1 for e in events if e["event"] == "Preempted"),
@@ -385,7 +398,43 @@ def replay(
             for e in events
             if e["event"] == "Admitted" and "estimatedStart" in e
         ),
+        big_gangs=_waits(big),
     )
+
+
+def _waits(values: Sequence[float]) -> Waits:
+    return Waits(len(values), statistics.fmean(values) if values else 0.0, percentile(values, 95))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Goal:
+    """One replay against Backfill's goal, beside BestEffortFIFO's replay of the same jobs."""
+
+    ratio: float | None
+    """p95 time queued of jobs of at least ``GOAL_GANG`` GPUs over that of 1-GPU jobs; None
+    when either group is empty or 1-GPU jobs never queued (the ratio is undefined)."""
+    points: float | None
+    """Utilisation minus BestEffortFIFO's, in percentage points (None: not replayed)."""
+
+    @property
+    def met(self) -> bool:
+        """Both parts of the goal hold (an undefined ratio does not)."""
+        # The points are a difference of two shares: allow for its rounding at the boundary.
+        return (
+            self.ratio is not None
+            and self.ratio <= GOAL_RATIO
+            and self.points is not None
+            and abs(self.points) <= GOAL_POINTS + 1e-9
+        )
+
+
+def goal(figures: Figures, best_effort: Figures | None) -> Goal:
+    """How ``figures`` stands against the goal, ``best_effort`` being BestEffortFIFO's replay."""
+    one, big = figures.waits[BUCKETS[0].name], figures.big_gangs
+    ratio = big.p95 / one.p95 if one.jobs and big.jobs and one.p95 > 0 else None
+    if best_effort is None:
+        return Goal(ratio, None)
+    return Goal(ratio, 100 * (figures.utilisation - best_effort.utilisation))
 
 
 def gpu_seconds(
