@@ -6,7 +6,8 @@ same objects), ``now``, and the version of estimates and evictions. Taking a pla
 decide exactly as making it again, and a backfill test a plan recalls (``Plan._squeezed_by``)
 exactly as one made afresh: the simulations below run with and without both and compare every
 event. A holder blocked ahead of others joins a plan in place (``backfill.Plan.insert``):
-the reservations come out as those of a plan made with it.
+the reservations come out as those of a plan made with it. An admission within a cycle makes
+the plan again: a later entry of the cycle is tested against the reservations it moved.
 """
 
 from __future__ import annotations
@@ -117,6 +118,38 @@ def test_a_plan_taken_over_decides_as_one_made_again(docs: list[documents.Docume
     kept, _ = _run(docs, keep=True)
     made, _ = _run(docs, keep=False, recall=False)
     assert kept == made
+
+
+# (name, queue, arrives at, runs for, expected runtime, GPUs)
+_LATE_LENDER_JOBS = [
+    ("running-a", "cq-a", 0.0, 10.0, 10.0, 4),  # cq-a is full until 10
+    ("gang-a", "cq-a", 1.0, 5.0, 5.0, 8),  # needs cq-b's 4 too: reserved at 10
+    ("own-b", "cq-b", 2.0, 50.0, 50.0, 2),  # within cq-b's quota: never held; ends at 52
+    ("borrower-c", "cq-c", 2.0, 20.0, 20.0, 2),  # borrows cq-b's last 2 until 22
+]
+
+
+def test_an_admission_that_ends_after_a_reservation_starts_moves_it() -> None:
+    # own-b is admitted within its quota in the same cycle as borrower-c, before it (it does
+    # not borrow): with own-b running, gang-a no longer fits at 10 but at 52, and borrower-c,
+    # which ends at 22, does not delay it. A plan kept as it was before own-b's admission
+    # would leave the reservation at 10 and hold borrower-c back.
+    raws: list[dict[str, Any]] = [builders.ResourceFlavorBuilder("gpu").raw()]
+    for name, gpus in (("cq-a", 4), ("cq-b", 4), ("cq-c", 0)):
+        raws += [
+            _queue(name, gpus, 1).raw(),
+            builders.LocalQueueBuilder(name, cluster_queue=name).raw(),
+        ]
+    docs = [documents.generated(raw, i) for i, raw in enumerate(raws)]
+    for name, queue, at, runtime, estimate, gpus in _LATE_LENDER_JOBS:
+        raw = _job(name, queue, gpus, estimate=estimate).raw()
+        docs.append(documents.generated(raw, len(docs), at=at, run_for=runtime))
+    events, _ = _run(docs, keep=True)
+    admitted = {e["workload"]: e["t"] for e in events if e["event"] == "Admitted"}
+    assert admitted["default/borrower-c"] == 2.0
+    assert admitted["default/gang-a"] == 52.0
+    told = [e for e in events if e["event"] == "Pending" and e["workload"] == "default/borrower-c"]
+    assert told == []  # never held, not even for a cycle
 
 
 # (name, queue, arrives at, runs for, pods ready after, expected runtime, GPUs, priority)
