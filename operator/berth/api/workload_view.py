@@ -3,7 +3,7 @@
 The operator keeps Workloads as the API server sends them: the whole body, so that a write can
 be built on it and carry its resourceVersion. Every reader goes through ``WorkloadView``:
 identity, owner, spec fields, conditions (``Condition``, with the transition time parsed),
-``status.admission`` (the model ``core.admission.to_status`` writes, parsed once) and
+``status.admission`` (the model ``core.admission.to_status`` writes, parsed at each read) and
 ``status.requeueState``. Nothing here writes; the bodies the view wraps are never changed. Used
 by ``berth.operator`` (World, the scheduler, the job controller, the lifecycle task, observers)
 and by the live source of ``berth explain``.
@@ -51,13 +51,11 @@ def _list(value: object) -> list[Any]:
 class WorkloadView:
     """A stored Workload body, read through typed properties (parsed on first use)."""
 
-    __slots__ = ("_admission", "_admission_read", "_conditions", "body")
+    __slots__ = ("_conditions", "body")
 
     def __init__(self, body: Body) -> None:
         self.body = body
         self._conditions: dict[str, Condition] | None = None
-        self._admission: api_workload.Admission | None = None
-        self._admission_read = False
 
     # Metadata -----------------------------------------------------------------------------------
 
@@ -200,12 +198,13 @@ class WorkloadView:
 
     @property
     def admission(self) -> api_workload.Admission | None:
-        """``status.admission`` as the model (None when unset)."""
-        if not self._admission_read:
-            raw = self.raw_admission
-            self._admission = None if raw is None else api_workload.Admission.model_validate(raw)
-            self._admission_read = True
-        return self._admission
+        """``status.admission`` as the model (None when unset).
+
+        Parsed at each read, not kept: the operator holds a view of every Workload, and a kept
+        model (about 1.4 KiB) outlived its use in every admitted and finished one.
+        """
+        raw = self.raw_admission
+        return None if raw is None else api_workload.Admission.model_validate(raw)
 
     @property
     def requeue_count(self) -> int:
