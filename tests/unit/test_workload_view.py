@@ -174,8 +174,23 @@ def test_the_admission_the_core_writes_reads_back_the_same() -> None:
     view = workload_view.WorkloadView(
         _body(status={"admission": core_admission.to_status(admitted)})
     )
+    assert view.has_admission
     assert view.admission is not None
     assert core_admission.from_status(info, view.admission) == admitted
+    # Parsed at each read, not kept in the view: equal models, never the same object.
+    assert view.admission == view.admission
+    assert view.admission is not view.admission
+
+
+@pytest.mark.parametrize(
+    "status",
+    [{}, {"admission": None}, {"admission": {}}, {"conditions": []}],
+    ids=["no status", "null", "empty", "conditions only"],
+)
+def test_a_workload_without_an_admission_has_none(status: dict[str, Any]) -> None:
+    view = workload_view.WorkloadView(_body(status=status))
+    assert not view.has_admission
+    assert view.admission is None
 
 
 def test_the_body_is_never_changed() -> None:

@@ -197,11 +197,17 @@ class WorkloadView:
         return raw or None
 
     @property
+    def has_admission(self) -> bool:
+        """``status.admission`` is set (without parsing it)."""
+        return self.raw_admission is not None
+
+    @property
     def admission(self) -> api_workload.Admission | None:
         """``status.admission`` as the model (None when unset).
 
         Parsed at each read, not kept: the operator holds a view of every Workload, and a kept
-        model (about 1.4 KiB) outlived its use in every admitted and finished one.
+        model (about 1.4 KiB) outlived its use in every admitted and finished one. Read it once
+        per use; ``has_admission`` tells whether it is set.
         """
         raw = self.raw_admission
         return None if raw is None else api_workload.Admission.model_validate(raw)

@@ -77,10 +77,11 @@ class Ungater:
         job = None if job_key is None else w.jobs.get(job_key)
         wl_key = None if job is None else w.workload_for_job(job)
         view = None if wl_key is None else w.workloads.get(wl_key)
-        if view is None or view.admission is None or view.is_true(_COND.EVICTED):
+        adm = None if view is None or view.is_true(_COND.EVICTED) else view.admission
+        if adm is None:
             return  # not (or no longer) admitted: the job is held or being stopped
         pods = list(w.placed_pods.by_job.get(job_uid, {}).values())
-        for psa in view.admission.pod_set_assignments:
+        for psa in adm.pod_set_assignments:
             assignment = core_topology.from_status(psa.topology_assignment)
             if assignment is None:
                 continue

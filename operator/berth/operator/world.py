@@ -439,8 +439,7 @@ class World:
         else:
             self.ready.discard(key)
         self.wake.statuses.set()
-        adm = view.admission
-        holds_quota = adm is not None and view.is_true(_COND.QUOTA_RESERVED)
+        holds_quota = view.has_admission and view.is_true(_COND.QUOTA_RESERVED)
         # A deactivated workload that still holds quota keeps it until its Job has stopped and
         # the job controller clears the admission, as after any other eviction.
         if view.is_true(_COND.FINISHED) or (not info.active and not holds_quota):
@@ -455,10 +454,11 @@ class World:
             self.state.withdraw(key)
             self.wake.schedule.set()
             return
-        if adm is not None and holds_quota:
+        adm = view.admission if holds_quota and key not in self.cache.admitted else None
+        if holds_quota:
             self.requeue_holds.discard(key)
             self.state.withdraw(key)
-            if key not in self.cache.admitted:
+            if adm is not None:  # parsed only when the cache takes it in
                 reserved = view.transition_time(_COND.QUOTA_RESERVED)
                 self.cache.assume(info, admission.from_status(info, adm), reserved)
             if view.is_true(_COND.EVICTED):
@@ -549,12 +549,13 @@ class World:
             holds_quota=adm is not None,
             admitted=self.admitted_for_job(job),
             admitted_count=sum(counts) if counts else None,
-            runtime_limit=self._planned_bound(view),
+            runtime_limit=self._planned_bound(view, adm),
         )
 
-    def _planned_bound(self, view: workload_view.WorkloadView) -> float | None:
+    def _planned_bound(
+        self, view: workload_view.WorkloadView, adm: api_workload.Admission | None
+    ) -> float | None:
         """The runtime bound a Backfill queue admitted the Workload with (rule 6 of job updates)."""
-        adm = view.admission
         cq = None if adm is None else self.cache.snapshot.cluster_queues.get(adm.cluster_queue)
         if cq is None or cq.backfill is None:
             return None
@@ -577,7 +578,7 @@ class World:
             view is not None
             and view.is_true(_COND.ADMITTED)
             and not view.is_true(_COND.EVICTED)
-            and view.admission is not None
+            and view.has_admission
         )
 
 
