@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from berth.api import configuration, names
 from berth.core import batchjob
@@ -114,6 +117,36 @@ def test_a_deactivated_workload_keeps_its_quota_until_its_admission_is_cleared()
     world.apply("Workload", _workload_of(job, "13", active=True))
     assert key in world.queues.pending
     assert set(world.reactivated) == {key}
+
+
+def test_an_admission_the_operator_cannot_read_is_no_admission_and_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The schema lets this exponent through (status is written by the operator and
+    # cluster admins only); the model refuses it. The Workload must neither stop the intake
+    # nor count as holding quota: it waits in its queue, to be admitted (and written) again.
+    world, job = _queued_world()
+    key = _key(job)
+    unreadable = _workload_of(job, "10")
+    unreadable["status"] = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {"name": "main", "resourceUsage": {"nvidia.com/gpu": "1e400"}, "count": 2}
+            ],
+        },
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+            {"type": "Admitted", "status": "True", "reason": "Admitted"},
+        ],
+    }
+    with caplog.at_level(logging.WARNING):
+        world.apply("Workload", unreadable)
+    assert key not in world.cache.admitted
+    assert key in world.queues.pending
+    assert not world.admitted_for_job(job)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(str(key) in m and "status.admission" in m and "1e400" in m for m in warned), warned
 
 
 def _parked_world() -> tuple[world_mod.World, names.WorkloadKey]:

@@ -174,8 +174,8 @@ def test_the_admission_the_core_writes_reads_back_the_same() -> None:
     view = workload_view.WorkloadView(
         _body(status={"admission": core_admission.to_status(admitted)})
     )
-    assert view.has_admission
     assert view.admission is not None
+    assert view.admission_problems == []
     assert core_admission.from_status(info, view.admission) == admitted
     # Parsed at each read, not kept in the view: equal models, never the same object.
     assert view.admission == view.admission
@@ -189,8 +189,20 @@ def test_the_admission_the_core_writes_reads_back_the_same() -> None:
 )
 def test_a_workload_without_an_admission_has_none(status: dict[str, Any]) -> None:
     view = workload_view.WorkloadView(_body(status=status))
-    assert not view.has_admission
     assert view.admission is None
+    assert view.admission_problems == []
+
+
+def test_an_admission_that_does_not_load_is_none_and_says_which_field() -> None:
+    raw = {
+        "clusterQueue": "gpu",
+        "podSetAssignments": [{"name": "main", "resourceUsage": {"cpu": "1e400"}}],
+    }
+    view = workload_view.WorkloadView(_body(status={"admission": raw}))
+    assert view.admission is None
+    (problem,) = view.admission_problems
+    assert problem.path == "status.admission.podSetAssignments[0].resourceUsage"
+    assert "1e400" in problem.message
 
 
 def test_the_body_is_never_changed() -> None:

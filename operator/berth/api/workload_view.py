@@ -15,7 +15,9 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-from berth.api import names
+import pydantic
+
+from berth.api import errors, kinds, names
 from berth.api import workload as api_workload
 
 Body = dict[str, Any]
@@ -197,20 +199,33 @@ class WorkloadView:
         return raw or None
 
     @property
-    def has_admission(self) -> bool:
-        """``status.admission`` is set (without parsing it)."""
-        return self.raw_admission is not None
-
-    @property
     def admission(self) -> api_workload.Admission | None:
-        """``status.admission`` as the model (None when unset).
+        """``status.admission`` as the model (None when unset, or when it does not load).
 
         Parsed at each read, not kept: the operator holds a view of every Workload, and a kept
         model (about 1.4 KiB) outlived its use in every admitted and finished one. Read it once
-        per use; ``has_admission`` tells whether it is set.
+        per use. One the schema lets through and the model refuses (status is written by the
+        operator and cluster admins only) is no admission; ``admission_problems`` says why.
         """
         raw = self.raw_admission
-        return None if raw is None else api_workload.Admission.model_validate(raw)
+        if raw is None:
+            return None
+        try:
+            return api_workload.Admission.model_validate(raw)
+        except pydantic.ValidationError:
+            return None
+
+    @property
+    def admission_problems(self) -> list[errors.FieldError]:
+        """Why a set ``status.admission`` does not load (empty when it loads or is unset)."""
+        raw = self.raw_admission
+        if raw is None:
+            return []
+        try:
+            api_workload.Admission.model_validate(raw)
+        except pydantic.ValidationError as exc:
+            return kinds.errors_from_pydantic(exc, "status.admission")
+        return []
 
     @property
     def requeue_count(self) -> int:

@@ -196,7 +196,7 @@ class JobController:
         if done:
             await self._finish(wl_key, wl, succeeded=succeeded)
             return
-        has_admission = wl.has_admission
+        has_admission = wl.admission is not None
         if has_admission and wl.is_true(_COND.EVICTED):
             await self._stop(integ, job, wl_key, wl)
         elif owner is None and has_admission and wl.is_true(_COND.ADMITTED):

@@ -439,10 +439,12 @@ class World:
         else:
             self.ready.discard(key)
         self.wake.statuses.set()
-        holds_quota = view.has_admission and view.is_true(_COND.QUOTA_RESERVED)
+        # A finished Workload's admission is never needed: it is not parsed.
+        finished = view.is_true(_COND.FINISHED)
+        adm = None if finished else self._held_admission(key, view)
         # A deactivated workload that still holds quota keeps it until its Job has stopped and
         # the job controller clears the admission, as after any other eviction.
-        if view.is_true(_COND.FINISHED) or (not info.active and not holds_quota):
+        if finished or (not info.active and adm is None):
             self.requeue_holds.discard(key)
             done = view.condition(_COND.FINISHED)
             self.release(
@@ -454,11 +456,10 @@ class World:
             self.state.withdraw(key)
             self.wake.schedule.set()
             return
-        adm = view.admission if holds_quota and key not in self.cache.admitted else None
-        if holds_quota:
+        if adm is not None:
             self.requeue_holds.discard(key)
             self.state.withdraw(key)
-            if adm is not None:  # parsed only when the cache takes it in
+            if key not in self.cache.admitted:
                 reserved = view.transition_time(_COND.QUOTA_RESERVED)
                 self.cache.assume(info, admission.from_status(info, adm), reserved)
             if view.is_true(_COND.EVICTED):
@@ -552,6 +553,26 @@ class World:
             runtime_limit=self._planned_bound(view, adm),
         )
 
+    def _held_admission(
+        self, key: names.WorkloadKey, view: workload_view.WorkloadView
+    ) -> api_workload.Admission | None:
+        """The admission a Workload holds quota with (QuotaReserved and a loadable admission).
+
+        One that does not load counts as none, with a warning: the Workload waits in its queue
+        and is admitted again, which writes a new admission over it.
+        """
+        if not view.is_true(_COND.QUOTA_RESERVED):
+            return None
+        adm = view.admission
+        if adm is None and view.raw_admission is not None:
+            log.warning(
+                "Workload %s: its status.admission does not load (%s); counted as not admitted, "
+                "it waits in its queue to be admitted again",
+                key,
+                "; ".join(str(p) for p in view.admission_problems),
+            )
+        return adm
+
     def _planned_bound(
         self, view: workload_view.WorkloadView, adm: api_workload.Admission | None
     ) -> float | None:
@@ -578,7 +599,7 @@ class World:
             view is not None
             and view.is_true(_COND.ADMITTED)
             and not view.is_true(_COND.EVICTED)
-            and view.has_admission
+            and view.admission is not None
         )
 
 
