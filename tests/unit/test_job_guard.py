@@ -218,6 +218,13 @@ UPDATE_ROWS = (
         BACKFILLED,
         (DEADLINE,),
     ),
+    UpdateRow(
+        "raise the bound past Go's longest duration",
+        BOUNDED,
+        _deadline(BOUNDED, 2**62),
+        BACKFILLED,
+        (DEADLINE,),
+    ),
     UpdateRow("lower that bound", BOUNDED, _deadline(BOUNDED, 300), BACKFILLED, ()),
     UpdateRow(
         "raise the bound in a queue that does not plan with it",

@@ -193,11 +193,21 @@ def test_duration_format(seconds: float, want: str) -> None:
         pytest.param("nan", id="not a number"),
         pytest.param(True, id="a boolean"),
         pytest.param("", id="empty"),
+        pytest.param("9" * 400 + "h", id="digits past a float, with a unit"),
+        pytest.param("2562048h", id="past Go's longest duration (about 292 years)"),
+        pytest.param(1e10, id="a number of seconds past Go's longest duration"),
     ],
 )
 def test_duration_rejects(value: Any) -> None:
     with pytest.raises(duration.DurationError):
         duration.parse(value)
+
+
+def test_the_longest_duration_is_gos() -> None:
+    """Go's ``time.Duration`` holds at most 2^63 - 1 ns; Kubernetes and Kueue accept no more."""
+    assert duration.parse("2562047h47m16s") == 9_223_372_036
+    with pytest.raises(duration.DurationError, match="longer than Go's longest duration"):
+        duration.parse("2562047h47m17s")
 
 
 @given(st.integers(min_value=0, max_value=10**12))

@@ -178,6 +178,13 @@ def _job(annotations: dict[str, str], deadline: int | None) -> dict[str, object]
         pytest.param(
             {"berth.dev/expected-runtime": "2h"}, 0, 7200.0, None, id="a zero deadline is none"
         ),
+        pytest.param(
+            {},
+            2**62,
+            None,
+            None,
+            id="a deadline past Go's longest duration bounds nothing: none",
+        ),
     ],
 )
 def test_a_job_passes_its_estimates_to_its_workload(
@@ -200,6 +207,12 @@ def test_a_job_passes_its_estimates_to_its_workload(
             "two hours", "is not a duration; write e.g. 90s, 5m or 1h30m", id="not a duration"
         ),
         pytest.param("0s", "must be longer than 0s", id="zero"),
+        pytest.param(
+            "9" * 400 + "h", "is not a finite duration", id="digits past a float: infinite"
+        ),
+        pytest.param(
+            "3000000h", "longer than Go's longest duration", id="past Go's longest duration"
+        ),
     ],
 )
 def test_a_bad_expected_runtime_is_refused_naming_the_annotation(value: str, message: str) -> None:

@@ -22,12 +22,21 @@ class DurationError(ValueError):
 
 _HINT = "write e.g. 90s, 5m or 1h30m"
 
+LONGEST = (2**63 - 1) / 1e9
+"""Go's longest ``time.Duration`` (2^63 - 1 ns, about 292 years) in seconds: Kubernetes and
+Kueue refuse anything longer, and so does Berth, so no duration is ever infinite."""
+
 
 def _check_seconds(value: object, seconds: float) -> float:
     if not math.isfinite(seconds):
         raise DurationError(f"{value!r} is not a finite duration; {_HINT}")
     if seconds < 0:
         raise DurationError(f"{value!r} is negative; durations must be >= 0")
+    if seconds > LONGEST:
+        raise DurationError(
+            f"{value!r} is longer than Go's longest duration; write at most 2562047h47m16s "
+            "(about 292 years)"
+        )
     return seconds
 
 
@@ -47,7 +56,7 @@ def _parse_text(value: str) -> float:
         pos = match.end()
     if pos != len(text) or not text:
         raise DurationError(f"{value!r} is not a duration; {_HINT}")
-    return total
+    return _check_seconds(value, total)
 
 
 Duration = Annotated[float, pydantic.WithJsonSchema({"type": "string", "format": "duration"})]

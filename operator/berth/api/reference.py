@@ -153,7 +153,8 @@ def _configuration_section() -> str:
     lines = ["## Configuration", "", schema["description"], ""]
     lines.append(
         "The operator reads one file; `berth simulate` reads one document of this kind from a "
-        "scenario. Durations are Go-style (`90s`, `5m`, `1h30m`). `waitForPodsReady` is on by "
+        "scenario. Durations are Go-style (`90s`, `5m`, `1h30m`), at most Go's longest "
+        "(2562047h47m16s, about 292 years). `waitForPodsReady` is on by "
         "default, as in Kueue `v1beta2`; `waitForPodsReady: null` turns it off."
     )
     lines += ["", *_field_table(schema)]

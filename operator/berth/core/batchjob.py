@@ -103,9 +103,13 @@ def to_workload(
 
 
 def deadline(spec: dict[str, Any]) -> float | None:
-    """A job's ``activeDeadlineSeconds`` (its controller's hard runtime bound), if positive."""
+    """A job's ``activeDeadlineSeconds`` (its controller's hard runtime bound), if positive.
+
+    One longer than any duration (``duration.LONGEST``, about 292 years) bounds nothing a plan
+    could use and could not be written as one: the job has none.
+    """
     value = spec.get("activeDeadlineSeconds")
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= duration.LONGEST:
         return float(value)
     return None
 
