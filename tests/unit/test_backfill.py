@@ -32,12 +32,18 @@ def cq(
     strategy: str = "Backfill",
     cohort: str | None = None,
     depth: int | None = None,
+    ahead: str | None = None,
 ) -> builders.ClusterQueueBuilder:
     b = builders.ClusterQueueBuilder(name).flavor_quotas("gpu", {GPU: gpus}).strategy(strategy)
     if cohort is not None:
         b.cohort(cohort)
+    settings: dict[str, object] = {}
     if depth is not None:
-        b.set("spec.backfill", {"reservationDepth": depth})
+        settings["reservationDepth"] = depth
+    if ahead is not None:
+        settings["aheadOfReservations"] = ahead
+    if settings:
+        b.set("spec.backfill", settings)
     return b
 
 
@@ -83,6 +89,8 @@ class Case:
     """The victim of a candidate that preempts instead (preemption is not held back)."""
     fair: bool = False
     """Run the cycles with fair sharing."""
+    why: str = "its estimated runtime of"
+    """What a held candidate's message says delays the reservation."""
 
 
 def run(case: Case) -> tuple[cycle.Admit | cycle.Pending, cycle.Pending | None, cycle.CycleResult]:
@@ -303,6 +311,69 @@ CASES = [
         ),
         id="depth 2: the second blocked workload's reservation, placed after the first, binds too",
     ),
+    pytest.param(
+        Case(
+            (cq(A, 8, ahead="RuntimeLimit"),),
+            running=(Job("run", A, 4, 60),),
+            holders=(Job("big", A, 8, 30),),
+            candidate=Job("short", A, 4, 20),
+            admitted=False,
+            start=60,
+            why="that queue lets only a runtime limit (activeDeadlineSeconds) ending before a "
+            "reservation run ahead of it; this workload has none",
+        ),
+        id="limits only: an estimate that ends before the reservation does not let a job ahead",
+    ),
+    pytest.param(
+        Case(
+            (cq(A, 8, ahead="RuntimeLimit"),),
+            running=(Job("run", A, 4, 60),),
+            holders=(Job("big", A, 8, 30),),
+            candidate=Job("bounded", A, 4, 20, limit=50),
+            admitted=True,
+            start=60,
+        ),
+        id="limits only: a runtime limit that ends before the reservation lets a job ahead",
+    ),
+    pytest.param(
+        Case(
+            (cq(A, 8, ahead="RuntimeLimit"),),
+            running=(Job("run", A, 4, 60),),
+            holders=(Job("big", A, 8, 30),),
+            candidate=Job("bounded", A, 4, 20, limit=90),
+            admitted=False,
+            start=60,
+            why="its runtime limit of 1h30m would delay",
+        ),
+        id="limits only: a short estimate under a limit past the reservation waits",
+    ),
+    pytest.param(
+        Case(
+            (cq(A, 8, ahead="RuntimeLimit"),),
+            running=(Job("run", A, 4, 60),),
+            holders=(Job("big", A, 6, 30),),
+            candidate=Job("unbounded", A, 2, 20),
+            admitted=True,
+            start=60,
+        ),
+        id="limits only: a job without a limit still runs beside a reservation that keeps its room",
+    ),
+    pytest.param(
+        Case(
+            (
+                cq(A, 4, cohort="pool", ahead="RuntimeLimit"),
+                cq(B, 4, cohort="pool"),
+                cq(C, 0, cohort="pool", strategy="BestEffortFIFO"),
+            ),
+            running=(Job("run", A, 4, 60),),
+            holders=(Job("big", A, 8, 30),),
+            candidate=Job("borrower", C, 2, 30),
+            admitted=False,
+            start=60,
+            why="this workload has none",
+        ),
+        id="limits only: the reservation's queue decides, for a borrower of another queue too",
+    ),
 ]
 
 
@@ -319,7 +390,7 @@ def test_backfill_decides_as_reservations_say(case: Case) -> None:
         assert decision.reason == conditions.PendingReason.WAITING_FOR_RESERVATION
         assert decision.requeue == cycle.RequeueReason.RESERVATION
         assert f"would delay the reservation of default/{case.delays} " in decision.message
-        assert "estimated runtime of" in decision.message
+        assert case.why in decision.message
     if case.start is None:
         assert held is None or held.estimated_start is None
     else:

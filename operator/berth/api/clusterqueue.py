@@ -100,6 +100,17 @@ class ClusterQueuePreemption(base.Model):
     """Preemption in other queues while the preemptor borrows."""
 
 
+class AheadOfReservations(enum.StrEnum):
+    """What lets a workload run before a reservation it would otherwise delay."""
+
+    ESTIMATE = "Estimate"
+    """Its estimate ends before the reservation starts (an annotation or a learned runtime,
+    neither enforced: a job that runs longer delays the reservation)."""
+    RUNTIME_LIMIT = "RuntimeLimit"
+    """Only its runtime limit, enforced by its controller (``activeDeadlineSeconds``), ends
+    before the reservation starts (Slurm's rule: backfill goes by time limits)."""
+
+
 class Backfill(base.Model):
     """Reservations for blocked heads and backfill around them (``queueingStrategy: Backfill``)."""
 
@@ -112,6 +123,11 @@ class Backfill(base.Model):
     learned_percentile: int = pydantic.Field(default=90, ge=1, le=100)
     """The percentile of the recent runtimes of similar finished workloads in the same LocalQueue
     taken as the estimate."""
+    ahead_of_reservations: AheadOfReservations = AheadOfReservations.ESTIMATE
+    """What lets a workload start before one of this queue's reservations that it would delay
+    (it must end before the reservation starts): its Estimate, or only its RuntimeLimit
+    (activeDeadlineSeconds), so that no understated berth.dev/expected-runtime jumps a
+    reservation. Either way a workload may run beside a reservation that keeps its room."""
 
     _durations = pydantic.field_validator("default_runtime", mode="before")(duration.field_parser)
 

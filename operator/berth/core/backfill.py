@@ -19,10 +19,11 @@ The plan (``Plan``) is computed from the snapshot:
    fits; capacity only grows with time, so that time is found by bisection.
 3. **The test** (``delayed_by``): for each reservation whose holder is ahead of the candidate
    (same ClusterQueue, or any queue of the tree when the candidate borrows), and that starts
-   before the candidate's expected end, the reservation's usage must still fit at its start
-   with the candidate's usage added. A candidate within its own nominal quota never takes what
-   another queue's reservation counts on, except what that queue would borrow, which a lender
-   may always take back in Kueue's model too.
+   before the candidate's expected end (its runtime limit's end, when the reservation's queue
+   lets only limits run ahead: ``aheadOfReservations: RuntimeLimit``), the reservation's usage
+   must still fit at its start with the candidate's usage added. A candidate within its own
+   nominal quota never takes what another queue's reservation counts on, except what that queue
+   would borrow, which a lender may always take back in Kueue's model too.
 
 Pure and deterministic. Built and consulted by ``core.cycle``; the holders come from
 ``state.queues`` and the estimates from ``state.runtimes``.
@@ -34,7 +35,7 @@ import bisect
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from berth.api import names
+from berth.api import clusterqueue, names
 from berth.core import estimates, ordering, resources, snapshot, workload
 
 Fits = Callable[
@@ -63,6 +64,16 @@ class Holder:
 
 _Question = tuple[int, names.ClusterQueueName, tuple[tuple[resources.FlavorResource, int], ...]]
 """A backfill test: a reservation's identity, and a candidate's queue and usage."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ends:
+    """When a candidate is expected to end, and when its runtime limit ends it at the latest."""
+
+    expected: float
+    """Now plus its estimate."""
+    bounded: float
+    """Now plus its runtime limit (infinity without one)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -236,11 +247,14 @@ class Plan:
         info: workload.WorkloadInfo,
         cq: names.ClusterQueueName,
         usage: resources.FlavorResourceAmounts,
-        end: float,
+        ends: Ends,
         *,
         borrows: bool,
     ) -> Reservation | None:
-        """The first reservation admitting ``info`` now (until ``end``) would delay, if any."""
+        """The first reservation admitting ``info`` now (until it ``ends``) would delay, if any.
+
+        Its end is the one the reservation's queue goes by (``by_limit``).
+        """
         key = holder_key(info)
         self._place_before(key)  # only reservations of workloads ahead of it bind it
         for i, r in enumerate(self.reservations):
@@ -248,11 +262,24 @@ class Plan:
                 continue  # placed earlier for a question about a workload further back
             if r.holder.cluster_queue != cq and not borrows:
                 continue
+            end = ends.bounded if self.by_limit(r) else ends.expected
             if end <= r.start:
                 continue  # it is gone before the reservation starts
             if self._squeezed_by(i, cq, usage):
                 return r
         return None
+
+    def by_limit(self, r: Reservation) -> bool:
+        """Tell whether only a runtime limit, not an estimate, lets a workload run ahead of ``r``.
+
+        As the reservation's queue says (``aheadOfReservations``).
+        """
+        cq = self.snap.cluster_queues.get(r.holder.cluster_queue)
+        return (
+            cq is not None
+            and cq.backfill is not None
+            and cq.backfill.ahead_of_reservations == clusterqueue.AheadOfReservations.RUNTIME_LIMIT
+        )
 
     def _squeezed_by(
         self, i: int, cq: names.ClusterQueueName, usage: resources.FlavorResourceAmounts

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 
-from berth.api import names
+from berth.api import duration, names
 from berth.core import backfill, estimates, flavors, ordering, quota, resources, snapshot, workload
 
 Given = dict[tuple[names.ClusterQueueName, names.WorkloadKey], workload.WorkloadInfo]
@@ -215,12 +216,24 @@ class Planner:
         if plan is None:
             return None
         runtime = self.inputs.estimate(info, cq)
-        r = plan.delayed_by(info, cq, usage, self.now + runtime.seconds, borrows=borrows)
+        limit = info.runtime_limit
+        bounded = math.inf if limit is None else self.now + limit
+        ends = backfill.Ends(self.now + runtime.seconds, bounded)
+        r = plan.delayed_by(info, cq, usage, ends, borrows=borrows)
         if r is None:
             return None
+        which = f"the reservation of {r.holder.info.key} in ClusterQueue {r.holder.cluster_queue}"
+        if not plan.by_limit(r):
+            estimated = runtime.describe()
+            return f"Workload fits, but its estimated runtime of {estimated} would delay {which}"
+        if limit is None:
+            return (
+                f"Workload fits, but it would delay {which}, and that queue lets only a runtime "
+                "limit (activeDeadlineSeconds) ending before a reservation run ahead of it; "
+                "this workload has none"
+            )
         return (
-            f"Workload fits, but its estimated runtime of {runtime.describe()} would delay "
-            f"the reservation of {r.holder.info.key} in ClusterQueue {r.holder.cluster_queue}"
+            f"Workload fits, but its runtime limit of {duration.format(limit)} would delay {which}"
         )
 
     def started(
