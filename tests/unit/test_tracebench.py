@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from berth.api.clusterqueue import QueueingStrategy
+from berth.devtools import bench_cmd
 from berth.devtools import tracebench as tb
 from berth.entry import cli
 from berth.sim import documents, engine
@@ -243,6 +244,26 @@ def test_the_goal_compares_big_gangs_with_1_gpu_jobs_and_utilisation_with_best_e
     assert got.met is case.met
     alone = tb.goal(_figures("Backfill", case.utilisation, case.one_p95, case.big_p95), None)
     assert (alone.ratio, alone.points, alone.met) == (got.ratio, None, False)
+
+
+@pytest.mark.parametrize(
+    ("utilisation", "shown"),
+    [
+        pytest.param(0.80 - 1e-5, "+0.0", id="a hair below rounds to zero, unsigned"),
+        pytest.param(0.80 + 1e-5, "+0.0", id="a hair above too"),
+        pytest.param(0.7915, "-0.9", id="below by most of a point"),
+        pytest.param(0.812, "+1.2", id="above"),
+    ],
+)
+def test_a_goal_line_prints_the_utilisation_difference_to_a_tenth(
+    utilisation: float, shown: str
+) -> None:
+    rows = [
+        _figures("BestEffortFIFO", 0.80, 10.0, 100.0),
+        _figures("Backfill", utilisation, 100.0, 150.0),
+    ]
+    line = bench_cmd.goal_lines(rows)[2]
+    assert f"utilisation {shown} points: met" in line, line
 
 
 def test_big_gangs_are_the_jobs_of_at_least_8_gpus_across_buckets() -> None:

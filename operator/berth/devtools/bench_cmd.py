@@ -191,7 +191,7 @@ def _trace_row(f: tracebench.Figures, bound: tracebench.Figures | None) -> str:
     )
 
 
-def _goal_lines(rows: Sequence[tracebench.Figures]) -> list[str]:
+def goal_lines(rows: Sequence[tracebench.Figures]) -> list[str]:
     """Each policy against Backfill's goal, beside BestEffortFIFO's utilisation."""
     best_effort = next(
         (f for f in rows if f.label == QueueingStrategy.BEST_EFFORT_FIFO.value), None
@@ -208,7 +208,9 @@ def _goal_lines(rows: Sequence[tracebench.Figures]) -> list[str]:
         if g.points is None:
             verdict = "utilisation not compared (replay BestEffortFIFO too)"
         else:
-            verdict = f"utilisation {g.points:+.1f} points: {'met' if g.met else 'not met'}"
+            # Rounded first, and -0.0 made 0.0: a hair below BestEffortFIFO prints +0.0, not -0.0.
+            shown_points = round(g.points, 1) + 0.0
+            verdict = f"utilisation {shown_points:+.1f} points: {'met' if g.met else 'not met'}"
         lines.append(
             f"  {f.label:<16} >={gang} p95 {_hours(f.big_gangs.p95)} / 1-GPU p95 "
             f"{_hours(f.waits[tracebench.BUCKETS[0].name].p95)} = {shown}, {verdict}"
@@ -354,7 +356,7 @@ def trace(  # click passes every option by name
         f"jobs per gang-size bucket (GPUs) {counts}  "
         f">={tracebench.GOAL_GANG}: {bound.big_gangs.jobs:,}"
     )
-    for line in _goal_lines(rows):
+    for line in goal_lines(rows):
         click.echo(line)
     if plot_path is not None:
         title = f"{name.value}: {len(selected):,} jobs on {capacity} GPUs"
