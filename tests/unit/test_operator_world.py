@@ -54,6 +54,17 @@ def _queued_world() -> tuple[world_mod.World, dict[str, Any]]:
     return world, job
 
 
+def _admitted_status(assignment: dict[str, Any]) -> dict[str, Any]:
+    """The status of a Workload admitted by ClusterQueue cq with one pod set of 2 pods."""
+    return {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [assignment | {"count": 2}]},
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+            {"type": "Admitted", "status": "True", "reason": "Admitted"},
+        ],
+    }
+
+
 def _key(job: dict[str, Any]) -> names.WorkloadKey:
     return names.WorkloadKey("team", _workload_of(job, "0")["metadata"]["name"])
 
@@ -87,23 +98,13 @@ def test_a_deactivated_workload_keeps_its_quota_until_its_admission_is_cleared()
     world, job = _queued_world()
     key = _key(job)
     admitted = _workload_of(job, "10")
-    admitted["status"] = {
-        "admission": {
-            "clusterQueue": "cq",
-            "podSetAssignments": [
-                {
-                    "name": "main",
-                    "flavors": {"nvidia.com/gpu": "a100"},
-                    "resourceUsage": {"nvidia.com/gpu": "2"},
-                    "count": 2,
-                }
-            ],
-        },
-        "conditions": [
-            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
-            {"type": "Admitted", "status": "True", "reason": "Admitted"},
-        ],
-    }
+    admitted["status"] = _admitted_status(
+        {
+            "name": "main",
+            "flavors": {"nvidia.com/gpu": "a100"},
+            "resourceUsage": {"nvidia.com/gpu": "2"},
+        }
+    )
     world.apply("Workload", admitted)
     assert key in world.cache.admitted
     inactive = _workload_of(job, "11", active=False) | {"status": admitted["status"]}
@@ -128,18 +129,9 @@ def test_an_admission_the_operator_cannot_read_is_no_admission_and_is_logged(
     world, job = _queued_world()
     key = _key(job)
     unreadable = _workload_of(job, "10")
-    unreadable["status"] = {
-        "admission": {
-            "clusterQueue": "cq",
-            "podSetAssignments": [
-                {"name": "main", "resourceUsage": {"nvidia.com/gpu": "1e400"}, "count": 2}
-            ],
-        },
-        "conditions": [
-            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
-            {"type": "Admitted", "status": "True", "reason": "Admitted"},
-        ],
-    }
+    unreadable["status"] = _admitted_status(
+        {"name": "main", "resourceUsage": {"nvidia.com/gpu": "1e400"}}
+    )
     with caplog.at_level(logging.WARNING):
         world.apply("Workload", unreadable)
     assert key not in world.cache.admitted
