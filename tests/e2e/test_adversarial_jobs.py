@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,58 @@ def test_lifting_the_bound_a_backfill_queue_admitted_a_job_with_is_refused(
         '{"spec":{"activeDeadlineSeconds":300}}',
     )
     assert get(gpu_cluster, "job", "sweep", "-n", ns)["spec"]["activeDeadlineSeconds"] == 300
+
+
+def test_an_understated_runtime_does_not_jump_a_reservation_that_goes_by_limits(
+    gpu_cluster: launcher.ControlPlane, team: tuple[str, adversary.NamespaceUser], wait_until: Wait
+) -> None:
+    # The user claims 1 s for a Job that runs for 10 minutes, to start before a gang's
+    # reservation. The queue lets only an activeDeadlineSeconds run ahead of its reservations.
+    ns, user = team
+    queue = cluster_queue(f"{ns}-limits", ns, {f"{ns}-a100": 4})
+    queue["spec"]["queueingStrategy"] = "Backfill"
+    queue["spec"]["backfill"] = {"aheadOfReservations": "RuntimeLimit"}
+    gpu_cluster.kubectl().apply([queue, local_queue("limits", ns, f"{ns}-limits")])
+
+    def job(name: str, pods: int, runs_for: str, expected: str) -> dict[str, Any]:
+        out = gpu_job(name, ns, "limits", pods, runs_for=runs_for)
+        out["metadata"]["annotations"] = {"berth.dev/expected-runtime": expected}
+        return out
+
+    _submit(user, job("run", 2, "300s", "300s"))
+    wait_until(lambda: running_pods(gpu_cluster, ns, "run") == 2, timeout=60)
+    _submit(user, job("gang", 4, "5s", "10s"))
+    wait_until(
+        lambda: (
+            "estimated start"
+            in condition(workload_of(gpu_cluster, ns, "gang"), "QuotaReserved").get("message", "")
+        ),
+        timeout=30,
+    )
+    # Creation times have whole seconds, and a Job created in the gang's second may be ahead of
+    # it; one created a second later is behind it.
+    time.sleep(1.1)
+    huge = job("huge", 2, "600s", "9" * 400 + "h")
+    message = user.denied("create", "-f", "-", stdin=yaml.safe_dump(huge))
+    assert "berth.dev/expected-runtime" in message
+    assert "not a finite duration" in message
+    _submit(user, job("sneaky", 2, "600s", "1s"))
+    wait_until(
+        lambda: (
+            condition(workload_of(gpu_cluster, ns, "sneaky"), "QuotaReserved").get("reason")
+            == "WaitingForReservation"
+        ),
+        timeout=30,
+    )
+    held = condition(workload_of(gpu_cluster, ns, "sneaky"), "QuotaReserved")["message"]
+    assert "lets only a runtime limit (activeDeadlineSeconds)" in held, held
+    assert running_pods(gpu_cluster, ns, "sneaky") == 0
+    # A limit that ends before the reservation does let a Job ahead of it, into the same room.
+    bounded = job("bounded", 2, "3s", "1s")
+    bounded["spec"]["activeDeadlineSeconds"] = 60
+    _submit(user, bounded)
+    wait_until(lambda: _admitted(gpu_cluster, ns, "bounded"), timeout=30)
+    assert not _admitted(gpu_cluster, ns, "sneaky")
 
 
 def test_a_raise_past_the_webhook_is_held_at_the_admitted_count(
