@@ -13,6 +13,7 @@ the plan again: a later entry of the cycle is tested against the reservations it
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -89,11 +90,16 @@ def _run(
 ) -> tuple[list[dict[str, Any]], int]:
     """The run's events, and how many plans were taken over.
 
-    ``recall`` False: a plan answers every backfill test afresh instead of recalling it.
+    ``recall`` False: a plan answers every backfill test afresh instead of recalling it, and
+    places every reservation by a search from the start, without hints.
     """
     taken = 0
     original = reservations.Planner._taken_over
     squeezed = backfill.Plan._squeezed_by
+    earliest = backfill._Search.earliest
+
+    def unhinted(self: backfill._Search, _hint: float | None) -> Any:
+        return earliest(self, None)
 
     def counted(self: reservations.Planner, *args: Any) -> Any:
         nonlocal taken
@@ -109,6 +115,7 @@ def _run(
         mp.setattr(reservations.Planner, "_taken_over", counted)
         if not recall:
             mp.setattr(backfill.Plan, "_squeezed_by", afresh)
+            mp.setattr(backfill._Search, "earliest", unhinted)
         return engine.Simulator(docs).run(), taken
 
 
@@ -345,3 +352,68 @@ def test_a_holder_inserted_gets_what_a_plan_made_with_it_gives(
         return [(r.holder.info.key.name, r.start, r.end) for r in plan.placed()]
 
     assert seen(grown) == seen(made)
+
+
+@st.composite
+def plans_with_hints(
+    draw: st.DrawFn,
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]], list[float | None]]:
+    """Running work (GPUs, end), holders (GPUs, estimate), and a hint per holder.
+
+    Hints as earlier plans leave them (a release's end, ``now``, never) and wrong ones.
+    """
+    running = draw(st.lists(st.tuples(st.integers(1, 4), st.integers(1, 50)), max_size=6))
+    holders = draw(
+        st.lists(st.tuples(st.integers(1, 12), st.integers(1, 30)), min_size=1, max_size=5)
+    )
+    ends = [float(e) for _, e in running] or [0.0]
+    hint = st.one_of(
+        st.none(),
+        st.sampled_from([*ends, 0.0, math.inf]),
+        st.floats(min_value=0.0, max_value=100.0),
+    )
+    hints = draw(st.lists(hint, min_size=len(holders), max_size=len(holders)))
+    return [(g, float(e)) for g, e in running], [(g, float(e)) for g, e in holders], hints
+
+
+@given(plans_with_hints())
+def test_a_hint_changes_where_a_placement_searches_never_what_it_finds(
+    case: tuple[list[tuple[int, float]], list[tuple[int, float]], list[float | None]],
+) -> None:
+    running, holders, hints = case
+    world = World(builders.ResourceFlavorBuilder("gpu"), _queue("cq-a", 8, len(holders)))
+    cq = names.ClusterQueueName("cq-a")
+    gpu = resources.FlavorResource(names.FlavorName("gpu"), names.ResourceName(GPU))
+    releases, used = [], 0
+    for i, (gpus, end) in enumerate(running):
+        if used + gpus > 8:
+            break
+        used += gpus
+        world.admit(world.info(_job(f"r{i}", "cq-a", gpus, estimate=end), at=0.0), "cq-a")
+        releases.append(backfill.Release(end, cq, {gpu: gpus}))
+    everyone = [
+        backfill.Holder(
+            world.info(_job(f"h{i}", "cq-a", gpus, estimate=None), at=float(i)),
+            cq,
+            estimates.Estimate(minutes, estimates.Source.DEFAULT),
+        )
+        for i, (gpus, minutes) in enumerate(holders)
+    ]
+    fits = reservations.Planner(
+        world.cache.snapshot, 0.0, reservations.Inputs({}, world.state.estimate), {}
+    ).fits
+    given_hints = {
+        h.info.key: hint for h, hint in zip(everyone, hints, strict=True) if hint is not None
+    }
+    hinted = backfill.Plan(
+        world.cache.snapshot, 0.0, releases, everyone, fits, hints=dict(given_hints)
+    )
+    plain = backfill.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
+
+    def seen(plan: backfill.Plan) -> list[tuple[str, float, float, dict[Any, int]]]:
+        return [(r.holder.info.key.name, r.start, r.end, dict(r.usage)) for r in plan.placed()]
+
+    assert seen(hinted) == seen(plain)
+    # What each search found is left as the next one's hint (never: infinity).
+    placed = {r.holder.info.key: r.start for r in plain.placed()}
+    assert hinted.hints == {h.info.key: placed.get(h.info.key, math.inf) for h in everyone}

@@ -16,7 +16,9 @@ The plan (``Plan``) is computed from the snapshot:
    across queues). A placed reservation occupies its quota from now until its end, so a later
    holder never starts inside an earlier one's room (conservative backfill when the depth is
    more than 1). A holder's start is the earliest release time at which its flavor assignment
-   fits; capacity only grows with time, so that time is found by bisection.
+   fits; capacity only grows with time, so that time is found by bisection, tried first where
+   the last plan placed the holder (``hints``: usually it has not moved, and two assignments
+   confirm it).
 3. **The test** (``delayed_by``): for each reservation whose holder is ahead of the candidate
    (same ClusterQueue, or any queue of the tree when the candidate borrows), and that starts
    before the candidate's expected end (its runtime limit's end, when the reservation's queue
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 
 from berth.api import clusterqueue, names
@@ -118,10 +121,15 @@ class Plan:
         releases: Sequence[Release],
         holders: Sequence[Holder],
         fits: Fits,
+        *,
+        hints: dict[names.WorkloadKey, float] | None = None,
     ) -> None:
         self.snap = snap
         self.now = now
         self.fits = fits
+        self.hints: dict[names.WorkloadKey, float] = {} if hints is None else hints
+        """Where plans placed holders' reservations: a placement searches there first, and
+        notes where it placed one. Only where the search starts: a start is the same without."""
         self.releases = sorted(releases, key=lambda r: (r.end, r.cluster_queue))
         self.reservations: list[Reservation] = []
         """Reservations placed so far, in holder order."""
@@ -170,47 +178,22 @@ class Plan:
     def _place(self, holder: Holder, fits: Fits) -> Reservation | None:
         """The holder's reservation at its earliest start, or None if waiting cannot make it fit.
 
-        Releases are taken in time order; whether the holder fits after the first ``k`` only
-        turns from no to yes as ``k`` grows. The search gallops (1, 2, 4, ... releases), then
-        bisects the last step, undoing releases by rolling the journal back to a mark, so
-        each placement costs a few assignments and about twice the releases it passes.
+        Placed where the running work's releases, and those of the reservations placed before
+        it, first leave it room (``_Search``); the search starts where the last plan placed it.
         """
-        snap, placed = self.snap, self.reservations
+        snap, placed, key = self.snap, self.reservations, holder.info.key
         timeline = self._timeline(placed)
-        journal = snap.journal
         with snap.what_if():
             for r in placed:
                 snap.add_usage(r.holder.cluster_queue, r.usage)
-            done = 0  # releases applied so far
-
-            def advance(k: int) -> resources.FlavorResourceAmounts | None:
-                nonlocal done
-                _release_all(snap, timeline[done:k])
-                done = k
-                return fits(holder.cluster_queue, holder.info)
-
-            lo_mark, lo = journal.checkpoint(), 0  # lo: known not to fit (or 0, not tried)
-            usage = advance(0)
-            hi = 0
-            step = 1
-            while usage is None:
-                if done == len(timeline):
-                    return None  # it does not fit even when everything ahead of it has ended
-                lo_mark, lo = journal.checkpoint(), done
-                hi = min(len(timeline), done + step)
-                step *= 2
-                usage = advance(hi)
-            # fits after hi releases, not after lo (unless hi == 0): bisect (lo, hi]
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                journal.rollback(lo_mark)
-                done = lo
-                found = advance(mid)
-                if found is None:
-                    lo_mark, lo = journal.checkpoint(), mid
-                else:
-                    hi, usage = mid, found
-        start = self.now if hi == 0 else max(self.now, timeline[hi - 1].end)
+            search = _Search(snap, timeline, lambda: fits(holder.cluster_queue, holder.info))
+            found = search.earliest(self.hints.get(key))
+        if found is None:
+            self.hints[key] = math.inf  # not even once everything ahead of it has ended
+            return None
+        passed, usage = found
+        start = self.now if passed == 0 else max(self.now, timeline[passed - 1].end)
+        self.hints[key] = start
         return Reservation(holder, usage, start, start + holder.estimate.seconds)
 
     def add(self, holder: Holder) -> Reservation | None:
@@ -305,8 +288,82 @@ class Plan:
         return squeezed
 
 
+class _Search:
+    """The fewest releases of a timeline after which a holder fits, on the snapshot.
+
+    Whether it fits after the first ``k`` releases only turns from no to yes as ``k`` grows, so
+    one ``k`` where it does not and ``k + 1`` where it does settle the answer. Releases are
+    applied in time order and undone by rolling the journal back to the last ``k`` found not to
+    fit, so a search costs a few assignments and about the releases it passes, twice at most.
+    """
+
+    def __init__(
+        self,
+        snap: snapshot.Snapshot,
+        timeline: Sequence[Release],
+        fits: Callable[[], resources.FlavorResourceAmounts | None],
+    ) -> None:
+        self.snap = snap
+        self.timeline = timeline
+        self.fits = fits
+        self.applied = 0
+        """Releases applied to the snapshot."""
+        self.no = -1
+        """The most releases known not to be enough (-1: none known)."""
+        self.no_mark = snap.journal.checkpoint()
+        """The snapshot after ``max(no, 0)`` releases."""
+
+    def earliest(self, hint: float | None) -> tuple[int, resources.FlavorResourceAmounts] | None:
+        """How many releases make it fit and its usage then, or None if all of them do not.
+
+        ``hint``: where an earlier search placed it (infinity: nowhere). Tried first, as the
+        releases before that time and those up to it; then a gallop onwards (1, 2, 4, ...
+        releases) from what is known, and a bisection of the last step.
+        """
+        n = len(self.timeline)
+        yes: tuple[int, resources.FlavorResourceAmounts] | None = None
+        if hint is not None:
+            before = bisect.bisect_left(self.timeline, hint, key=_release_end)
+            upto = bisect.bisect_right(self.timeline, hint, key=_release_end)
+            for k in (before, upto) if upto > before else (before,):
+                if (usage := self._try(k)) is not None:
+                    yes = (k, usage)
+                    break
+        if yes is None:
+            if self.no == n:
+                return None
+            k, step = self.no + 1, 1
+            while (usage := self._try(k)) is None:
+                if k == n:
+                    return None
+                k, step = min(n, k + step), step * 2
+            yes = (k, usage)
+        while yes[0] - self.no > 1:
+            mid = (self.no + yes[0]) // 2
+            if (usage := self._try(mid)) is not None:
+                yes = (mid, usage)
+        return yes
+
+    def _try(self, k: int) -> resources.FlavorResourceAmounts | None:
+        """Its usage if it fits after the first ``k`` releases (``k`` greater than ``no``)."""
+        journal = self.snap.journal
+        if k < self.applied:
+            journal.rollback(self.no_mark)
+            self.applied = max(self.no, 0)
+        _release_all(self.snap, self.timeline[self.applied : k])
+        self.applied = k
+        usage = self.fits()
+        if usage is None:
+            self.no, self.no_mark = k, journal.checkpoint()
+        return usage
+
+
 def _release_key(r: Release) -> tuple[float, str]:
     return (r.end, r.cluster_queue)
+
+
+def _release_end(r: Release) -> float:
+    return r.end
 
 
 def _release_all(snap: snapshot.Snapshot, releases: Sequence[Release]) -> None:

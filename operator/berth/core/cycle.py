@@ -121,6 +121,9 @@ class CycleResult:
     plans: dict[str, reservations.Kept] = dataclasses.field(default_factory=dict)
     """The Backfill plans of the quota trees this cycle left unchanged, by root: the next cycle
     takes them over if nothing they were made from changed meanwhile."""
+    starts: dict[names.WorkloadKey, float] = dataclasses.field(default_factory=dict)
+    """Where this cycle's Backfill plans placed reservations, by holder: where the next
+    cycle's placements search first (``reservations.Inputs.hints``)."""
 
     @property
     def changed(self) -> bool:
@@ -213,6 +216,7 @@ def schedule(
             run.process(entry)
     if run.planner is not None:
         run.result.plans = run.planner.kept()
+        run.result.starts = run.planner.starts()
     return run.result
 
 

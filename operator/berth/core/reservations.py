@@ -55,6 +55,9 @@ class Inputs:
     generation changes (what runtimes were learned, evictions marked, namespaces)."""
     kept: Mapping[str, Kept] = dataclasses.field(default_factory=dict)
     """The plans the last cycle left unchanged, by root (``CycleResult.plans``)."""
+    hints: Mapping[names.WorkloadKey, float] = dataclasses.field(default_factory=dict)
+    """Where earlier cycles placed holders' reservations (``CycleResult.starts``): their
+    placements search there first, and find the same start sooner."""
 
 
 class Planner:
@@ -85,6 +88,9 @@ class Planner:
         self.started_here: dict[str, list[backfill.Release]] = {}
         self.plans: dict[str, backfill.Plan | None] = {}
         self._members: dict[str, list[names.ClusterQueueName]] | None = None
+        self._starts: dict[names.WorkloadKey, float] = dict(inputs.hints)
+        """Where plans placed holders' reservations, earlier cycles' and then this one's: each
+        plan's placements search there first and note what they find (``backfill.Plan``)."""
         self._given: dict[str, Given] = {}
         """Each tree's holders as ``_holders_of`` found them, until a head joins them."""
         self.fits: backfill.Fits = functools.partial(_fits_now, snap, {})
@@ -119,7 +125,7 @@ class Planner:
             made = self._taken_over(root, given)
             if made is None:
                 holders = [self._holder(info, cq) for (cq, _), info in given.items()]
-                made = backfill.Plan(self.snap, self.now, self._releases(root), holders, self.fits)
+                made = self._new_plan(root, holders)
             self.made_with[root] = given
         self.plans[root] = made
         return made
@@ -180,6 +186,15 @@ class Planner:
                     self.now, self._generation_of(root), self.inputs.version, given, plan
                 )
         return out
+
+    def _new_plan(self, root: str, holders: Sequence[backfill.Holder]) -> backfill.Plan:
+        return backfill.Plan(
+            self.snap, self.now, self._releases(root), holders, self.fits, hints=self._starts
+        )
+
+    def starts(self) -> dict[names.WorkloadKey, float]:
+        """Where the plans placed each holder's reservation last, for the next cycle's."""
+        return self._starts
 
     def changed(self, cq: names.ClusterQueueName) -> None:
         """The cycle changed the tree's usage otherwise: make its plan again.
@@ -293,7 +308,7 @@ class Planner:
             held = plan.reservation_of(info)
             return None if held is None else held.start
         if plan is None:
-            plan = backfill.Plan(self.snap, self.now, self._releases(root), [], self.fits)
+            plan = self._new_plan(root, [])
         placed = plan.add(self._holder(info, cq))
         return None if placed is None else placed.start
 

@@ -52,6 +52,9 @@ class Lifecycle:
         """Runtime estimates (``core.estimates``) with what the finished workloads taught."""
         self.kept: Mapping[str, reservations.Kept] = {}
         """The Backfill plans the last cycle left unchanged, for the next (``reservations``)."""
+        self.starts: dict[names.WorkloadKey, float] = {}
+        """Where cycles last placed each holder's reservation: where the next plans search
+        first (``reservations.Inputs.hints``). Kept while the workload is pending."""
         self._settled: dict[str, tuple[names.WorkloadKey, ...]] = {}
         """Each quota tree's holders when the cycles last settled."""
 
@@ -136,7 +139,9 @@ class Lifecycle:
         inputs = None
         if holders:
             version = (self.runtimes.version, self.cache.revision)
-            inputs = reservations.Inputs(holders, self.estimate, version, self.kept)
+            pending = self.queues.pending
+            self.starts = {k: t for k, t in self.starts.items() if k in pending}
+            inputs = reservations.Inputs(holders, self.estimate, version, self.kept, self.starts)
         result = cycle.schedule(
             self.cache.snapshot,
             heads,
@@ -148,6 +153,7 @@ class Lifecycle:
             backfill_inputs=inputs,
         )
         self.kept = result.plans
+        self.starts.update(result.starts)
         return result
 
     # Admissions ---------------------------------------------------------------------------------
