@@ -122,8 +122,9 @@ class CycleResult:
     """The Backfill plans of the quota trees this cycle left unchanged, by root: the next cycle
     takes them over if nothing they were made from changed meanwhile."""
     starts: dict[names.WorkloadKey, float] = dataclasses.field(default_factory=dict)
-    """Where this cycle's Backfill plans placed reservations, by holder: where the next
-    cycle's placements search first (``reservations.Inputs.hints``)."""
+    """Where Backfill plans last placed each holder's reservation (the hints the cycle was
+    given, updated by its own placements): where the next cycle's placements search first
+    (``reservations.Inputs.hints``)."""
 
     @property
     def changed(self) -> bool:

@@ -165,6 +165,7 @@ class Planner:
             or any(kept.holders[k] is not info for k, info in holders.items())
         ):
             return None
+        kept.plan.hints = self._starts  # what it places from now on is this cycle's to tell
         return kept.plan
 
     def kept(self) -> dict[str, Kept]:
