@@ -315,11 +315,13 @@ def plans_and_a_newcomer(
     )
 
 
-@given(plans_and_a_newcomer())
-def test_a_holder_inserted_gets_what_a_plan_made_with_it_gives(
-    case: tuple[list[tuple[int, float]], list[tuple[int, float]], int, int],
-) -> None:
-    running, holders, later, placed = case
+def _one_queue(
+    running: list[tuple[int, float]], holders: list[tuple[int, float]]
+) -> tuple[World, list[backfill.Release], list[backfill.Holder], backfill.Fits]:
+    """An 8-GPU Backfill queue, what of its work ends when, its holders, and plans' fit test.
+
+    It runs what fits of ``running`` (GPUs, end) from 0; ``holders`` are (GPUs, estimate).
+    """
     world = World(builders.ResourceFlavorBuilder("gpu"), _queue("cq-a", 8, len(holders)))
     cq = names.ClusterQueueName("cq-a")
     gpu = resources.FlavorResource(names.FlavorName("gpu"), names.ResourceName(GPU))
@@ -341,6 +343,15 @@ def test_a_holder_inserted_gets_what_a_plan_made_with_it_gives(
     fits = reservations.Planner(
         world.cache.snapshot, 0.0, reservations.Inputs({}, world.state.estimate), {}
     ).fits
+    return world, releases, everyone, fits
+
+
+@given(plans_and_a_newcomer())
+def test_a_holder_inserted_gets_what_a_plan_made_with_it_gives(
+    case: tuple[list[tuple[int, float]], list[tuple[int, float]], int, int],
+) -> None:
+    running, holders, later, placed = case
+    world, releases, everyone, fits = _one_queue(running, holders)
     made = backfill.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
     others = [h for i, h in enumerate(everyone) if i != later]
     grown = backfill.Plan(world.cache.snapshot, 0.0, releases, others, fits)
@@ -381,27 +392,7 @@ def test_a_hint_changes_where_a_placement_searches_never_what_it_finds(
     case: tuple[list[tuple[int, float]], list[tuple[int, float]], list[float | None]],
 ) -> None:
     running, holders, hints = case
-    world = World(builders.ResourceFlavorBuilder("gpu"), _queue("cq-a", 8, len(holders)))
-    cq = names.ClusterQueueName("cq-a")
-    gpu = resources.FlavorResource(names.FlavorName("gpu"), names.ResourceName(GPU))
-    releases, used = [], 0
-    for i, (gpus, end) in enumerate(running):
-        if used + gpus > 8:
-            break
-        used += gpus
-        world.admit(world.info(_job(f"r{i}", "cq-a", gpus, estimate=end), at=0.0), "cq-a")
-        releases.append(backfill.Release(end, cq, {gpu: gpus}))
-    everyone = [
-        backfill.Holder(
-            world.info(_job(f"h{i}", "cq-a", gpus, estimate=None), at=float(i)),
-            cq,
-            estimates.Estimate(minutes, estimates.Source.DEFAULT),
-        )
-        for i, (gpus, minutes) in enumerate(holders)
-    ]
-    fits = reservations.Planner(
-        world.cache.snapshot, 0.0, reservations.Inputs({}, world.state.estimate), {}
-    ).fits
+    world, releases, everyone, fits = _one_queue(running, holders)
     given_hints = {
         h.info.key: hint for h, hint in zip(everyone, hints, strict=True) if hint is not None
     }
