@@ -153,7 +153,8 @@ class Lifecycle:
             backfill_inputs=inputs,
         )
         self.kept = result.plans
-        self.starts.update(result.starts)
+        if result.starts:  # the hints it was given, updated: a copy of them would do it twice
+            self.starts = result.starts
         return result
 
     # Admissions ---------------------------------------------------------------------------------
