@@ -7,6 +7,7 @@ the summary lists only the kinds seen, in ``CycleKind`` order, with count, p50 a
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import pytest
 
@@ -86,10 +87,19 @@ def test_the_summary_lists_each_kind_seen_with_count_p50_and_slowest() -> None:
     assert admitted is not None
     none = cycle.CycleResult()  # a cycle that decided nothing counts as admitting no head
     timer = bench_cmd._CycleTimer()
-    for result, seconds in ((admitted, 0.004), (none, 0.002), (admitted, 0.001), (none, 0.003)):
-        timer.on_cycle(None, result, seconds)  # type: ignore[arg-type]  # the simulator is unused
+    for result, seconds, round_ in (
+        (admitted, 0.004, 1),
+        (none, 0.002, 1),
+        (admitted, 0.001, 2),
+        (none, 0.003, 3),
+    ):
+        # The timer reads only the round count of the simulator's queues.
+        seen = types.SimpleNamespace(queues=types.SimpleNamespace(cycle=round_))
+        timer.on_cycle(seen, result, seconds)  # type: ignore[arg-type]  # as above
     # p50 is the project's percentile: the value at index len/2 of the sorted durations.
     assert timer.kinds() == [
         "admitted every head: 2 cycles, p50 4.00 ms, max 4.00 ms",
         "admitted no head: 2 cycles, p50 3.00 ms, max 3.00 ms",
     ]
+    # The cycles of one round (one per group of quota trees) add up to the round's cost.
+    assert timer.round_seconds == pytest.approx({1: 0.006, 2: 0.001, 3: 0.003})

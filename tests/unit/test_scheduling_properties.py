@@ -4,6 +4,8 @@
   ``available`` is non-negative (no over-admission anywhere on its path to the root).
 - Admitting and removing a workload, or any what-if, restores the snapshot exactly.
 - The same input always gives the same decisions.
+- A cycle per group of quota trees that share nothing (``core.cycle_groups``) decides what one
+  cycle over every queue would: the same events at each instant, in another order across trees.
 - No workload is admitted with fewer pods than it asked for, unless down to its ``minCount``.
 - Every preemption frees capacity its preemptor then uses at the same instant.
 - With fair sharing, runs reach a fixed point: once arrivals stop, nothing more happens.
@@ -18,15 +20,18 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
+from unittest import mock
 
 import yaml
 from hypothesis import HealthCheck, given, reject, settings
 
 import strategies
-from berth.core import snapshot
+from berth.api import names
+from berth.core import cycle_groups, snapshot
 from berth.sim import documents, engine
 
 _T = TypeVar("_T")
@@ -95,6 +100,48 @@ def test_fair_sharing_never_over_admits(raw: list[dict[str, Any]]) -> None:
 def test_same_input_same_decisions(raw: list[dict[str, Any]]) -> None:
     first = _classical(lambda: engine.simulate(_docs(copy.deepcopy(raw))))
     assert first == engine.simulate(_docs(raw))
+
+
+def _by_instant(events: list[dict[str, Any]]) -> dict[float, list[str]]:
+    """Each instant's events, in an order of their own (a round's groups may come in any)."""
+    out: dict[float, list[str]] = {}
+    for e in events:
+        out.setdefault(float(e.get("t", -1.0)), []).append(json.dumps(e, sort_keys=True))
+    return {t: sorted(lines) for t, lines in out.items()}
+
+
+def _one_group(
+    partition: cycle_groups.Partition,
+    cluster_queues: Iterable[names.ClusterQueueName],
+    *,
+    one_group: bool = False,
+) -> list[tuple[names.ClusterQueueName, ...]]:
+    del partition, one_group
+    queues = tuple(sorted(set(cluster_queues)))
+    return [queues] if queues else []
+
+
+def _rounds_match_one_cycle(raw: list[dict[str, Any]]) -> None:
+    grouped = engine.simulate(_docs(copy.deepcopy(raw)))
+    with mock.patch.object(cycle_groups.Partition, "split", _one_group):
+        together = engine.simulate(_docs(raw))
+    assert _by_instant(grouped) == _by_instant(together)
+
+
+@_SETTINGS
+@given(strategies.scenarios())
+def test_a_cycle_per_group_of_trees_decides_what_one_cycle_over_all_does(
+    raw: list[dict[str, Any]],
+) -> None:
+    _classical(lambda: _rounds_match_one_cycle(raw))
+
+
+@_SETTINGS
+@given(strategies.scenarios(fair_sharing=True))
+def test_with_fair_sharing_a_cycle_per_group_decides_what_one_cycle_does(
+    raw: list[dict[str, Any]],
+) -> None:
+    _rounds_match_one_cycle(raw)
 
 
 @_SETTINGS

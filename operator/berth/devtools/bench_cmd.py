@@ -54,6 +54,9 @@ class _CycleTimer:
 
     def __init__(self) -> None:
         self.cycle_seconds: list[float] = []
+        self.round_seconds: dict[int, float] = {}
+        """What each round of cycles cost in all (one cycle per group of quota trees that
+        share nothing, ``Lifecycle.round``), by the queues' cycle count."""
         self.by_kind: dict[CycleKind, list[float]] = {}
         self.decisions = 0
         self.admissions = 0
@@ -63,13 +66,12 @@ class _CycleTimer:
         """Events are not counted here."""
 
     def on_cycle(
-        self,
-        simulator: engine.Simulator,  # noqa: ARG002 - the observer's signature
-        result: cycle.CycleResult,
-        seconds: float,
+        self, simulator: engine.Simulator, result: cycle.CycleResult, seconds: float
     ) -> None:
-        """Count one cycle's decisions and keep its duration."""
+        """Count one cycle's decisions and keep its duration, and add it to its round's."""
         self.cycle_seconds.append(seconds)
+        count = simulator.queues.cycle
+        self.round_seconds[count] = self.round_seconds.get(count, 0.0) + seconds
         self.by_kind.setdefault(CycleKind.of(result), []).append(seconds)
         self.decisions += len(result.admitted) + len(result.pending)
         self.admissions += len(result.admitted)
@@ -158,6 +160,12 @@ def core(shapes: tuple[str, ...], fair_sharing: bool) -> None:
             f"  cycle cost: p50 {1000 * _percentile(cycles, 50):.2f} ms, "
             f"p99 {1000 * _percentile(cycles, 99):.2f} ms, "
             f"mean {1000 * statistics.fmean(cycles) if cycles else 0:.2f} ms"
+        )
+        rounds = list(timer.round_seconds.values())
+        click.echo(
+            f"  round cost (a cycle per group of quota trees, {len(rounds)} rounds): "
+            f"p50 {1000 * _percentile(rounds, 50):.2f} ms, "
+            f"p99 {1000 * _percentile(rounds, 99):.2f} ms"
         )
         for line in timer.kinds():
             click.echo(f"    {line}")

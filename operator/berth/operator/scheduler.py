@@ -1,19 +1,21 @@
 """The scheduler loop: one task on the leader that runs the core and writes its decisions.
 
-Each cycle is ``state.lifecycle``'s, as in the simulator: pop the heads, run ``core.cycle.schedule``
-on the cache's snapshot, then, before any write, *assume* every admission in the cache, mark every
-victim evicted and put every pending head back where its queue's strategy says
-(``Lifecycle.apply_cycle``; this module's ``_Effects`` turns them into writes). Cycles then run back
-to back on that state, as the simulator settles an instant, until one makes no progress (or a
-batch's time is up), so a ClusterQueue admits as many heads per API round trip as fit; only then are
-the batch's Workload statuses written, each with the resourceVersion its decision was based on, and
-the next batch waits for them. An eviction of a workload admitted earlier in the same batch waits
-for that admission's write and builds on what it stored. Events go to a background ``Recorder``, and
-the advisory pending conditions (QuotaReserved=False with the reason) are written by background
-senders the cycles never wait for, the latest decision per workload. A failed admission write is
-undone: the admission is forgotten, the inadmissible workloads of its quota tree are requeued, and
-the workload returns to its queue after a backoff. Victims stay counted until the job controller has
-stopped their Jobs and cleared their admission. Started by ``main`` once the cache is primed.
+Each cycle is ``state.lifecycle``'s, as in the simulator, one per group of quota trees that share
+nothing (a round, ``Lifecycle.round``): pop the group's heads, run ``core.cycle.schedule`` on the
+cache's snapshot, then, before any write, *assume* every admission in the cache, mark every victim
+evicted and put every pending head back where its queue's strategy says (``Lifecycle.apply_cycle``;
+this module's ``_Effects`` turns them into writes). Rounds then run back to back on that state, as
+the simulator settles an instant, until one makes no progress (or a batch's time is up: the round
+then stops between two groups, and the next starts with those left out), so a ClusterQueue admits as
+many heads per API round trip as fit; only then are the batch's Workload statuses written, each with
+the resourceVersion its decision was based on, and the next batch waits for them. An eviction of a
+workload admitted earlier in the same batch waits for that admission's write and builds on what it
+stored. Events go to a background ``Recorder``, and the advisory pending conditions
+(QuotaReserved=False with the reason) are written by background senders the cycles never wait for,
+the latest decision per workload. A failed admission write is undone: the admission is forgotten,
+the inadmissible workloads of its quota tree are requeued, and the workload returns to its queue
+after a backoff. Victims stay counted until the job controller has stopped their Jobs and cleared
+their admission. Started by ``main`` once the cache is primed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import collections
 import dataclasses
 import enum
 import logging
+import math
 import time
 from typing import Any
 
@@ -138,14 +141,14 @@ class Scheduler:
         self.batches += 1
         writes: list[_Write] = []
         any_progress = False
-        started = time.perf_counter()
+        deadline = time.perf_counter() + _BATCH_SECONDS
         while True:
             now = w.clock()
             self._backoffs_done(now)
-            more, progressed = self.decide(now)
+            more, progressed = self.decide(now, deadline)
             writes.extend(more)
             any_progress = any_progress or progressed
-            if not progressed or time.perf_counter() - started >= _BATCH_SECONDS:
+            if not progressed or time.perf_counter() >= deadline:
                 return writes, any_progress
 
     def _backoffs_done(self, now: float) -> None:
@@ -154,21 +157,32 @@ class Scheduler:
         for key in state.due_backoffs(now):
             state.end_backoff(key, now)
 
-    def decide(self, now: float) -> tuple[list[_Write], bool]:
-        """Run one cycle and apply it to state; return its writes and whether it progressed."""
+    def decide(self, now: float, deadline: float = math.inf) -> tuple[list[_Write], bool]:
+        """Run one round of cycles and apply it; return its writes and whether it progressed.
+
+        A round is one cycle per group of quota trees that share nothing
+        (``Lifecycle.round``). Past ``deadline`` the round stops between two groups, so that
+        one large cohort's cycle never keeps the writes and watch events of the others waiting
+        longer than itself; the next round starts with the groups left out.
+        """
         w = self.world
-        self.cycles += 1
-        started = time.perf_counter()
-        # Read only under waitForPodsReady's blockAdmission: it walks every admitted workload.
-        all_ready = not w.policy.block_admission or all(k in w.ready for k in w.cache.admitted)
-        result = w.state.schedule(now, w.policy, all_pods_ready=all_ready)
-        if result is None:
-            return [], False
-        if w.observer is not None:
-            w.observer.cycle(result, time.perf_counter() - started)
         effects = _Effects(self, now)
-        progressed = w.state.apply_cycle(result, now, effects)
-        return effects.writes, progressed
+        progressed = False
+        for i, group in enumerate(w.state.round(w.policy)):
+            if i and time.perf_counter() >= deadline:
+                return effects.writes, True  # the groups left out come first next round
+            self.cycles += 1
+            started = time.perf_counter()
+            # Read only under waitForPodsReady's blockAdmission: it walks every admitted
+            # workload.
+            all_ready = not w.policy.block_admission or all(k in w.ready for k in w.cache.admitted)
+            result = w.state.schedule(now, w.policy, all_pods_ready=all_ready, among=group)
+            if result is None:
+                continue
+            if w.observer is not None:
+                w.observer.cycle(result, time.perf_counter() - started)
+            progressed = w.state.apply_cycle(result, now, effects, settle=False) or progressed
+        return effects.writes, w.state.end_round(progressed)
 
     def note_pending(self, decision: cycle.Pending, now: float) -> None:
         """Hand a head's pending condition to the background senders (latest decision wins)."""

@@ -572,15 +572,24 @@ class Simulator:
         raise UnsettledError(self.now, self.out.lines[-60:])
 
     def _cycle(self) -> bool:
-        """Run one scheduling cycle and apply it; False once a cycle has nothing to change."""
-        started = time.perf_counter()
-        result = self.state.schedule(self.now, self.policy, all_pods_ready=self._all_ready())
-        if result is None:
-            return False
-        elapsed = time.perf_counter() - started
-        for observer in self.observers:
-            observer.on_cycle(self, result, elapsed)
-        return self.state.apply_cycle(result, self.now, self)
+        """Run one round of scheduling cycles and apply it; False once a round changes nothing.
+
+        A round is one cycle per group of quota trees that share nothing
+        (``state.lifecycle.Lifecycle.round``), each applied before the next runs.
+        """
+        progressed = False
+        for group in self.state.round(self.policy):
+            started = time.perf_counter()
+            result = self.state.schedule(
+                self.now, self.policy, all_pods_ready=self._all_ready(), among=group
+            )
+            if result is None:
+                continue
+            elapsed = time.perf_counter() - started
+            for observer in self.observers:
+                observer.on_cycle(self, result, elapsed)
+            progressed = self.state.apply_cycle(result, self.now, self, settle=False) or progressed
+        return self.state.end_round(progressed)
 
     def evicting(self, decision: cycle.Preempt) -> None:
         """A victim's eviction takes place at once: released and queued again."""

@@ -18,11 +18,11 @@ same code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from berth.api import names
-from berth.core import cycle, reservations, snapshot, workload
+from berth.core import cycle, cycle_groups, reservations, snapshot, workload
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 from berth.state import runtimes
@@ -57,15 +57,28 @@ class Lifecycle:
         first (``reservations.Inputs.hints``). Kept while the workload is pending."""
         self._settled: dict[str, tuple[names.WorkloadKey, ...]] = {}
         """Each quota tree's holders when the cycles last settled."""
+        self._partition: cycle_groups.Partition | None = None
+        """The groups of the snapshot's queues (``round``), worked out once per snapshot."""
+        self._last_run: names.ClusterQueueName | None = None
+        """The first queue of the last group a round ran (``round``)."""
 
     # Cycles -------------------------------------------------------------------------------------
 
-    def apply_cycle(self, result: cycle.CycleResult, now: float, effects: CycleEffects) -> bool:
+    def apply_cycle(
+        self,
+        result: cycle.CycleResult,
+        now: float,
+        effects: CycleEffects,
+        *,
+        settle: bool = True,
+    ) -> bool:
         """Apply a cycle's decisions; tell whether another cycle could decide differently.
 
         A cycle progressed when it marked a victim or admitted a head, when a head it tried was
         parked (the next workload of its queue becomes the head), or when a head has flavors
-        left to try. A victim already on its way out is not marked twice.
+        left to try. A victim already on its way out is not marked twice. A cycle that did
+        not progress tries held workloads again (``_retry_held``), unless it was one of a
+        round (``settle`` False): the round does, once it is over (``end_round``).
         """
         progressed = False
         for p in result.preempted:
@@ -86,9 +99,40 @@ class Lifecycle:
             effects.parked(pending, same)
             if self._may_progress(pending):
                 progressed = True
-        if not progressed:
+        if not progressed and settle:
             progressed = self._retry_held()
         return progressed
+
+    def round(self, policy: cycle.Policy) -> list[tuple[names.ClusterQueueName, ...]]:
+        """Start a round of cycles: the groups of ClusterQueues to run one cycle each for.
+
+        The groups share nothing a cycle decides with (``core.cycle_groups``), so a cycle per
+        group decides what one cycle over all of them would, and none costs more than its own
+        quota trees. Run each with ``schedule(among=group)`` and apply it with ``settle``
+        False, then ``end_round``. The round starts after the last group run, so that a
+        driver which stops between groups (the operator, when its batch's time is up) reaches
+        every group in turn. Empty when no queue has a head, after the workloads held for a
+        reservation whose tree's holders changed went back.
+        """
+        ready = self.queues.start_round()
+        if not ready and self._retry_held():
+            ready = self.queues.start_round()
+        if not ready:
+            self.kept = {}
+            return []
+        snap = self.cache.snapshot
+        if self._partition is None or self._partition.snap is not snap:
+            self._partition = cycle_groups.Partition(snap)
+        groups = self._partition.split(ready, one_group=policy.block_admission)
+        turn = self._last_run
+        if turn is not None:
+            later = [g for g in groups if g[0] > turn]
+            groups = later + [g for g in groups if g[0] <= turn]
+        return groups
+
+    def end_round(self, progressed: bool) -> bool:
+        """Close a round; tell whether another could decide differently (see ``apply_cycle``)."""
+        return progressed or self._retry_held()
 
     def _retry_held(self) -> bool:
         """Once the cycles settle, try held workloads again where their tree's holders changed.
@@ -122,19 +166,31 @@ class Lifecycle:
         )  # more flavors to try next cycle
 
     def schedule(
-        self, now: float, policy: cycle.Policy, *, all_pods_ready: bool = True
+        self,
+        now: float,
+        policy: cycle.Policy,
+        *,
+        all_pods_ready: bool = True,
+        among: Sequence[names.ClusterQueueName] | None = None,
     ) -> cycle.CycleResult | None:
         """Run one cycle over the queue heads (None when no queue has a head).
 
-        With no head left, the workloads held for a reservation whose tree's holders changed
-        go back first (``_retry_held``).
+        With ``among``, over the heads of those queues only, a group of the round ``round``
+        started. Without, over every queue's: with no head left, the workloads held for a
+        reservation whose tree's holders changed go back first (``_retry_held``).
         """
-        heads = self.queues.heads()
-        if not heads and self._retry_held():
+        if among is not None:
+            self._last_run = among[0] if among else self._last_run
+            heads = self.queues.heads(among)
+            if not heads:
+                return None
+        else:
             heads = self.queues.heads()
-        if not heads:
-            self.kept = {}
-            return None
+            if not heads and self._retry_held():
+                heads = self.queues.heads()
+            if not heads:
+                self.kept = {}
+                return None
         holders = self.queues.holders()
         inputs = None
         if holders:

@@ -38,7 +38,7 @@ import itertools
 import math
 import typing
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from berth.api import clusterqueue, names
 from berth.core import cycle, ordering, workload
@@ -725,13 +725,38 @@ class QueueManager:
 
     # The cycle's side ---------------------------------------------------------------------------
 
-    def heads(self) -> list[cycle.Head]:
-        """Pop one head from every ClusterQueue that may admit, in ClusterQueue name order."""
+    def start_round(self) -> list[names.ClusterQueueName]:
+        """Count a new cycle and list the ClusterQueues that may give it a head, in name order.
+
+        The cycle's heads are then popped a group at a time (``heads(among)``): a round of
+        cycles, one per group of quota trees that share nothing (``core.cycle_groups``), counts
+        as one cycle here, as Kueue's one cycle over every queue would.
+        """
         self.cycle += 1
+        cqs = self.cache.snapshot.cluster_queues
+        return [
+            name
+            for name in sorted(self.queues)
+            if (info := cqs.get(name)) is not None
+            and info.active
+            and self.queues[name].active_count
+        ]
+
+    def heads(self, among: Sequence[names.ClusterQueueName] | None = None) -> list[cycle.Head]:
+        """Pop one head from every ClusterQueue that may admit, in ClusterQueue name order.
+
+        With ``among``, from those queues only, in the cycle ``start_round`` counted; without,
+        from every queue, counting a new cycle.
+        """
+        if among is None:
+            self.cycle += 1
+            among = sorted(self.queues)
         out = []
         cqs = self.cache.snapshot.cluster_queues
-        for name in sorted(self.queues):
-            q = self.queues[name]
+        for name in among:
+            q = self.queues.get(name)
+            if q is None:
+                continue
             info = cqs.get(name)
             if info is None or not info.active or q.active_count == 0:
                 continue

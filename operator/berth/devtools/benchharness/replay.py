@@ -144,18 +144,28 @@ def scenario(config: generator.Config, timeline: KueueTimeline) -> list[document
 
 
 class _Counter:
-    """Counts a replay's cycles (an ``engine.Observer``)."""
+    """Counts a replay's rounds of cycles (an ``engine.Observer``).
+
+    A round runs a cycle per group of quota trees that share nothing (``Lifecycle.round``);
+    it decides what Kueue's one cycle over every queue decides, so rounds are what compare
+    with Kueue's cycles.
+    """
 
     def __init__(self) -> None:
-        self.cycles = 0
+        self.rounds: set[int] = set()
+
+    @property
+    def cycles(self) -> int:
+        """Rounds that ran a cycle."""
+        return len(self.rounds)
 
     def on_event(self, simulator: engine.Simulator, line: dict[str, Any], sim: object) -> None:
         """Events are read from the run's result."""
 
     def on_cycle(self, simulator: engine.Simulator, result: object, seconds: float) -> None:
-        """Count one cycle."""
-        del simulator, result, seconds
-        self.cycles += 1
+        """Count the cycle's round."""
+        del result, seconds
+        self.rounds.add(simulator.queues.cycle)
 
     def on_end(self, simulator: engine.Simulator) -> None:
         """Nothing to do at the end."""
