@@ -1,8 +1,4 @@
-"""The operator's scheduler: a round of cycles, one per group of quota trees, in batches.
-
-Once a batch's time is up the round stops between two groups; the next round starts with those
-left out.
-"""
+"""The operator's scheduler runs a round of cycles, one per group of quota trees, in one batch."""
 
 from __future__ import annotations
 
@@ -36,25 +32,9 @@ def _admitted(writes: list[Any]) -> list[str]:
     return [w.key.name for w in writes if w.kind == scheduler_mod.WriteKind.ADMIT]
 
 
-def test_a_round_past_its_deadline_stops_between_groups_and_the_next_goes_on_from_there() -> None:
+def test_a_round_runs_a_cycle_per_quota_tree_and_writes_them_in_one_batch() -> None:
     world = _world(["a", "b", "c"])
     api: Any = object()  # decide writes nothing itself: it returns the writes
-    sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
-    # A deadline already past: each round runs its first group only, and says it progressed
-    # (the groups left out still have heads).
-    first, more = sched.decide(1000.0, deadline=0.0)
-    assert (_admitted(first), more) == (["train-a"], True)
-    second, more = sched.decide(1000.0, deadline=0.0)
-    assert (_admitted(second), more) == (["train-b"], True)
-    # Without a deadline the round runs every group left: c's is the only head.
-    rest, _ = sched.decide(1000.0)
-    assert _admitted(rest) == ["train-c"]
-    assert sched.cycles == 3
-
-
-def test_a_round_in_time_runs_a_cycle_per_quota_tree() -> None:
-    world = _world(["a", "b", "c"])
-    api: Any = object()
     sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
     writes, more = sched.decide(1000.0)
     assert (_admitted(writes), more) == (["train-a", "train-b", "train-c"], True)

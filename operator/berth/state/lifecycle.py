@@ -59,8 +59,6 @@ class Lifecycle:
         """Each quota tree's holders when the cycles last settled."""
         self._partition: cycle_groups.Partition | None = None
         """The groups of the snapshot's queues (``round``), worked out once per snapshot."""
-        self._last_run: names.ClusterQueueName | None = None
-        """The first queue of the last group a round ran (``round``)."""
 
     # Cycles -------------------------------------------------------------------------------------
 
@@ -109,10 +107,8 @@ class Lifecycle:
         The groups share nothing a cycle decides with (``core.cycle_groups``), so a cycle per
         group decides what one cycle over all of them would, and none costs more than its own
         quota trees. Run each with ``schedule(among=group)`` and apply it with ``settle``
-        False, then ``end_round``. The round starts after the last group run, so that a
-        driver which stops between groups (the operator, when its batch's time is up) reaches
-        every group in turn. Empty when no queue has a head, after the workloads held for a
-        reservation whose tree's holders changed went back.
+        False, then ``end_round``. Empty when no queue has a head, after the workloads held
+        for a reservation whose tree's holders changed went back.
         """
         ready = self.queues.start_round()
         if not ready and self._retry_held():
@@ -123,12 +119,7 @@ class Lifecycle:
         snap = self.cache.snapshot
         if self._partition is None or self._partition.snap is not snap:
             self._partition = cycle_groups.Partition(snap)
-        groups = self._partition.split(ready, one_group=policy.block_admission)
-        turn = self._last_run
-        if turn is not None:
-            later = [g for g in groups if g[0] > turn]
-            groups = later + [g for g in groups if g[0] <= turn]
-        return groups
+        return self._partition.split(ready, one_group=policy.block_admission)
 
     def end_round(self, progressed: bool) -> bool:
         """Close a round; tell whether another could decide differently (see ``apply_cycle``)."""
@@ -180,7 +171,6 @@ class Lifecycle:
         reservation whose tree's holders changed go back first (``_retry_held``).
         """
         if among is not None:
-            self._last_run = among[0] if among else self._last_run
             heads = self.queues.heads(among)
             if not heads:
                 return None
