@@ -167,20 +167,13 @@ class Lifecycle:
         """Run one cycle over the queue heads (None when no queue has a head).
 
         With ``among``, over the heads of those queues only, a group of the round ``round``
-        started. Without, over every queue's: with no head left, the workloads held for a
-        reservation whose tree's holders changed go back first (``_retry_held``).
+        started. Without, over every group of a new round at once.
         """
-        if among is not None:
-            heads = self.queues.heads(among)
-            if not heads:
-                return None
-        else:
-            heads = self.queues.heads()
-            if not heads and self._retry_held():
-                heads = self.queues.heads()
-            if not heads:
-                self.kept = {}
-                return None
+        if among is None:
+            among = sorted(cq for group in self.round(policy) for cq in group)
+        heads = self.queues.heads(among)
+        if not heads:
+            return None
         holders = self.queues.holders()
         inputs = None
         if holders:
