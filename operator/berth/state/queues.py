@@ -630,6 +630,10 @@ class QueueManager:
         """Pending workloads added with a ``requeue_at`` (a backoff), until added again without."""
         self.cycle = 0
         self._by_root: dict[str, list[ClusterQueueQueue]] | None = None
+        self._backfill: tuple[object, list[tuple[ClusterQueueQueue, int]]] = (None, [])
+        """The Backfill queues and their reservation depths, and the snapshot they are of
+        (cleared when a queue is added or removed): ``holders`` runs once per cycle, and a
+        round runs a cycle per group of quota trees."""
 
     # Membership ---------------------------------------------------------------------------------
 
@@ -680,6 +684,7 @@ class QueueManager:
         if q is None:
             q = self.queues[name] = ClusterQueueQueue(name, info.strategy)
             self._by_root = None
+            self._backfill = (None, [])
         q.strategy = info.strategy
         return q
 
@@ -722,6 +727,7 @@ class QueueManager:
             if name not in self.cache.snapshot.cluster_queues:
                 del self.queues[name]
         self._by_root = None
+        self._backfill = (None, [])
 
     # The cycle's side ---------------------------------------------------------------------------
 
@@ -847,14 +853,16 @@ class QueueManager:
 
     def holders(self) -> dict[names.ClusterQueueName, list[workload.WorkloadInfo]]:
         """Each Backfill ClusterQueue's first parked workloads, up to its reservation depth."""
-        out: dict[names.ClusterQueueName, list[workload.WorkloadInfo]] = {}
-        cqs = self.cache.snapshot.cluster_queues
-        for name, q in self.queues.items():
-            info = cqs.get(name)
-            if info is not None and info.backfill is not None:
-                depth = info.backfill.reservation_depth
-                out[name] = [pw.info for pw in q.first_parked(depth)]
-        return out
+        snap = self.cache.snapshot
+        seen, backfill = self._backfill
+        if seen is not snap:
+            backfill = [
+                (q, info.backfill.reservation_depth)
+                for name, q in self.queues.items()
+                if (info := snap.cluster_queues.get(name)) is not None and info.backfill is not None
+            ]
+            self._backfill = (snap, backfill)
+        return {q.name: [pw.info for pw in q.first_parked(depth)] for q, depth in backfill}
 
     def admitted(self, key: names.WorkloadKey) -> None:
         """Forget a head that was admitted."""
