@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import builders
@@ -221,3 +223,39 @@ def test_a_bad_expected_runtime_is_refused_naming_the_annotation(value: str, mes
     assert [(p.path, message in p.message) for p in problems] == [
         ("metadata.annotations[berth.dev/expected-runtime]", True)
     ]
+
+
+def test_estimates_are_made_again_for_the_queue_that_learned_and_for_a_changed_workload() -> None:
+    q = (
+        builders.ClusterQueueBuilder("q")
+        .flavor_quotas("gpu", {"nvidia.com/gpu": 8})
+        .strategy("Backfill")
+    )
+    world = World(
+        builders.ResourceFlavorBuilder("gpu"),
+        q,
+        *(builders.LocalQueueBuilder(lq, cluster_queue="q") for lq in ("a", "b")),
+    )
+    estimate = runtimes.estimator(world.cache, world.state.runtimes)
+
+    def job(name: str, lq: str, expected: str | None = None) -> core_workload.WorkloadInfo:
+        b = builders.WorkloadBuilder(name).queue(lq).pod_set("main", 1, {"nvidia.com/gpu": 1})
+        if expected is not None:
+            b.annotations({"berth.dev/expected-runtime": expected})
+        return world.info(b)
+
+    probe_a, probe_b = job("probe-a", "a"), job("probe-b", "b")
+    first_b = estimate(probe_b, Q)
+    for i in range(runtimes.MIN_SAMPLES):
+        w = job(f"w{i}", "a")
+        world.admit(w, "q", at=0.0)
+        world.state.release(w.key, 1200.0, succeeded=True)
+    learned = estimate(probe_a, Q)
+    assert (learned.seconds, learned.source) == (1200.0, estimates.Source.LEARNED)
+    assert estimate(probe_b, Q) is first_b  # queue b learned nothing: its estimate stands
+    # The same workload (name and uid), annotated since.
+    changed = dataclasses.replace(job("probe-a", "a", expected="2h"), uid=probe_a.uid)
+    assert (estimate(changed, Q).seconds, estimate(changed, Q).source) == (
+        2 * H,
+        estimates.Source.ANNOTATION,
+    )

@@ -40,6 +40,9 @@ class RuntimeHistory:
         """Percentiles by key, then percentile: a new runtime drops only its two keys'."""
         self.version = 0
         """Counts recorded runtimes: an estimate made at one version holds until the next."""
+        self.recorded: dict[_Key, int] = {}
+        """Counts recorded runtimes per LocalQueue: a workload's estimate depends only on its own
+        LocalQueue's runtimes, so one made at its queue's count holds until that count moves."""
 
     @staticmethod
     def _keys(info: workload.WorkloadInfo) -> tuple[_Key, _Key]:
@@ -52,6 +55,7 @@ class RuntimeHistory:
             return
         keys = self._keys(info)
         self.version += 1
+        self.recorded[keys[1]] = self.recorded.get(keys[1], 0) + 1
         for key in keys:
             self._runs.setdefault(key, collections.deque(maxlen=WINDOW)).append(seconds)
         for key in keys:
@@ -80,8 +84,12 @@ def _percentile(ordered: list[float], percentile: int) -> float:
     return ordered[rank - 1]
 
 
-_Made = tuple[clusterqueue.Backfill, estimates.Estimate]
-"""An estimate and the settings it was made with."""
+_Made = tuple[clusterqueue.Backfill, workload.WorkloadInfo, estimates.Estimate]
+"""An estimate, and the settings and workload it was made with."""
+
+MEMO_LIMIT = 65_536
+"""Estimates kept per LocalQueue at one count of its runtimes: a queue whose workloads never
+succeed never moves its count, and its deleted workloads must not stay for ever."""
 
 
 def estimator(
@@ -89,20 +97,24 @@ def estimator(
 ) -> Callable[[workload.WorkloadInfo, names.ClusterQueueName], estimates.Estimate]:
     """Estimates with the settings of the workload's ClusterQueue (the defaults elsewhere)."""
     default = clusterqueue.Backfill()
-    made: dict[tuple[names.WorkloadKey, str, names.ClusterQueueName], _Made] = {}
-    version = [history.version]
+    made: dict[_Key, tuple[int, dict[tuple[str, str, names.ClusterQueueName], _Made]]] = {}
+    """By LocalQueue: its count of recorded runtimes, and the estimates made at that count, by
+    workload (name and uid) and ClusterQueue."""
 
     def estimate(info: workload.WorkloadInfo, cq: names.ClusterQueueName) -> estimates.Estimate:
-        if version[0] != history.version:
-            made.clear()  # something new was learned
-            version[0] = history.version
+        queue = (info.key.namespace, info.local_queue)
+        seen = history.recorded.get(queue, 0)
+        mine = made.get(queue)
+        if mine is None or mine[0] != seen or len(mine[1]) >= MEMO_LIMIT:
+            mine = made[queue] = (seen, {})  # new, or something new was learned of its queue
         q = cache.snapshot.cluster_queues.get(cq)
         settings = default if q is None or q.backfill is None else q.backfill
-        key = (info.key, info.uid, cq)
-        found = made.get(key)
-        if found is None or found[0] is not settings:  # new, or the queue's settings changed
+        key = (info.key.name, info.uid, cq)
+        found = mine[1].get(key)
+        if found is None or found[0] is not settings or found[1] is not info:
+            # New, or the queue's settings or the workload changed.
             learned = history.learned(info, settings.learned_percentile)
-            found = made[key] = (settings, estimates.estimate(info, learned, settings))
-        return found[1]
+            found = mine[1][key] = (settings, info, estimates.estimate(info, learned, settings))
+        return found[2]
 
     return estimate
