@@ -1,13 +1,15 @@
 """Backfill plans kept from one cycle to the next (``reservations.Kept``), and grown in place.
 
-A cycle that changed nothing in a quota tree leaves its plan to the next cycle, which takes it
-over only when nothing the plan was made from changed: the tree's generation, the holders (the
-same objects), ``now``, and the version of estimates and evictions. Taking a plan over must
+A cycle leaves its plans to the next cycle, which takes one over only when nothing the plan was
+made from changed: the tree's generation (counting the admissions the plan took in), the holders
+(the same objects; holders more are inserted), ``now`` (or a later instant before any running
+work was due to end), and the version of estimates and evictions. Taking a plan over must
 decide exactly as making it again, and a backfill test a plan recalls (``Plan._squeezed_by``)
 exactly as one made afresh: the simulations below run with and without both and compare every
-event. A holder blocked ahead of others joins a plan in place (``backfill.Plan.insert``):
-the reservations come out as those of a plan made with it. An admission within a cycle makes
-the plan again: a later entry of the cycle is tested against the reservations it moved.
+event. A holder blocked ahead of others joins a plan in place (``backfill.Plan.insert``), and
+work admitted in a cycle joins its releases (``backfill.Plan.started``): either way the
+reservations come out as those of a plan made with it. A later entry of the cycle is tested
+against the reservations an admission moved.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from hypothesis import strategies as st
 
 import builders
 from berth.api import names
-from berth.core import backfill, estimates, reservations, resources
+from berth.core import backfill, estimates, flavors, reservations, resources
 from berth.sim import documents, engine
 from worlds import World
 
@@ -90,8 +92,9 @@ def _run(
 ) -> tuple[list[dict[str, Any]], int]:
     """The run's events, and how many plans were taken over.
 
-    ``recall`` False: a plan answers every backfill test afresh instead of recalling it, and
-    places every reservation by a search from the start, without hints.
+    ``recall`` False: a plan answers every backfill test afresh instead of recalling it, places
+    every reservation by a search from the start, without hints, and is made again after an
+    admission instead of taking it in.
     """
     taken = 0
     original = reservations.Planner._taken_over
@@ -111,11 +114,22 @@ def _run(
         self._squeezed.clear()  # what recalling answers reads
         return squeezed(self, *args)
 
+    def made_again(
+        self: reservations.Planner, info: Any, cq: names.ClusterQueueName, usage: Any
+    ) -> None:
+        # The tree's plan dropped at an admission, to be made again with it when next needed.
+        root = self.root_of(cq)
+        end = backfill.expected_end(self.now, self.inputs.estimate(info, cq).seconds, self.now)
+        self.started_here.setdefault(root, []).append(backfill.Release(end, cq, usage))
+        self.plans.pop(root, None)
+        self.changed_roots.add(root)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(reservations.Planner, "_taken_over", counted)
         if not recall:
             mp.setattr(backfill.Plan, "_squeezed_by", afresh)
             mp.setattr(backfill._Search, "earliest", unhinted)
+            mp.setattr(reservations.Planner, "started", made_again)
         return engine.Simulator(docs).run(), taken
 
 
@@ -239,6 +253,11 @@ def _later(world: World, inputs: reservations.Inputs) -> reservations.Inputs:
     return inputs
 
 
+def _past_an_end(world: World, inputs: reservations.Inputs) -> reservations.Inputs:
+    world.now = 700.0  # "run" was expected to end at 600: now it is expected later
+    return inputs
+
+
 def _admitted(world: World, inputs: reservations.Inputs) -> reservations.Inputs:
     world.admit(world.info(_job("new", "cq-b", 1, estimate=60), at=world.now), "cq-b")
     return inputs
@@ -257,13 +276,21 @@ def _holder_gone(_world: World, inputs: reservations.Inputs) -> reservations.Inp
     return dataclasses.replace(inputs, holders={})
 
 
+def _holder_joined(world: World, inputs: reservations.Inputs) -> reservations.Inputs:
+    joined = world.info(_job("parked-b", "cq-b", 8, estimate=60), at=2)
+    holders = {**inputs.holders, names.ClusterQueueName("cq-b"): [joined]}
+    return dataclasses.replace(inputs, holders=holders)
+
+
 CHANGES = [
     Change("nothing changed: taken over", _same, taken_over=True),
-    Change("another instant: made again", _later, taken_over=False),
+    Change("a later instant, no work due to end before it: taken over", _later, taken_over=True),
+    Change("a later instant, past running work's expected end: made again", _past_an_end, False),
     Change("an admission in the tree: made again", _admitted, taken_over=False),
     Change("a runtime learned: made again", _learned, taken_over=False),
     Change("a holder's info replaced: made again", _holder_replaced, taken_over=False),
     Change("no holder any more: no plan", _holder_gone, taken_over=False),
+    Change("a holder more: taken over, the holder inserted", _holder_joined, taken_over=True),
 ]
 
 
@@ -365,6 +392,98 @@ def test_a_holder_inserted_gets_what_a_plan_made_with_it_gives(
     assert seen(grown) == seen(made)
 
 
+TWO_FLAVORS = ("gpu-a", "gpu-b")
+
+
+@st.composite
+def plans_and_a_start(
+    draw: st.DrawFn,
+) -> tuple[
+    dict[str, tuple[int, int]],
+    list[tuple[str, int, float]],
+    list[tuple[str, int, float]],
+    int,
+    tuple[str, int, float],
+]:
+    """A case of ``Plan.started``, in a cohort of two queues with two flavors each.
+
+    Quotas per queue and flavor, running work (queue, GPUs, end), holders (queue, GPUs,
+    estimate), how many holders the plan placed before the start, and the work that starts
+    (queue, GPUs, end). Ends often tie, with each other and with reservations' starts.
+    """
+    quotas = {q: (draw(st.integers(0, 4)), draw(st.integers(0, 4))) for q in ("cq-a", "cq-b")}
+    queue, gpus = st.sampled_from(["cq-a", "cq-b"]), st.integers(1, 4)
+    end = st.sampled_from([5.0, 10.0, 20.0, 30.0])
+    running = draw(st.lists(st.tuples(queue, gpus, end), max_size=5))
+    holders = draw(st.lists(st.tuples(queue, st.integers(1, 8), end), min_size=1, max_size=4))
+    placed = draw(st.integers(0, len(holders)))
+    return quotas, running, holders, placed, draw(st.tuples(queue, gpus, end))
+
+
+@given(plans_and_a_start())
+def test_work_started_in_a_plan_gives_what_a_plan_made_with_it_gives(
+    case: tuple[
+        dict[str, tuple[int, int]],
+        list[tuple[str, int, float]],
+        list[tuple[str, int, float]],
+        int,
+        tuple[str, int, float],
+    ],
+) -> None:
+    quotas, running, holders, placed, (queue, gpus, ends_at) = case
+    world = World(
+        *(builders.ResourceFlavorBuilder(f) for f in TWO_FLAVORS),
+        *(
+            builders.ClusterQueueBuilder(q)
+            .cohort("pool")
+            .resource_group(
+                *(
+                    builders.flavor_quotas(f, {GPU: n})
+                    for f, n in zip(TWO_FLAVORS, quotas[q], strict=True)
+                )
+            )
+            .strategy("Backfill")
+            .set("spec.backfill", {"reservationDepth": len(holders)})
+            for q in quotas
+        ),
+    )
+    releases: list[backfill.Release] = []
+
+    def run(name: str, q: str, n: int, end: float) -> bool:
+        info = world.info(_job(name, q, n, estimate=end), at=0.0)
+        assignment, _ = world.assign(info, q)
+        if assignment.mode != flavors.Mode.FIT:
+            return False
+        admission = world.admit(info, q, at=0.0)
+        releases.append(backfill.Release(end, names.ClusterQueueName(q), admission.usage))
+        return True
+
+    for i, (q, n, end) in enumerate(running):
+        run(f"r{i}", q, n, end)
+    everyone = [
+        backfill.Holder(
+            world.info(_job(f"h{i}", q, n, estimate=None), at=float(i)),
+            names.ClusterQueueName(q),
+            estimates.Estimate(estimate, estimates.Source.DEFAULT),
+        )
+        for i, (q, n, estimate) in enumerate(holders)
+    ]
+    snap = world.cache.snapshot
+    fits = reservations.Planner(snap, 0.0, reservations.Inputs({}, world.state.estimate), {}).fits
+    grown = backfill.Plan(snap, 0.0, releases, everyone, fits)
+    for holder in everyone[:placed]:
+        grown.reservation_of(holder.info)  # placed as far as some question needed
+    if not run("started", queue, gpus, ends_at):
+        return  # nothing starts
+    grown.started(releases[-1])
+    made = backfill.Plan(snap, 0.0, releases, everyone, fits)
+
+    def seen(plan: backfill.Plan) -> list[tuple[str, float, float, dict[Any, int]]]:
+        return [(r.holder.info.key.name, r.start, r.end, dict(r.usage)) for r in plan.placed()]
+
+    assert seen(grown) == seen(made)
+
+
 @st.composite
 def plans_with_hints(
     draw: st.DrawFn,
@@ -408,3 +527,33 @@ def test_a_hint_changes_where_a_placement_searches_never_what_it_finds(
     # What each search found is left as the next one's hint (never: infinity).
     placed = {r.holder.info.key: r.start for r in plain.placed()}
     assert hinted.hints == {h.info.key: placed.get(h.info.key, math.inf) for h in everyone}
+
+
+@dataclasses.dataclass(frozen=True)
+class Move:
+    id: str
+    holder_gpus: int
+    to: float
+    moved: bool
+
+
+MOVES = [
+    Move("before running work is due to end: moved", 8, 9.0, moved=True),
+    Move("when running work is due to end: made again", 8, 10.0, moved=False),
+    Move("a reservation starting at the plan's instant: made again", 2, 1.0, moved=False),
+]
+
+
+@pytest.mark.parametrize("row", MOVES, ids=lambda r: r.id)
+def test_a_plan_is_taken_to_a_later_instant_only_if_nothing_in_it_depends_on_the_time(
+    row: Move,
+) -> None:
+    # An 8-GPU queue with 4 GPUs running until 10; the holder waits for them or fits at once.
+    world, releases, everyone, fits = _one_queue([(4, 10.0)], [(row.holder_gpus, 5.0)])
+    plan = backfill.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
+    before = plan.placed()
+    assert plan.moved_to(row.to) == row.moved
+    assert plan.now == (row.to if row.moved else 0.0)
+    if row.moved:
+        again = backfill.Plan(world.cache.snapshot, row.to, releases, everyone, fits)
+        assert plan.placed() == before == again.placed()

@@ -19,6 +19,9 @@ The plan (``Plan``) is computed from the snapshot:
    fits; capacity only grows with time, so that time is found by bisection, tried first where
    the last plan placed the holder (``hints``: usually it has not moved, and two assignments
    confirm it).
+   A plan takes in work started after it was made (``Plan.started``) and holders that join
+   (``Plan.insert``), placing again only the reservations that may have moved, and is taken on
+   to a later instant when no running work was due to end in between (``Plan.moved_to``).
 3. **The test** (``delayed_by``): for each reservation whose holder is ahead of the candidate
    (same ClusterQueue, or any queue of the tree when the candidate borrows), and that starts
    before the candidate's expected end (its runtime limit's end, when the reservation's queue
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -87,6 +91,9 @@ class Reservation:
     usage: resources.FlavorResourceAmounts
     start: float
     end: float
+    passed: int = dataclasses.field(default=0, compare=False)
+    """How many releases of its plan's timeline (running work's and those of the reservations
+    ahead of it) it waits for: the fewest after which it fits."""
 
 
 def expected_end(started: float, estimate: float, now: float) -> float:
@@ -130,7 +137,9 @@ class Plan:
         self.hints: dict[names.WorkloadKey, float] = {} if hints is None else hints
         """Where plans placed holders' reservations: a placement searches there first, and
         notes where it placed one. Only where the search starts: a start is the same without."""
-        self.releases = sorted(releases, key=lambda r: (r.end, r.cluster_queue))
+        self.releases = sorted(releases, key=_release_key)
+        self._sums: _Sums | None = None
+        """Running totals of ``releases``, made on the first placement."""
         self.reservations: list[Reservation] = []
         """Reservations placed so far, in holder order."""
         self._tried: list[Holder] = []
@@ -168,12 +177,11 @@ class Plan:
         self._place_before(holder_key(info), including=True)
         return next((r for r in self.reservations if r.holder.info.key == info.key), None)
 
-    def _timeline(self, extra: Sequence[Reservation]) -> list[Release]:
+    def _timeline(self, extra: Sequence[Reservation]) -> _Timeline:
         """Releases of running work and of ``extra`` reservations, in time order."""
-        out = list(self.releases)
-        for r in extra:
-            bisect.insort(out, Release(r.end, r.holder.cluster_queue, r.usage), key=_release_key)
-        return out
+        if self._sums is None:
+            self._sums = _Sums(self.releases)
+        return _Timeline(self.releases, self._sums, extra)
 
     def _place(self, holder: Holder, fits: Fits) -> Reservation | None:
         """The holder's reservation at its earliest start, or None if waiting cannot make it fit.
@@ -192,9 +200,9 @@ class Plan:
             self.hints[key] = math.inf  # not even once everything ahead of it has ended
             return None
         passed, usage = found
-        start = self.now if passed == 0 else max(self.now, timeline[passed - 1].end)
+        start = self.now if passed == 0 else max(self.now, timeline.releases[passed - 1].end)
         self.hints[key] = start
-        return Reservation(holder, usage, start, start + holder.estimate.seconds)
+        return Reservation(holder, usage, start, start + holder.estimate.seconds, passed)
 
     def add(self, holder: Holder) -> Reservation | None:
         """Place one more holder, behind every other holder; return its reservation."""
@@ -211,13 +219,68 @@ class Plan:
         The holders ahead of it keep their reservations (a reservation depends only on those
         before it); those behind it wait to be placed again, as in a plan made with it.
         """
-        key = holder_key(holder.info)
-        behind = [h for h in self._tried if holder_key(h.info) > key]
+        self._place_again(holder_key(holder.info))
+        self._waiting = sorted(
+            [*self._waiting, holder], key=lambda h: holder_key(h.info), reverse=True
+        )
+
+    def _place_again(self, key: tuple[int, float, str]) -> None:
+        """Send the holders from ``key`` on back to wait for their placement."""
+        behind = [h for h in self._tried if holder_key(h.info) >= key]
         self._tried = [h for h in self._tried if holder_key(h.info) < key]
         self.reservations = [r for r in self.reservations if holder_key(r.holder.info) < key]
         self._waiting = sorted(
-            [*self._waiting, *behind, holder], key=lambda h: holder_key(h.info), reverse=True
+            [*self._waiting, *behind], key=lambda h: holder_key(h.info), reverse=True
         )
+
+    def started(self, release: Release) -> None:
+        """Running work joined the tree now, to give its quota back at ``release``'s end.
+
+        Its usage is counted in the snapshot already. The reservations it cannot have moved
+        stay as a plan made now would place them, and the first that may have moved and those
+        behind it wait to be placed again. Capacity only grows with time: a reservation whose
+        releases include the new one (it ends before) still fits after them and not before, one
+        more release on; one that starts while the new work runs stays if it still fits there
+        with the same flavors (``_fits_after``), and cannot fit any sooner.
+        """
+        new = _release_key(release)
+        pos = bisect.bisect_right(self.releases, new, key=_release_key)
+        self.releases.insert(pos, release)
+        self._sums = None
+        self._squeezed.clear()
+        ahead = 0
+        """Releases of the reservations checked so far that come before the new one."""
+        for i, r in enumerate(self.reservations):
+            if pos + ahead < r.passed:
+                self.reservations[i] = dataclasses.replace(r, passed=r.passed + 1)
+            elif self._fits_after(i, r.passed) != r.usage:
+                self._place_again(holder_key(r.holder.info))
+                return
+            ahead += (r.end, r.holder.cluster_queue) < new
+
+    def _fits_after(self, i: int, passed: int) -> resources.FlavorResourceAmounts | None:
+        """The usage of reservation ``i``'s holder if it fits after ``passed`` releases."""
+        r, earlier, snap = self.reservations[i], self.reservations[:i], self.snap
+        timeline = self._timeline(earlier)
+        with snap.what_if():
+            for p in earlier:
+                snap.add_usage(p.holder.cluster_queue, p.usage)
+            timeline.release(snap, 0, passed)
+            return self.fits(r.holder.cluster_queue, r.holder.info)
+
+    def moved_to(self, now: float) -> bool:
+        """Take the plan on to a later ``now``, if it is the plan that would be made then.
+
+        It is when no running work was expected to end by then (an end passed is moved later,
+        ``expected_end``) and no reservation starts at the plan's own instant; the releases and
+        the reservations placed then stand as they are.
+        """
+        if self.releases and self.releases[0].end <= now:
+            return False
+        if any(r.passed == 0 for r in self.reservations):
+            return False
+        self.now = now
+        return True
 
     def last_key(self) -> tuple[int, float, str] | None:
         """The order of the last holder (None when there is none)."""
@@ -280,8 +343,8 @@ class Plan:
                 snap.add_usage(p.holder.cluster_queue, p.usage)
             snap.add_usage(cq, usage)
             timeline = self._timeline(earlier)
-            started = bisect.bisect_right(timeline, r.start, key=lambda rel: rel.end)
-            _release_all(snap, timeline[:started])
+            started = bisect.bisect_right(timeline.releases, r.start, key=_release_end)
+            timeline.release(snap, 0, started)
             node = snap.node(r.holder.cluster_queue)
             squeezed = any(node.available(fr) < amount for fr, amount in r.usage.items())
         self._squeezed[key] = (r, squeezed)
@@ -300,7 +363,7 @@ class _Search:
     def __init__(
         self,
         snap: snapshot.Snapshot,
-        timeline: Sequence[Release],
+        timeline: _Timeline,
         fits: Callable[[], resources.FlavorResourceAmounts | None],
     ) -> None:
         self.snap = snap
@@ -320,11 +383,12 @@ class _Search:
         releases before that time and those up to it; then a gallop onwards (1, 2, 4, ...
         releases) from what is known, and a bisection of the last step.
         """
-        n = len(self.timeline)
+        releases = self.timeline.releases
+        n = len(releases)
         yes: tuple[int, resources.FlavorResourceAmounts] | None = None
         if hint is not None:
-            before = bisect.bisect_left(self.timeline, hint, key=_release_end)
-            upto = bisect.bisect_right(self.timeline, hint, key=_release_end)
+            before = bisect.bisect_left(releases, hint, key=_release_end)
+            upto = bisect.bisect_right(releases, hint, key=_release_end)
             for k in (before, upto) if upto > before else (before,):
                 if (usage := self._try(k)) is not None:
                     yes = (k, usage)
@@ -350,7 +414,7 @@ class _Search:
         if k < self.applied:
             journal.rollback(self.no_mark)
             self.applied = max(self.no, 0)
-        _release_all(self.snap, self.timeline[self.applied : k])
+        self.timeline.release(self.snap, self.applied, k)
         self.applied = k
         usage = self.fits()
         if usage is None:
@@ -366,20 +430,78 @@ def _release_end(r: Release) -> float:
     return r.end
 
 
-def _release_all(snap: snapshot.Snapshot, releases: Sequence[Release]) -> None:
-    """Stop counting the usage of ``releases``, summed per ClusterQueue first.
+class _Sums:
+    """Running totals of sorted releases, per ClusterQueue and flavor-resource.
 
-    Removing usage is additive (what a queue passes up to its cohort is the part beyond its
-    local quota, ``quota.QuotaNode.remove_usage``), so one removal of the sum leaves the tree as
-    the releases one by one would, walking it once per queue instead of once per release.
+    A placement passes a prefix of the releases, and then one or a few more, many times over:
+    the totals give what any stretch of them gives back in a subtraction per queue and resource,
+    not a walk over its releases.
     """
-    if len(releases) == 1:
-        snap.remove_usage(releases[0].cluster_queue, releases[0].usage)
-        return
-    summed: dict[names.ClusterQueueName, dict[resources.FlavorResource, int]] = {}
-    for rel in releases:
-        into = summed.setdefault(rel.cluster_queue, {})
-        for fr, amount in rel.usage.items():
-            into[fr] = into.get(fr, 0) + amount
-    for cq, usage in summed.items():
-        snap.remove_usage(cq, usage)
+
+    def __init__(self, releases: Sequence[Release]) -> None:
+        self.keys = [_release_key(r) for r in releases]
+        steps: dict[tuple[names.ClusterQueueName, resources.FlavorResource], list[int]] = {}
+        for i, rel in enumerate(releases):
+            for fr, amount in rel.usage.items():
+                if amount:
+                    into = steps.get((rel.cluster_queue, fr))
+                    if into is None:
+                        into = steps[(rel.cluster_queue, fr)] = [0] * len(releases)
+                    into[i] += amount
+        self.totals = {
+            pair: list(itertools.accumulate(amounts, initial=0)) for pair, amounts in steps.items()
+        }
+        """By queue and resource: what the first ``i`` releases give back, at index ``i``."""
+
+    def between(
+        self, a: int, b: int
+    ) -> dict[names.ClusterQueueName, dict[resources.FlavorResource, int]]:
+        """What releases ``a`` to ``b`` (not included) give back, per ClusterQueue."""
+        out: dict[names.ClusterQueueName, dict[resources.FlavorResource, int]] = {}
+        for (cq, fr), totals in self.totals.items():
+            amount = totals[b] - totals[a]
+            if amount:
+                out.setdefault(cq, {})[fr] = amount
+        return out
+
+
+class _Timeline:
+    """The releases of running work merged with those of a few reservations, in time order.
+
+    Ties keep the running work's releases first and the reservations' in holder order, as
+    inserting each reservation's release after its equals would.
+    """
+
+    def __init__(
+        self, running: Sequence[Release], sums: _Sums, extra: Sequence[Reservation]
+    ) -> None:
+        self.sums = sums
+        added = [Release(r.end, r.holder.cluster_queue, r.usage) for r in extra]
+        added.sort(key=_release_key)  # stable: equal ends stay in holder order
+        self.added = added
+        self.at = [bisect.bisect_right(sums.keys, _release_key(r)) + j for j, r in enumerate(added)]
+        """Where each of ``added`` stands in ``releases``."""
+        releases = list(running)
+        for pos, rel in zip(self.at, added, strict=True):
+            releases.insert(pos, rel)
+        self.releases = releases
+
+    def release(self, snap: snapshot.Snapshot, a: int, b: int) -> None:
+        """Stop counting the usage of releases ``a`` to ``b`` (not included).
+
+        Summed per ClusterQueue first: removing usage is additive (what a queue passes up to its
+        cohort is the part beyond its local quota, ``quota.QuotaNode.remove_usage``), so one
+        removal of the sum leaves the tree as the releases one by one would, walking it once
+        per queue instead of once per release.
+        """
+        if b <= a:
+            return
+        at = self.at
+        i, j = bisect.bisect_left(at, a), bisect.bisect_left(at, b)
+        summed = self.sums.between(a - i, b - j)
+        for rel in self.added[i:j]:
+            into = summed.setdefault(rel.cluster_queue, {})
+            for fr, amount in rel.usage.items():
+                into[fr] = into.get(fr, 0) + amount
+        for cq, usage in summed.items():
+            snap.remove_usage(cq, usage)

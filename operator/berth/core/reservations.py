@@ -5,14 +5,17 @@ things about each entry it processes: whether a fitting entry would delay a rese
 (``held``), that an entry took its quota (``started``: it is running work from now on), and when a
 blocked entry's own reservation starts (``blocked``: it joins the holders). Heads blocked in this
 cycle join the holders and admissions of this cycle join the releases, so later entries see
-them; a tree's plan is made again after either (or extended, when a new holder is behind every
-holder placed). ``outlook`` answers the same questions for ``berth explain``.
+them: the tree's plan takes either in where it stands (``backfill.Plan.add``, ``insert`` and
+``started``), and places again only the reservations that may have moved. It is made again after
+a preemption or a hold. ``outlook`` answers the same questions for ``berth explain``.
 
 A plan is made from the tree's admitted work and holders, the estimates and ``now``. A cycle that
 neither admitted, preempted nor held anything in a tree leaves its plan as the next cycle would
 make it again (``Kept``): the next cycle takes it over when the tree's generation, the holders
 (the same objects), ``now`` and the version of estimates and evictions are all the same, and a
-tree whose queues only park heads is planned once per change, not once per cycle.
+tree whose queues only park heads is planned once per change, not once per cycle. A cycle whose
+only change to a tree was admissions its plan took in (``backfill.Plan.started``) leaves the plan
+too, for the tree's generation once those admissions are counted.
 
 Pure and deterministic; the inputs (``Inputs``) come from ``berth.state``.
 """
@@ -79,7 +82,8 @@ class Planner:
         self.generation = generation
         """The change counter of a ClusterQueue's quota tree (``state.cache``)."""
         self.changed_roots: set[str] = set()
-        """Trees whose usage this cycle changed: their plans are not kept."""
+        """Trees whose usage this cycle changed otherwise than by admissions their plan took
+        in: their plans are not kept."""
         self.made_with: dict[str, Given] = {}
         """The holders each tree's plan was made with (and given later)."""
         self.holders: dict[names.ClusterQueueName, list[workload.WorkloadInfo]] = {
@@ -87,6 +91,8 @@ class Planner:
         }
         self.started_here: dict[str, list[backfill.Release]] = {}
         self.plans: dict[str, backfill.Plan | None] = {}
+        self._victims_seen: dict[str, int] = {}
+        """How many victims the cycle had chosen when each tree's plan was made."""
         self._members: dict[str, list[names.ClusterQueueName]] | None = None
         self._starts: dict[names.WorkloadKey, float] = dict(inputs.hints)
         """Where plans placed holders' reservations, earlier cycles' and then this one's: each
@@ -128,6 +134,7 @@ class Planner:
                 made = self._new_plan(root, holders)
             self.made_with[root] = given
         self.plans[root] = made
+        self._victims_seen[root] = len(self.preempted)
         return made
 
     def _holders_of(self, root: str) -> Given:
@@ -152,21 +159,30 @@ class Planner:
         return self.generation(members[0]) if members else 0
 
     def _taken_over(self, root: str, holders: Given) -> backfill.Plan | None:
-        """The last cycle's plan of the tree, if it is the plan this cycle would make."""
+        """The last cycle's plan of the tree, if it is the plan this cycle would make.
+
+        Holders it was not made with join it where they stand (``backfill.Plan.insert``): a
+        workload the last cycle parked for another reason can be its queue's first parked.
+        """
         kept = self.inputs.kept.get(root)
         if (
             kept is None
             or root in self.changed_roots
             or self.started_here.get(root)
-            or kept.now != self.now
+            or kept.now > self.now
             or kept.version != self.inputs.version
             or kept.generation != self._generation_of(root)
-            or kept.holders.keys() != holders.keys()
-            or any(kept.holders[k] is not info for k, info in holders.items())
+            or not kept.holders.keys() <= holders.keys()
+            or any(holders[k] is not info for k, info in kept.holders.items())
+            or (kept.now < self.now and not kept.plan.moved_to(self.now))
         ):
             return None
-        kept.plan.hints = self._starts  # what it places from now on is this cycle's to tell
-        return kept.plan
+        plan = kept.plan
+        plan.hints = self._starts  # what it places from now on is this cycle's to tell
+        for (cq, key), info in holders.items():
+            if (cq, key) not in kept.holders:
+                plan.insert(self._holder(info, cq))
+        return plan
 
     def kept(self) -> dict[str, Kept]:
         """The plans of the trees this cycle left unchanged, for the next cycle.
@@ -183,9 +199,9 @@ class Planner:
         for root, plan in sorted(self.plans.items()):
             given = self.made_with.get(root)
             if plan is not None and given is not None and root not in left:
-                out[root] = Kept(
-                    self.now, self._generation_of(root), self.inputs.version, given, plan
-                )
+                # Each admission it took in moves the tree's generation once when applied.
+                generation = self._generation_of(root) + len(self.started_here.get(root, ()))
+                out[root] = Kept(self.now, generation, self.inputs.version, given, plan)
         return out
 
     def _new_plan(self, root: str, holders: Sequence[backfill.Holder]) -> backfill.Plan:
@@ -210,13 +226,18 @@ class Planner:
         self.changed_roots.add(root)
 
     def _releases(self, root: str) -> list[backfill.Release]:
-        """When the tree's admitted work, and what this cycle started, gives its quota back."""
-        releases = list(self.started_here.get(root, []))
+        """When the tree's admitted work, and then what this cycle started, gives its quota back.
+
+        In this order, so that a plan sorts them as one that started those of this cycle one by
+        one (``backfill.Plan.started``) holds them: the latest last among equal ends.
+        """
+        releases = []
         for name in self._queues_of(root):
             for adm in self.snap.admitted.get(name, {}).values():
                 gone = adm.evicted or adm.info.key in self.preempted
                 end = self.now if gone else self._end(adm.info, name, adm.reserved_at)
                 releases.append(backfill.Release(end, name, adm.admission.usage))
+        releases += self.started_here.get(root, [])
         return releases
 
     def held(
@@ -258,12 +279,27 @@ class Planner:
         cq: names.ClusterQueueName,
         usage: resources.FlavorResourceAmounts,
     ) -> None:
-        """A workload took its quota in this cycle: it is running work from now on."""
+        """A workload took its quota in this cycle: it is running work from now on.
+
+        The tree's plan takes it in (``backfill.Plan.started``), unless victims were chosen
+        since the plan was made (they end now, which a plan cannot take in) or flavors are
+        placed by topology (what a release gives back there is more than quota); then the plan
+        is made again when next needed.
+        """
         root = self.root_of(cq)
-        end = self._end(info, cq, self.now)
-        self.started_here.setdefault(root, []).append(backfill.Release(end, cq, usage))
-        self.plans.pop(root, None)
-        self.changed_roots.add(root)
+        release = backfill.Release(self._end(info, cq, self.now), cq, usage)
+        self.started_here.setdefault(root, []).append(release)
+        plan = self.plans.get(root)
+        if (
+            plan is not None
+            and root not in self.changed_roots
+            and self._victims_seen.get(root) == len(self.preempted)
+            and not self.snap.placements
+        ):
+            plan.started(release)
+        else:
+            self.plans.pop(root, None)
+            self.changed_roots.add(root)
 
     def blocked(self, info: workload.WorkloadInfo, cq: snapshot.ClusterQueueInfo) -> float | None:
         """A Backfill head that waits holds a reservation from now on: when does it start?

@@ -51,7 +51,8 @@ class Lifecycle:
         self.estimate = runtimes.estimator(self.cache, self.runtimes)
         """Runtime estimates (``core.estimates``) with what the finished workloads taught."""
         self.kept: Mapping[str, reservations.Kept] = {}
-        """The Backfill plans the last cycle left unchanged, for the next (``reservations``)."""
+        """The Backfill plans the last cycle left, for the next cycles to take over if nothing
+        they were made from changed, at this instant or a later one (``reservations``)."""
         self.starts: dict[names.WorkloadKey, float] = {}
         """Where cycles last placed each holder's reservation: where the next plans search
         first (``reservations.Inputs.hints``). Kept while the workload is pending."""
@@ -114,7 +115,6 @@ class Lifecycle:
         if not ready and self._retry_held():
             ready = self.queues.start_round()
         if not ready:
-            self.kept = {}
             return []
         snap = self.cache.snapshot
         if self._partition is None or self._partition.snap is not snap:
