@@ -10,12 +10,12 @@ them: the tree's plan takes either in where it stands (``backfill.Plan.add``, ``
 a preemption or a hold. ``outlook`` answers the same questions for ``berth explain``.
 
 A plan is made from the tree's admitted work and holders, the estimates and ``now``. A cycle that
-neither admitted, preempted nor held anything in a tree leaves its plan as the next cycle would
-make it again (``Kept``): the next cycle takes it over when the tree's generation, the holders
-(the same objects), ``now`` and the version of estimates and evictions are all the same, and a
-tree whose queues only park heads is planned once per change, not once per cycle. A cycle whose
-only change to a tree was admissions its plan took in (``backfill.Plan.started``) leaves the plan
-too, for the tree's generation once those admissions are counted.
+neither preempted nor held anything in a tree leaves its plan as the next cycle would make it
+again (``Kept``): the next cycle takes it over when the tree's generation (counting the
+admissions the plan took in, ``backfill.Plan.started``), the holders (the same objects; those
+parked since are inserted), ``now`` (or a later instant before which no running work was due to
+end, ``backfill.Plan.moved_to``) and the version of estimates and evictions all agree, and a
+tree whose queues only park heads is planned once per change, not once per cycle.
 
 Pure and deterministic; the inputs (``Inputs``) come from ``berth.state``.
 """
@@ -185,10 +185,11 @@ class Planner:
         return plan
 
     def kept(self) -> dict[str, Kept]:
-        """The plans of the trees this cycle left unchanged, for the next cycle.
+        """The plans of the trees this cycle neither preempted nor held in, for the next cycles.
 
-        A plan this cycle made or took over, and one the last cycle left that this one never
-        needed: the next cycle checks what each was made from before it takes it over.
+        A plan this cycle made or took over (with the admissions it took in), and one the last
+        cycle left that this one never needed: the next cycle checks what each was made from
+        before it takes it over.
         """
         left = self.changed_roots | {self.root_of(v.cluster_queue) for v in self.preempted.values()}
         out = {
