@@ -110,15 +110,19 @@ def test_only_the_latest_runs_count() -> None:
     assert history.learned(w, 100) == 60.0
 
 
-def test_a_successful_finish_teaches_the_estimator_and_an_eviction_does_not() -> None:
+def _backfill_world(*local_queues: str) -> World:
+    """An 8-GPU Backfill ClusterQueue ``q`` and LocalQueues pointing at it."""
     q = (
         builders.ClusterQueueBuilder("q")
         .flavor_quotas("gpu", {"nvidia.com/gpu": 8})
         .strategy("Backfill")
     )
-    world = World(
-        builders.ResourceFlavorBuilder("gpu"), q, builders.LocalQueueBuilder("q", cluster_queue="q")
-    )
+    lqs = (builders.LocalQueueBuilder(lq, cluster_queue="q") for lq in local_queues)
+    return World(builders.ResourceFlavorBuilder("gpu"), q, *lqs)
+
+
+def test_a_successful_finish_teaches_the_estimator_and_an_eviction_does_not() -> None:
+    world = _backfill_world("q")
     estimate = runtimes.estimator(world.cache, world.state.runtimes)
     for i in range(runtimes.MIN_SAMPLES):
         w = world.info(
@@ -226,16 +230,7 @@ def test_a_bad_expected_runtime_is_refused_naming_the_annotation(value: str, mes
 
 
 def test_estimates_are_made_again_for_the_queue_that_learned_and_for_a_changed_workload() -> None:
-    q = (
-        builders.ClusterQueueBuilder("q")
-        .flavor_quotas("gpu", {"nvidia.com/gpu": 8})
-        .strategy("Backfill")
-    )
-    world = World(
-        builders.ResourceFlavorBuilder("gpu"),
-        q,
-        *(builders.LocalQueueBuilder(lq, cluster_queue="q") for lq in ("a", "b")),
-    )
+    world = _backfill_world("a", "b")
     estimate = runtimes.estimator(world.cache, world.state.runtimes)
 
     def job(name: str, lq: str, expected: str | None = None) -> core_workload.WorkloadInfo:

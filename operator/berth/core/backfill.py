@@ -37,10 +37,11 @@ Pure and deterministic. Built and consulted by ``core.cycle``; the holders come 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from berth.api import clusterqueue, names
 from berth.core import estimates, ordering, resources, snapshot, workload
@@ -183,18 +184,27 @@ class Plan:
             self._sums = _Sums(self.releases)
         return _Timeline(self.releases, self._sums, extra)
 
+    @contextlib.contextmanager
+    def _ahead(self, earlier: Sequence[Reservation]) -> Iterator[_Timeline]:
+        """The snapshot with ``earlier`` reservations counted from now, and the timeline.
+
+        The timeline holds the releases of running work and of those reservations; the
+        snapshot is as it was once the block ends.
+        """
+        with self.snap.what_if():
+            for r in earlier:
+                self.snap.add_usage(r.holder.cluster_queue, r.usage)
+            yield self._timeline(earlier)
+
     def _place(self, holder: Holder, fits: Fits) -> Reservation | None:
         """The holder's reservation at its earliest start, or None if waiting cannot make it fit.
 
         Placed where the running work's releases, and those of the reservations placed before
         it, first leave it room (``_Search``); the search starts where the last plan placed it.
         """
-        snap, placed, key = self.snap, self.reservations, holder.info.key
-        timeline = self._timeline(placed)
-        with snap.what_if():
-            for r in placed:
-                snap.add_usage(r.holder.cluster_queue, r.usage)
-            search = _Search(snap, timeline, lambda: fits(holder.cluster_queue, holder.info))
+        key = holder.info.key
+        with self._ahead(self.reservations) as timeline:
+            search = _Search(self.snap, timeline, lambda: fits(holder.cluster_queue, holder.info))
             found = search.earliest(self.hints.get(key))
         if found is None:
             self.hints[key] = math.inf  # not even once everything ahead of it has ended
@@ -219,18 +229,15 @@ class Plan:
         The holders ahead of it keep their reservations (a reservation depends only on those
         before it); those behind it wait to be placed again, as in a plan made with it.
         """
-        self._place_again(holder_key(holder.info))
-        self._waiting = sorted(
-            [*self._waiting, holder], key=lambda h: holder_key(h.info), reverse=True
-        )
+        self._place_again(holder_key(holder.info), holder)
 
-    def _place_again(self, key: tuple[int, float, str]) -> None:
-        """Send the holders from ``key`` on back to wait for their placement."""
+    def _place_again(self, key: tuple[int, float, str], *joining: Holder) -> None:
+        """Send the holders from ``key`` on back to wait for their placement, with ``joining``."""
         behind = [h for h in self._tried if holder_key(h.info) >= key]
         self._tried = [h for h in self._tried if holder_key(h.info) < key]
         self.reservations = [r for r in self.reservations if holder_key(r.holder.info) < key]
         self._waiting = sorted(
-            [*self._waiting, *behind], key=lambda h: holder_key(h.info), reverse=True
+            [*self._waiting, *behind, *joining], key=lambda h: holder_key(h.info), reverse=True
         )
 
     def started(self, release: Release) -> None:
@@ -260,12 +267,9 @@ class Plan:
 
     def _fits_after(self, i: int, passed: int) -> resources.FlavorResourceAmounts | None:
         """The usage of reservation ``i``'s holder if it fits after ``passed`` releases."""
-        r, earlier, snap = self.reservations[i], self.reservations[:i], self.snap
-        timeline = self._timeline(earlier)
-        with snap.what_if():
-            for p in earlier:
-                snap.add_usage(p.holder.cluster_queue, p.usage)
-            timeline.release(snap, 0, passed)
+        r = self.reservations[i]
+        with self._ahead(self.reservations[:i]) as timeline:
+            timeline.release(self.snap, 0, passed)
             return self.fits(r.holder.cluster_queue, r.holder.info)
 
     def moved_to(self, now: float) -> bool:
@@ -337,12 +341,8 @@ class Plan:
         if known is not None and known[0] is r:
             return known[1]
         snap = self.snap
-        earlier = self.reservations[:i]
-        with snap.what_if():
-            for p in earlier:
-                snap.add_usage(p.holder.cluster_queue, p.usage)
+        with self._ahead(self.reservations[:i]) as timeline:
             snap.add_usage(cq, usage)
-            timeline = self._timeline(earlier)
             started = bisect.bisect_right(timeline.releases, r.start, key=_release_end)
             timeline.release(snap, 0, started)
             node = snap.node(r.holder.cluster_queue)
