@@ -3,7 +3,8 @@
 Reading keeps arrival order and each trace's team; quotas share the capacity by work and sum to
 it; gangs split into pods of at most 8 GPUs; and a replay's figures (utilisation while jobs
 arrive, GPU-seconds lost to preemption, time queued by gang size) come out as worked by hand on
-small traces, one with a reclaim.
+small traces, one with a reclaim. Replays side by side give what they give one after the other,
+and Ctrl-C stops them without a traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -160,6 +166,74 @@ def test_the_bound_replays_one_queue_of_the_whole_capacity() -> None:
     assert got.peak_pending == 1
 
 
+def test_replays_side_by_side_give_what_replays_one_after_the_other_give() -> None:
+    # Each replay in its own process, longest first, the figures back in the order asked.
+    jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(20, 50, 1, "a"), Job(500, 190, 4, "a")]
+    asked = [
+        tb.Replay("bound", QueueingStrategy.BEST_EFFORT_FIFO, bound=True),
+        tb.Replay("StrictFIFO", QueueingStrategy.STRICT_FIFO),
+        tb.Replay("Backfill", QueueingStrategy.BACKFILL),
+    ]
+    apart = tb.replay_each(jobs, 8, asked, workers=2)
+    alone = tb.replay_each(jobs, 8, asked, workers=1)
+
+    def seen(rows: list[tb.Figures]) -> list[tb.Figures]:
+        return [dataclasses.replace(f, cpu_seconds=0.0) for f in rows]  # CPU is each one's own
+
+    assert seen(apart) == seen(alone)
+    assert [f.label for f in apart] == ["bound", "StrictFIFO", "Backfill"]
+    assert apart[0].preemptions == 0
+    assert apart[1].preemptions == 1
+    assert all(f.cpu_seconds > 0 for f in apart)
+
+
+def test_ctrl_c_stops_replays_side_by_side_without_a_traceback(tmp_path: Path) -> None:
+    # Ctrl-C reaches the command and its workers (one process group); the command stops them.
+    folder = tmp_path / "philly-pollux"
+    folder.mkdir()
+    rows = (
+        f"2017-10-09 06:{i // 60 % 60:02d}:{i % 60:02d},600.0,1,600.0,vc-{i % 3}"
+        for i in range(3600)
+    )
+    (folder / "philly.csv").write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n" + "\n".join(rows) + "\n"
+    )
+    berth = Path(sys.executable).with_name("berth")
+    args = [str(berth), "bench", "trace", "--traces-dir", str(tmp_path), "--gpus", "8"]
+    command = subprocess.Popen(  # noqa: S603 - the project's own installed script
+        [*args, "--workers", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+    def group() -> list[Path]:
+        """The live processes of the command's group (the command, its workers, their helper)."""
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                state, _parent, pgid = stat.read_text().rsplit(")", 1)[1].split()[:3]
+            except OSError:
+                continue  # gone meanwhile
+            if int(pgid) == command.pid and state != "Z":
+                found.append(stat.parent)
+        return found
+
+    deadline = time.monotonic() + 60
+    while len(group()) < 4 and command.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)  # the command, the pool's resource tracker and two workers
+    assert command.poll() is None, "the replays ended before they could be interrupted"
+    os.killpg(command.pid, signal.SIGINT)
+    _, err = command.communicate(timeout=60)
+    assert command.returncode == 1
+    assert err.strip() == "Aborted!"  # no traceback, from the command or a worker
+    deadline = time.monotonic() + 10
+    while group() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert group() == []
+
+
 def test_the_written_scenario_replays_the_same() -> None:
     # berth bench trace --scenario-out writes berth simulate input: read back, it decides alike.
     jobs = CASES[1].jobs
@@ -290,14 +364,18 @@ def test_bench_trace_prints_each_policy_against_the_goal(tmp_path: Path) -> None
     )
     args = ["bench", "trace", "--traces-dir", str(tmp_path), "--gpus", "12"]
     both = CliRunner().invoke(
-        cli.main, [*args, "--policy", "BestEffortFIFO", "--policy", "Backfill"]
+        cli.main, [*args, "--policy", "BestEffortFIFO", "--policy", "Backfill", "--workers", "2"]
     )
     assert both.exit_code == 0, both.output
+    assert "3 replays took" in both.output
+    assert "s of wall time, 2 side by side" in both.output
     assert ">=8: 1" in both.output
     goal = both.output.split("goal: ", 1)[1].splitlines()
     assert goal[0].startswith("p95 wait of >=8-GPU jobs at most 2x that of 1-GPU jobs")
     assert [line.split()[0] for line in goal[1:3]] == ["BestEffortFIFO", "Backfill"]
     assert all(line.endswith(("met", "not met")) and " points: " in line for line in goal[1:3])
-    alone = CliRunner().invoke(cli.main, [*args, "--policy", "Backfill"])
+    alone = CliRunner().invoke(cli.main, [*args, "--policy", "Backfill", "--workers", "1"])
     assert alone.exit_code == 0, alone.output
+    assert "2 replays took" in alone.output
+    assert "one after the other" in alone.output
     assert "utilisation not compared (replay BestEffortFIFO too)" in alone.output

@@ -5,8 +5,8 @@ admission decisions per CPU-second and the cost of one scheduling cycle (p50/p99
 overall and by kind of cycle (``CycleKind``).
 ``berth bench trace`` replays a public GPU trace (``berth.devtools.tracebench``) under each
 queueing strategy and prints utilisation beside the work-conserving bound, time queued by gang
-size, preemptions and the simulator's jobs per CPU-second; ``--sizes`` prints its cost against
-the number of jobs instead.
+size, preemptions and the simulator's jobs per CPU-second, the replays side by side in a process
+per usable CPU (``--workers``); ``--sizes`` prints its cost against the number of jobs instead.
 ``berth bench harness`` (``berth.devtools.bench_harness``) runs them against the operator on a real
 API server.
 """
@@ -14,6 +14,7 @@ API server.
 from __future__ import annotations
 
 import enum
+import os
 import resource
 import statistics
 import time
@@ -312,6 +313,11 @@ def _first(
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Write the replay (first --policy) as berth simulate input instead, and stop.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Replays run side by side in this many processes (default: one per usable CPU).",
+)
 def trace(  # click passes every option by name
     *,
     trace_name: str,
@@ -323,6 +329,7 @@ def trace(  # click passes every option by name
     sizes: str | None,
     plot_path: Path | None,
     scenario_out: Path | None,
+    workers: int | None,
 ) -> None:
     """Replay a public GPU trace under each queueing strategy and print what it measured."""
     name = tracebench.TraceName(trace_name)
@@ -345,20 +352,24 @@ def trace(  # click passes every option by name
         f"{teams} teams, capacity {capacity} GPUs"
         + ("" if gpus else f" (average demand {load:.0%} of it)")
     )
-    bound = tracebench.replay(
-        "bound", selected, QueueingStrategy.BEST_EFFORT_FIFO, capacity, bound=True
-    )
+    asked = [tracebench.Replay(p.value, p) for p in chosen]
+    asked.append(tracebench.Replay("bound", QueueingStrategy.BEST_EFFORT_FIFO, bound=True))
+    side_by_side = min(workers or len(os.sched_getaffinity(0)), len(asked))
+    began = time.monotonic()
+    *rows, bound = tracebench.replay_each(selected, capacity, asked, workers=side_by_side)
+    took = time.monotonic() - began
     buckets = "  ".join(f"{'wait ' + b.name + ' mean/p95':>14}" for b in tracebench.BUCKETS)
     click.echo(
         f"{'policy':<16} {'util':>6} {'bound':>6} {'lost':>6}  {buckets}  {'longest':>8} "
         f"{'preempt':>7} {'never':>5} {'start error':>12} {'jobs/CPU-s':>10} {'CPU s':>7}"
     )
-    rows = []
-    for policy in chosen:
-        figures = tracebench.replay(policy.value, selected, policy, capacity)
-        rows.append(figures)
+    for figures in rows:
         click.echo(_trace_row(figures, bound))
     click.echo(_trace_row(bound, None))
+    click.echo(
+        f"{len(asked)} replays took {took:,.1f} s of wall time, "
+        + ("one after the other" if side_by_side == 1 else f"{side_by_side} side by side")
+    )
     counts = "  ".join(f"{b.name}: {bound.waits[b.name].jobs:,}" for b in tracebench.BUCKETS)
     click.echo(
         f"jobs per gang-size bucket (GPUs) {counts}  "

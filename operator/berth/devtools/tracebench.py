@@ -26,7 +26,8 @@ Figures (``Figures``): GPU utilisation while the jobs arrive (GPU-seconds held b
 over capacity x that window), the share of GPU-seconds lost to runs a preemption cut short, time
 queued per gang-size bucket (mean and p95), the longest, preemptions, under Backfill how far each
 admission's start was from the start first estimated for it, and jobs per CPU-second of the
-simulator; ``plot_waits`` draws the waits as a PNG. ``Goal`` measures a policy against Backfill's
+simulator; ``plot_waits`` draws the waits as a PNG. ``replay_each`` runs several replays side by
+side in worker processes, each measuring its own CPU. ``Goal`` measures a policy against Backfill's
 goal: the p95 time queued of jobs of at least ``GOAL_GANG`` GPUs at most ``GOAL_RATIO`` times that
 of 1-GPU jobs, with utilisation within ``GOAL_POINTS`` points of BestEffortFIFO's. Used by
 ``berth bench trace``.
@@ -39,9 +40,12 @@ import dataclasses
 import datetime as dt
 import enum
 import math
+import multiprocessing
+import signal
 import statistics
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -400,6 +404,76 @@ def replay(
         ),
         big_gangs=_waits(big),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    """One replay ``berth bench trace`` asks for: a strategy, or the bound."""
+
+    label: str
+    policy: QueueingStrategy
+    bound: bool = False
+
+
+_LONGEST_FIRST = {QueueingStrategy.BACKFILL: 0, QueueingStrategy.BEST_EFFORT_FIFO: 1}
+"""Which replays take longest (``docs/benchmarks.md``: on the whole Philly trace Backfill about
+twice BestEffortFIFO, which takes about twice StrictFIFO, four times the bound); started first,
+they end about when the shorter ones queued behind them do."""
+
+
+def _cost_rank(r: Replay) -> tuple[int, bool]:
+    return (_LONGEST_FIRST.get(r.policy, 2), r.bound)
+
+
+def replay_each(
+    jobs: Sequence[TraceJob], capacity: int, replays: Sequence[Replay], *, workers: int
+) -> list[Figures]:
+    """The figures of each replay, in the order given.
+
+    With ``workers`` above 1, side by side in that many processes (longest first); a replay is
+    deterministic and measures the CPU of its own process, so each figure is what it would be
+    alone, bar the noise of a busy machine in the CPU column.
+    """
+    if workers <= 1 or len(replays) <= 1:
+        return [replay(r.label, jobs, r.policy, capacity, bound=r.bound) for r in replays]
+    order = sorted(range(len(replays)), key=lambda i: _cost_rank(replays[i]))
+    # A fresh interpreter per worker: forking a process that may hold threads is unsafe.
+    context = multiprocessing.get_context("spawn")
+    # Ctrl-C reaches the whole process group. Workers start with it ignored (an ignored signal
+    # stays ignored in the interpreter they start), so that none prints a traceback, not even
+    # one still starting; the command stops them when it is interrupted. Blocked meanwhile, an
+    # interrupt is not lost but waits (Linux never discards a blocked signal) until they run.
+    resource_tracker.ensure_running()  # started first: starting, it unblocks SIGINT again
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        # The jobs go to each worker once, as it starts, and a task names only its replay:
+        # a task too large for the pipe could keep the pool from stopping on Ctrl-C.
+        pool = context.Pool(
+            min(workers, len(replays)), initializer=_receive, initargs=(jobs, capacity)
+        )
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        raise
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if interrupt is None else interrupt)
+    with pool:  # leaving the block, normally or on Ctrl-C, stops the workers
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        running = {i: pool.apply_async(_replay_received, (replays[i],)) for i in order}
+        return [running[i].get() for i in range(len(replays))]
+
+
+_received: list[tuple[Sequence[TraceJob], int]] = []
+"""In a worker process of ``replay_each``: the jobs and the capacity of its replays."""
+
+
+def _receive(jobs: Sequence[TraceJob], capacity: int) -> None:
+    _received[:] = [(jobs, capacity)]
+
+
+def _replay_received(r: Replay) -> Figures:
+    jobs, capacity = _received[0]
+    return replay(r.label, jobs, r.policy, capacity, bound=r.bound)
 
 
 def _waits(values: Sequence[float]) -> Waits:
