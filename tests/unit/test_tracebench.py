@@ -200,8 +200,12 @@ def test_ctrl_c_stops_replays_side_by_side_without_a_traceback(tmp_path: Path) -
     )
     berth = Path(sys.executable).with_name("berth")
     args = [str(berth), "bench", "trace", "--traces-dir", str(tmp_path), "--gpus", "8"]
-    command = subprocess.Popen(  # noqa: S603 - the project's own installed script
-        [*args, "--workers", "2"],
+    # Started as from a terminal, Ctrl-C at its default: a job a shell ran in the background
+    # (CI's, say) passes it on ignored, and an ignored Ctrl-C rightly stays ignored.
+    terminal = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    terminal += "os.execv(sys.argv[1], sys.argv[1:])"
+    command = subprocess.Popen(  # noqa: S603 - our own interpreter and the project's script
+        [sys.executable, "-c", terminal, *args, "--workers", "2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
