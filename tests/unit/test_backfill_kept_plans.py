@@ -5,10 +5,11 @@ made from changed: the tree's generation (counting the admissions the plan took 
 (the same objects; holders more are inserted), ``now`` (or a later instant before any running
 work was due to end), and the version of estimates and evictions. Taking a plan over must
 decide exactly as making it again, and a backfill test a plan recalls (``Plan._squeezed_by``)
-exactly as one made afresh: the simulations below run with and without both and compare every
-event. A holder blocked ahead of others joins a plan in place (``backfill.Plan.insert``), and
-work admitted in a cycle joins its releases (``backfill.Plan.started``): either way the
-reservations come out as those of a plan made with it. A later entry of the cycle is tested
+or a running workload's end it recalls (``reservations.Inputs.ends``) exactly as one worked
+out afresh: the simulations below run with and without them and compare every event. A holder
+blocked ahead of others joins a plan in place (``backfill.Plan.insert``), and work admitted in a
+cycle joins its releases (``backfill.Plan.started``): either way the reservations come out as
+those of a plan made with it. A later entry of the cycle is tested
 against the reservations an admission moved.
 """
 
@@ -93,13 +94,19 @@ def _run(
     """The run's events, and how many plans were taken over.
 
     ``recall`` False: a plan answers every backfill test afresh instead of recalling it, places
-    every reservation by a search from the start, without hints, and is made again after an
-    admission instead of taking it in.
+    every reservation by a search from the start, without hints, is made again after an
+    admission instead of taking it in, and works out every running workload's end again
+    instead of recalling it (``reservations.Inputs.ends``).
     """
     taken = 0
     original = reservations.Planner._taken_over
     squeezed = backfill.Plan._squeezed_by
     earliest = backfill._Search.earliest
+    releases = reservations.Planner._releases
+
+    def listed_afresh(self: reservations.Planner, root: str) -> list[backfill.Release]:
+        self.inputs.ends.clear()  # what recalling the ends reads
+        return releases(self, root)
 
     def unhinted(self: backfill._Search, _hint: float | None) -> Any:
         return earliest(self, None)
@@ -130,6 +137,7 @@ def _run(
             mp.setattr(backfill.Plan, "_squeezed_by", afresh)
             mp.setattr(backfill._Search, "earliest", unhinted)
             mp.setattr(reservations.Planner, "started", made_again)
+            mp.setattr(reservations.Planner, "_releases", listed_afresh)
         return engine.Simulator(docs).run(), taken
 
 

@@ -110,6 +110,71 @@ def test_only_the_latest_runs_count() -> None:
     assert history.learned(w, 100) == 60.0
 
 
+# (runs recorded first as (GPUs, minutes), percentiles asked as (GPUs, percentile), the run
+# recorded then, whether the version moves)
+_Runs = list[tuple[int, int]]
+
+
+@pytest.mark.parametrize(
+    ("first", "asked", "then", "moves"),
+    [
+        pytest.param([(1, 10)] * 5, [], (1, 60), False, id="no estimate made yet"),
+        pytest.param([(1, 10)] * 5, [(1, 90)], (1, 10), False, id="the percentile stays"),
+        pytest.param([(1, 10)] * 5, [(1, 90)], (1, 60), True, id="the percentile moves"),
+        pytest.param(
+            [(1, 10)] * 9 + [(1, 60)],
+            [(1, 90)],
+            (1, 10),
+            False,
+            id="a run below it leaves a high percentile where it was",
+        ),
+        pytest.param(
+            [(1, 10)] * 5, [(1, 90), (1, 50)], (1, 60), True, id="any percentile asked counts"
+        ),
+        pytest.param(
+            [(8, 10)] * 5 + [(1, 10)] * 4,
+            [(1, 90)],
+            (1, 10),
+            True,
+            id="a shape's fifth run: it is learned from the shape from now on",
+        ),
+        pytest.param(
+            [(1, 10)] * 5 + [(8, 10)] * 4,
+            [(8, 100)],
+            (1, 60),
+            True,
+            id="another shape's run moves the queue's percentile it fell back on",
+        ),
+        pytest.param(
+            [(8, 10)] * 5 + [(1, 10)] * 5,
+            [(1, 90)],
+            (8, 60),
+            False,
+            id="a run of a shape and queue no estimate was made from",
+        ),
+    ],
+)
+def test_the_version_moves_only_when_a_percentile_an_estimate_was_made_from_moves(
+    first: _Runs, asked: list[tuple[int, int]], then: tuple[int, int], moves: bool
+) -> None:
+    history = runtimes.RuntimeHistory()
+    for gpus, minutes in first:
+        history.record(info(gpus=gpus), minutes * 60.0)
+    for gpus, percentile in asked:
+        history.learned(info(gpus=gpus), percentile)
+    before = history.version
+    history.record(info(gpus=then[0]), then[1] * 60.0)
+    assert (history.version != before) == moves
+    # What it keeps is what a history given the same runs works out.
+    fresh = runtimes.RuntimeHistory()
+    for gpus, minutes in [*first, then]:
+        fresh.record(info(gpus=gpus), minutes * 60.0)
+    for gpus, percentile in asked:
+        assert history.learned(info(gpus=gpus), percentile) == fresh.learned(
+            info(gpus=gpus), percentile
+        )
+
+
 def _backfill_world(*local_queues: str) -> World:
     """An 8-GPU Backfill ClusterQueue ``q`` and LocalQueues pointing at it."""
     q = (

@@ -61,6 +61,13 @@ class Inputs:
     hints: Mapping[names.WorkloadKey, float] = dataclasses.field(default_factory=dict)
     """Where earlier cycles placed holders' reservations (``CycleResult.starts``): their
     placements search there first, and find the same start sooner."""
+    ends: dict[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, backfill.Release]] = (
+        dataclasses.field(default_factory=dict)
+    )
+    """When admitted work gives its quota back, as plans worked it out at this ``version`` of
+    this snapshot: the same admission (the same object) gives it back then while that time lies
+    ahead (``backfill.expected_end``). Plans fill it in; every plan made afresh lists the tree's
+    admitted work, and most of it is what the plans before it listed."""
 
 
 class Planner:
@@ -233,11 +240,18 @@ class Planner:
         one (``backfill.Plan.started``) holds them: the latest last among equal ends.
         """
         releases = []
+        known = self.inputs.ends
         for name in self._queues_of(root):
             for adm in self.snap.admitted.get(name, {}).values():
-                gone = adm.evicted or adm.info.key in self.preempted
-                end = self.now if gone else self._end(adm.info, name, adm.reserved_at)
-                releases.append(backfill.Release(end, name, adm.admission.usage))
+                key = adm.info.key
+                if adm.evicted or key in self.preempted:
+                    releases.append(backfill.Release(self.now, name, adm.admission.usage))
+                    continue
+                found = known.get(key)
+                if found is None or found[0] is not adm or found[1].end <= self.now:
+                    end = self._end(adm.info, name, adm.reserved_at)
+                    found = known[key] = (adm, backfill.Release(end, name, adm.admission.usage))
+                releases.append(found[1])
         releases += self.started_here.get(root, [])
         return releases
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from berth.api import names
-from berth.core import cycle, cycle_groups, reservations, snapshot, workload
+from berth.core import backfill, cycle, cycle_groups, reservations, snapshot, workload
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 from berth.state import runtimes
@@ -56,6 +56,12 @@ class Lifecycle:
         self.starts: dict[names.WorkloadKey, float] = {}
         """Where cycles last placed each holder's reservation: where the next plans search
         first (``reservations.Inputs.hints``). Kept while the workload is pending."""
+        self._ends: dict[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, backfill.Release]]
+        self._ends = {}
+        """When admitted work gives its quota back (``reservations.Inputs.ends``), worked out at
+        ``_ends_for``: what estimates were learned, the cache's revision and its snapshot (the
+        object itself: a rebuilt one may hold other queue settings)."""
+        self._ends_for: tuple[tuple[int, int], snapshot.Snapshot | None] = ((-1, -1), None)
         self._settled: dict[str, tuple[names.WorkloadKey, ...]] = {}
         """Each quota tree's holders when the cycles last settled."""
         self._partition: cycle_groups.Partition | None = None
@@ -180,7 +186,14 @@ class Lifecycle:
             version = (self.runtimes.version, self.cache.revision)
             pending = self.queues.pending
             self.starts = {k: t for k, t in self.starts.items() if k in pending}
-            inputs = reservations.Inputs(holders, self.estimate, version, self.kept, self.starts)
+            snap = self.cache.snapshot
+            same = version == self._ends_for[0] and snap is self._ends_for[1]
+            if not same or len(self._ends) > 2 * len(self.cache.admitted) + 64:
+                # Estimates or queue settings may have changed, or finished work piled up.
+                self._ends, self._ends_for = {}, (version, snap)
+            inputs = reservations.Inputs(
+                holders, self.estimate, version, self.kept, self.starts, self._ends
+            )
         result = cycle.schedule(
             self.cache.snapshot,
             heads,

@@ -37,9 +37,13 @@ class RuntimeHistory:
     def __init__(self) -> None:
         self._runs: dict[_Key, collections.deque[float]] = {}
         self._cached: dict[_Key, dict[int, float | None]] = {}
-        """Percentiles by key, then percentile: a new runtime drops only its two keys'."""
+        """Percentiles by key, then percentile, each asked for once: a new runtime works out
+        again only its two keys' (and so knows whether an estimate can have changed)."""
         self.version = 0
-        """Counts recorded runtimes: an estimate made at one version holds until the next."""
+        """Moves when a recorded runtime changes a percentile an estimate was made from: an
+        estimate made at one version holds until the next. Most runtimes leave a high percentile
+        of the last ``WINDOW`` where it was, and what was worked out from the estimates stands
+        (``reservations.Inputs``)."""
         self.recorded: dict[_Key, int] = {}
         """Counts recorded runtimes per LocalQueue: a workload's estimate depends only on its own
         LocalQueue's runtimes, so one made at its queue's count holds until that count moves."""
@@ -54,12 +58,22 @@ class RuntimeHistory:
         if not math.isfinite(seconds) or seconds < 0:
             return
         keys = self._keys(info)
-        self.version += 1
         self.recorded[keys[1]] = self.recorded.get(keys[1], 0) + 1
+        moved = False
         for key in keys:
-            self._runs.setdefault(key, collections.deque(maxlen=WINDOW)).append(seconds)
-        for key in keys:
-            self._cached.pop(key, None)
+            runs = self._runs.setdefault(key, collections.deque(maxlen=WINDOW))
+            runs.append(seconds)
+            known = self._cached.get(key)
+            if not known:
+                continue  # no estimate was made from this key's percentiles
+            ordered = sorted(runs) if len(runs) >= MIN_SAMPLES else None
+            for percentile, before in known.items():
+                after = None if ordered is None else _percentile(ordered, percentile)
+                if after != before:
+                    known[percentile] = after
+                    moved = True
+        if moved:
+            self.version += 1
 
     def learned(self, info: workload.WorkloadInfo, percentile: int) -> float | None:
         """The ``percentile`` of similar runtimes (its shape's, else its LocalQueue's), if known."""
