@@ -9,8 +9,8 @@ or a running workload's end it recalls (``reservations.Inputs.ends``) exactly as
 out afresh: the simulations below run with and without them and compare every event. A holder
 blocked ahead of others joins a plan in place (``backfill.Plan.insert``), and work admitted in a
 cycle joins its releases (``backfill.Plan.started``): either way the reservations come out as
-those of a plan made with it. A later entry of the cycle is tested
-against the reservations an admission moved.
+those of a plan made with it. A later entry of the cycle is tested against the reservations an
+admission moved.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _run(
     releases = reservations.Planner._releases
 
     def listed_afresh(self: reservations.Planner, root: str) -> list[backfill.Release]:
-        self.inputs.ends.clear()  # what recalling the ends reads
+        self._ends = {}  # what recalling the ends reads
         return releases(self, root)
 
     def unhinted(self: backfill._Search, _hint: float | None) -> Any:

@@ -125,6 +125,9 @@ class CycleResult:
     """Where Backfill plans last placed each holder's reservation (the hints the cycle was
     given, updated by its own placements): where the next cycle's placements search first
     (``reservations.Inputs.hints``)."""
+    ends: reservations.Ends = dataclasses.field(default_factory=dict)
+    """When admitted work gives its quota back, as the cycle was given it and worked it out
+    (``reservations.Inputs.ends``)."""
 
     @property
     def changed(self) -> bool:
@@ -218,6 +221,7 @@ def schedule(
     if run.planner is not None:
         run.result.plans = run.planner.kept()
         run.result.starts = run.planner.starts()
+        run.result.ends = run.planner.ends()
     return run.result
 
 

@@ -33,6 +33,10 @@ from berth.core import backfill, estimates, flavors, ordering, quota, resources,
 Given = dict[tuple[names.ClusterQueueName, names.WorkloadKey], workload.WorkloadInfo]
 """The holders a plan was made with (and given later), by queue and workload."""
 
+Ends = Mapping[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, backfill.Release]]
+"""When admitted work gives its quota back, by workload, with the admission it was worked out
+for."""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Kept:
@@ -61,13 +65,11 @@ class Inputs:
     hints: Mapping[names.WorkloadKey, float] = dataclasses.field(default_factory=dict)
     """Where earlier cycles placed holders' reservations (``CycleResult.starts``): their
     placements search there first, and find the same start sooner."""
-    ends: dict[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, backfill.Release]] = (
-        dataclasses.field(default_factory=dict)
-    )
-    """When admitted work gives its quota back, as plans worked it out at this ``version`` of
-    this snapshot: the same admission (the same object) gives it back then while that time lies
-    ahead (``backfill.expected_end``). Plans fill it in; every plan made afresh lists the tree's
-    admitted work, and most of it is what the plans before it listed."""
+    ends: Ends = dataclasses.field(default_factory=dict)
+    """When admitted work gives its quota back, as earlier cycles' plans worked it out at this
+    ``version`` of this snapshot (``CycleResult.ends``): the same admission (the same object)
+    gives it back then while that time lies ahead (``backfill.expected_end``). Every plan made
+    afresh lists the tree's admitted work, and most of it is what the plans before it listed."""
 
 
 class Planner:
@@ -104,6 +106,8 @@ class Planner:
         self._starts: dict[names.WorkloadKey, float] = dict(inputs.hints)
         """Where plans placed holders' reservations, earlier cycles' and then this one's: each
         plan's placements search there first and note what they find (``backfill.Plan``)."""
+        self._ends: Ends = inputs.ends
+        """The ends it was given, then (copied on the first it works out) with this cycle's."""
         self._given: dict[str, Given] = {}
         """Each tree's holders as ``_holders_of`` found them, until a head joins them."""
         self.fits: backfill.Fits = functools.partial(_fits_now, snap, {})
@@ -221,6 +225,10 @@ class Planner:
         """Where the plans placed each holder's reservation last, for the next cycle's."""
         return self._starts
 
+    def ends(self) -> Ends:
+        """When admitted work gives its quota back, as given and as this cycle worked it out."""
+        return self._ends
+
     def changed(self, cq: names.ClusterQueueName) -> None:
         """The cycle changed the tree's usage otherwise: make its plan again.
 
@@ -240,18 +248,23 @@ class Planner:
         one (``backfill.Plan.started``) holds them: the latest last among equal ends.
         """
         releases = []
-        known = self.inputs.ends
+        worked_out: dict[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, backfill.Release]]
+        worked_out = {}
         for name in self._queues_of(root):
             for adm in self.snap.admitted.get(name, {}).values():
                 key = adm.info.key
                 if adm.evicted or key in self.preempted:
                     releases.append(backfill.Release(self.now, name, adm.admission.usage))
                     continue
-                found = known.get(key)
+                found = self._ends.get(key)
                 if found is None or found[0] is not adm or found[1].end <= self.now:
-                    end = self._end(adm.info, name, adm.reserved_at)
-                    found = known[key] = (adm, backfill.Release(end, name, adm.admission.usage))
+                    release = backfill.Release(
+                        self._end(adm.info, name, adm.reserved_at), name, adm.admission.usage
+                    )
+                    found = worked_out[key] = (adm, release)
                 releases.append(found[1])
+        if worked_out:
+            self._ends = {**self._ends, **worked_out}
         releases += self.started_here.get(root, [])
         return releases
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from berth.api import names
-from berth.core import backfill, cycle, cycle_groups, reservations, snapshot, workload
+from berth.core import cycle, cycle_groups, reservations, snapshot, workload
 from berth.state import cache as cache_mod
 from berth.state import queues as queues_mod
 from berth.state import runtimes
@@ -56,8 +56,7 @@ class Lifecycle:
         self.starts: dict[names.WorkloadKey, float] = {}
         """Where cycles last placed each holder's reservation: where the next plans search
         first (``reservations.Inputs.hints``). Kept while the workload is pending."""
-        self._ends: dict[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, backfill.Release]]
-        self._ends = {}
+        self._ends: reservations.Ends = {}
         """When admitted work gives its quota back (``reservations.Inputs.ends``), worked out at
         ``_ends_for``: what estimates were learned, the cache's revision and its snapshot (the
         object itself: a rebuilt one may hold other queue settings)."""
@@ -207,6 +206,8 @@ class Lifecycle:
         self.kept = result.plans
         if result.starts:  # the hints it was given, updated: a copy of them would do it twice
             self.starts = result.starts
+        if result.ends:  # the ends it was given, with those it worked out
+            self._ends = result.ends
         return result
 
     # Admissions ---------------------------------------------------------------------------------
