@@ -565,3 +565,38 @@ def test_a_plan_is_taken_to_a_later_instant_only_if_nothing_in_it_depends_on_the
     if row.moved:
         again = backfill.Plan(world.cache.snapshot, row.to, releases, everyone, fits)
         assert plan.placed() == before == again.placed()
+
+
+@pytest.mark.parametrize(
+    ("backfill", "start"),
+    [
+        pytest.param({"reservationDepth": 1}, 3600.0, id="settings unchanged: 1h default"),
+        pytest.param(
+            {"reservationDepth": 1, "defaultRuntime": "2h"}, 7200.0, id="a longer default"
+        ),
+        pytest.param(
+            {"reservationDepth": 1, "defaultRuntime": "10m"}, 600.0, id="a shorter default"
+        ),
+    ],
+)
+def test_an_admin_changing_a_queues_default_runtime_moves_the_reservations_at_once(
+    backfill: dict[str, Any], start: float
+) -> None:
+    # Running work's ends are recalled from cycle to cycle (``reservations.Inputs.ends``); the
+    # queue's settings, applied again between two cycles, must not be answered from them.
+    world = World(
+        builders.ResourceFlavorBuilder("gpu"),
+        *(_queue(name, 4, 1) for name in QUEUES),
+        *(builders.LocalQueueBuilder(name, cluster_queue=name) for name in QUEUES),
+    )
+    world.admit(world.info(_job("run", "cq-a", 4, estimate=None), at=0), "cq-a")
+    world.submit(world.info(_job("big", "cq-a", 12, estimate=60), at=1))
+
+    def estimated_start() -> float | None:
+        (pending,) = [p for p in world.cycle().pending if p.info.key.name == "big"]
+        return pending.estimated_start
+
+    assert estimated_start() == 3600.0  # the default runtime: 1h
+    world.add(_queue("cq-a", 4, 1).set("spec.backfill", backfill))
+    world.state.queues_changed(world.now)
+    assert estimated_start() == start
