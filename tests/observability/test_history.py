@@ -93,6 +93,34 @@ def test_sqlite_store_uses_wal(tmp_path: pathlib.Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "existing_mode", [None, 0o644], ids=["new file", "made by an older version"]
+)
+def test_an_sqlite_store_and_its_wal_are_readable_by_their_owner_only(
+    tmp_path: pathlib.Path, existing_mode: int | None
+) -> None:
+    path = tmp_path / "data" / "history.db"
+    if existing_mode is not None:
+        path.parent.mkdir()
+        path.touch(mode=existing_mode)
+        path.chmod(existing_mode)
+
+    async def write() -> None:
+        engine = await store.open_store(str(path))
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(sa.text("CREATE TABLE IF NOT EXISTS probe (x INTEGER)"))
+                await conn.execute(sa.text("INSERT INTO probe VALUES (1)"))
+            files = sorted(p.name for p in path.parent.iterdir())
+            assert "history.db-wal" in files  # WAL mode: the side files exist while it is open
+            for name in files:
+                assert (path.parent / name).stat().st_mode & 0o777 == 0o600, name
+        finally:
+            await engine.dispose()
+
+    asyncio.run(write())
+
+
+@pytest.mark.parametrize(
     ("url", "want"),
     [
         ("sqlite:////var/lib/berth/history.db", "sqlite+aiosqlite:////var/lib/berth/history.db"),

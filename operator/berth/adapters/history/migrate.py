@@ -65,7 +65,7 @@ async def migrated(url: str) -> sa_asyncio.AsyncEngine:
     directory that cannot be made) is one ``HistoryError`` of one line naming the URL as given.
     """
     try:
-        store.make_parent_directory(url)
+        store.prepare_file(url)
         engine = store.create_engine(url)
         await upgrade(engine)
     except store.HistoryError as err:

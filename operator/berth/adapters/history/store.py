@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import os
 import pathlib
 import signal
 import sys
@@ -102,11 +103,23 @@ def _sqlite_path(url: str) -> str | None:
     return async_url(url).partition("://")[2].removeprefix("/")
 
 
-def make_parent_directory(url: str) -> None:
-    """Make the directory an SQLite file is to be created in."""
+FILE_MODE = 0o600
+"""An SQLite history file is its owner's alone: it names every team's jobs and queues."""
+
+
+def prepare_file(url: str) -> None:
+    """Make an SQLite file (and its directory) before the store opens it, for its owner alone.
+
+    SQLite gives its ``-wal``, ``-shm`` and ``-journal`` files the mode of the database file, so
+    they are the owner's alone too; a file an older version made readable to all is narrowed.
+    """
     path = _sqlite_path(url)
-    if path and path != ":memory:":
-        pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if not path or path == ":memory:":
+        return
+    file = pathlib.Path(path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(file, os.O_CREAT | os.O_WRONLY, FILE_MODE))
+    os.chmod(file, FILE_MODE)  # noqa: PTH101 - the same path object os.open used
 
 
 def _in_memory(url: str) -> bool:
