@@ -26,7 +26,7 @@ def berth(*args: str) -> str:
 
 def test_dev_up_env_down_gives_a_cluster_whose_nodes_kubectl_lists(tmp_path: Path) -> None:
     cache = binaries.BinaryCache.default()
-    if missing := cache.missing(["etcd", *binaries.KUBERNETES_COMMANDS, "kwok"]):
+    if missing := cache.missing(["etcd", *binaries.KUBERNETES_COMMANDS, "kwok", "kuberay"]):
         message = f"not built: {', '.join(missing)}; run scripts/build-control-plane"
         if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
             pytest.fail(message)
@@ -41,6 +41,8 @@ def test_dev_up_env_down_gives_a_cluster_whose_nodes_kubectl_lists(tmp_path: Pat
         "name=a100,nodes=2,gpus=8",
         "--pool",
         "name=h100,nodes=1,gpus=4,taint=berth.dev/flavor=h100:NoSchedule",
+        "--framework",
+        "kuberay",
     )
     try:
         env = berth("dev", "env", "--dir", str(run_dir)).splitlines()
@@ -61,6 +63,19 @@ def test_dev_up_env_down_gives_a_cluster_whose_nodes_kubectl_lists(tmp_path: Pat
             check=True,
         ).stdout.split()
         assert nodes == ["a100-0", "8", "a100-1", "8", "h100-0", "4"]
+        # The framework's real controller runs beside them, its CRDs served, until `down`.
+        state = launcher.load_state(run_dir)
+        assert state is not None
+        assert "kuberay" in [r.name for r in launcher.recorded_processes(state)]
+        crd = subprocess.run(  # noqa: S603 - the cached kubectl
+            [str(cache.find("kubectl")), "get", "crd", "rayclusters.ray.io", "-o", "name"],
+            env={**os.environ, "KUBECONFIG": env[0].split("=", 1)[1]},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout.strip()
+        assert crd == "customresourcedefinition.apiextensions.k8s.io/rayclusters.ray.io"
     finally:
         state = launcher.load_state(run_dir)
         down = berth("dev", "down", "--dir", str(run_dir))

@@ -1,8 +1,10 @@
 """``berth dev``: a local control plane with fake GPU nodes, for a developer, in one command.
 
 ``up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with fake GPU
-nodes, detached, in a run directory under the per-user cache; ``env`` prints the shell lines that
-point kubectl at it; ``down`` stops it. The work is done by `berth.devtools.devcluster`.
+nodes, detached, in a run directory under the per-user cache, and with ``--framework`` the real
+controllers of job frameworks (JobSet, the Kubeflow training-operator, KubeRay, the Kubeflow
+Trainer) the integrations are tested against; ``env`` prints the shell lines that point kubectl
+at it; ``down`` stops it. The work is done by `berth.devtools.devcluster`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from berth.devtools.devcluster import binaries, errors, kwok, launcher, processes
+from berth.devtools.devcluster import binaries, errors, frameworks, kwok, launcher, processes
 
 
 def _default_dir() -> Path:
@@ -61,6 +63,14 @@ def command() -> None:
 @click.option(
     "--minimal", is_flag=True, help="Only etcd and kube-apiserver: no scheduling, no nodes."
 )
+@click.option(
+    "--framework",
+    "framework_names",
+    multiple=True,
+    type=click.Choice(sorted(frameworks.FRAMEWORKS)),
+    help="Also install and run this job framework's real controller (its CRDs and webhooks), "
+    "repeatable; trainer brings jobset.",
+)
 @click.option("--timeout", default=90.0, show_default=True, help="Seconds per component.")
 @_dir_option
 def up(
@@ -69,10 +79,13 @@ def up(
     gpus_per_node: int,
     pools: tuple[str, ...],
     minimal: bool,
+    framework_names: tuple[str, ...],
     timeout: float,
     run_dir: Path | None,
 ) -> None:
     """Start the control plane in the background and wait until its nodes are Ready."""
+    if minimal and framework_names:
+        raise click.UsageError("--framework needs the scheduling components; drop --minimal")
     run_dir = (run_dir or _default_dir()).resolve()
     if running := _running(run_dir):
         raise click.ClickException(
@@ -99,7 +112,15 @@ def up(
     )
     try:
         plane.start()
+        started: set[str] = set()
+        for name in framework_names:
+            frameworks.start(plane, name, started)
+    except errors.MissingBinaryError as e:
+        plane.stop()
+        msg = f"{e}; scripts/build-control-plane builds every framework's controller"
+        raise click.ClickException(msg) from e
     except errors.DevClusterError as e:
+        plane.stop()
         raise click.ClickException(str(e)) from e
     for name, pid in plane.pids().items():
         click.echo(f"  {name:<24} pid {pid:<8} {plane.logs / (name + '.log')}")

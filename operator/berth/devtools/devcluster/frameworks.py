@@ -22,7 +22,8 @@ written here, as it would one from cert-manager:
   default install), so nothing needs a certificate.
 
 The webhooks of pods are narrowed to the framework's own pods (as JobSet's kustomize patches
-do), so pods of other jobs never wait on it. Used by the e2e tests of Berth's integrations.
+do), so pods of other jobs never wait on it. Used by the e2e tests of Berth's integrations and
+by ``berth dev up --framework``.
 """
 
 from __future__ import annotations
@@ -352,14 +353,23 @@ def _wait_established(client: kubectl.Kubectl, manifest: str, timeout: float = 6
         time.sleep(0.2)
 
 
-def start(plane: launcher.ControlPlane, name: str) -> processes.ManagedProcess:
+def start(
+    plane: launcher.ControlPlane, name: str, started: set[str] | None = None
+) -> processes.ManagedProcess | None:
     """Install framework ``name`` on ``plane`` and run its controller; wait until it serves.
 
-    Raises ``MissingBinaryError`` when the build script has not built it.
+    ``started``: the frameworks already running on ``plane`` (the ones each needs are started
+    first, once); ``name`` is added to it. Returns None when it was running already. A detached
+    plane (``berth dev up``) keeps the controller running after this process ends. Raises
+    ``MissingBinaryError`` when the build script has not built it.
     """
+    started = set() if started is None else started
+    if name in started:
+        return None
     framework = FRAMEWORKS[name]
     for needed in framework.needs:
-        start(plane, needed)
+        start(plane, needed, started)
+    started.add(name)
     binary = plane.cache.find(name)
     crds = plane.cache.framework_manifest(name, "crds.yaml")
     client = plane.kubectl()
@@ -387,6 +397,7 @@ def start(plane: launcher.ControlPlane, name: str) -> processes.ManagedProcess:
         [str(binary), *launch.args, f"--kubeconfig={plane.kubeconfig}"],
         plane.logs / f"{name}.log",
         env=launch.env,
+        detach=plane.config.detach,
     )
     process.start()
     plane.adopt(process)
