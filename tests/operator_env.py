@@ -16,11 +16,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+import adversary
 from berth.adapters.history import store
 from berth.devtools.devcluster import errors, kwok, launcher
 
@@ -395,3 +397,57 @@ def roles_on_models(
     """(role, GPU model of its node) of each pod: where each role of a gang landed."""
     models = gpu_model_of_node(plane)
     return {(p["metadata"]["labels"][role_label], models[p["spec"]["nodeName"]]) for p in pods}
+
+
+# Playing a webhook outage ---------------------------------------------------------------------
+
+_CONFIGURATIONS = ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
+
+
+@contextlib.contextmanager
+def without_webhooks(
+    plane: launcher.ControlPlane, kinds: tuple[str, ...] = _CONFIGURATIONS
+) -> Iterator[None]:
+    """Berth's webhook configurations of ``kinds`` deleted (as an admin would), then restored."""
+    admin = plane.kubectl()
+    saved = []
+    for kind in kinds:
+        obj = admin.json("get", kind, "berth")
+        for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+            obj["metadata"].pop(key, None)
+        saved.append(obj)
+        admin.run("delete", kind, "berth")
+    try:
+        yield
+    finally:
+        for obj in saved:
+            with contextlib.suppress(errors.CommandError):
+                admin.run("create", "-f", "-", stdin=yaml.safe_dump(obj))
+
+
+def without_validating_webhook(
+    plane: launcher.ControlPlane,
+) -> contextlib.AbstractContextManager[None]:
+    """Berth's validating webhook configuration deleted, then restored."""
+    return without_webhooks(plane, ("validatingwebhookconfiguration",))
+
+
+def event_reasons(plane: launcher.ControlPlane, ns: str, kind: str, name: str) -> set[str]:
+    """The reasons of the Events on one object."""
+    items = get(
+        plane,
+        "events",
+        "-n",
+        ns,
+        "--field-selector",
+        f"involvedObject.kind={kind},involvedObject.name={name}",
+    )["items"]
+    return {e["reason"] for e in items}
+
+
+def team_on_two_pools(
+    plane: launcher.ControlPlane, ns: str, directory: Path, rules: tuple[dict[str, Any], ...]
+) -> adversary.NamespaceUser:
+    """``two_pool_queue(ns)`` applied, and an ordinary user of ``ns`` with these extra rules."""
+    plane.kubectl().apply(two_pool_queue(ns))
+    return adversary.namespace_user(plane, ns, directory, extra_rules=rules)

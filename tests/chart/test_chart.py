@@ -219,6 +219,14 @@ NEEDS = (
     ),
     Need(
         (
+            Rule("ClusterRole", "authentication.k8s.io", "tokenreviews", "create"),
+            Rule("ClusterRole", "authorization.k8s.io", "subjectaccessreviews", "create"),
+        ),
+        "berth.adapters.kube.access:MetricsAccess",
+        "who scrapes /metrics: the token reviewed, then its right to get /metrics",
+    ),
+    Need(
+        (
             Rule("Role", "coordination.k8s.io", "leases", "create"),
             *_rules("Role", "coordination.k8s.io", "leases", "get update", "berth-leader"),
         ),
@@ -306,7 +314,7 @@ def test_a_changed_configuration_rolls_the_pods(helm: Path) -> None:
         return str(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
 
     assert checksum() == checksum()
-    assert checksum() != checksum("managerConfig.manageJobsWithoutQueueName=true")
+    assert checksum() != checksum("managerConfig.manageJobsWithoutQueueName=false")
 
 
 def test_configuration_is_in_the_release_namespace_and_loads(helm: Path) -> None:
@@ -329,7 +337,8 @@ def test_job_webhooks_never_see_kube_system_or_the_release_namespace(helm: Path)
             assert "url" not in hook["clientConfig"]
             assert hook["clientConfig"]["service"]["name"] == "berth-webhook"
             if hook["rules"][0]["apiGroups"] == ["batch"]:
-                (expression,) = hook["namespaceSelector"]["matchExpressions"]
+                # The first expression; the managed-namespace hooks add the configured selector's.
+                expression = hook["namespaceSelector"]["matchExpressions"][0]
                 assert expression["operator"] == "NotIn"
                 assert set(expression["values"]) == {"kube-system", "berth-system", "team-infra"}
 
@@ -396,7 +405,7 @@ def _comparable(hook: dict[str, Any]) -> dict[str, Any]:
 def test_chart_webhooks_are_the_ones_the_operator_registers(
     helm: Path, *, without_queue_name: bool, frameworks: tuple[str, ...]
 ) -> None:
-    from berth.api import configuration  # noqa: PLC0415 - the operator's own model
+    from berth.entry import run_cmd  # noqa: PLC0415 - the operator's own loader
     from berth.operator import webhooks  # noqa: PLC0415 - the operator's own registration
     from berth.operator import world as world_mod  # noqa: PLC0415 - its input
 
@@ -404,13 +413,15 @@ def test_chart_webhooks_are_the_ones_the_operator_registers(
     objects = render(
         helm, setting, f"managerConfig.integrations.frameworks={{{','.join(frameworks)}}}"
     )
-    config = configuration.Configuration(
-        manage_jobs_without_queue_name=without_queue_name,
-        namespace=RELEASE_NAMESPACE,
-        integrations=configuration.Integrations(
-            frameworks=[configuration.Framework(f) for f in frameworks]
-        ),
-    )
+    # The Configuration the operator reads from the same release: selectors included.
+    config_map = _one(objects, "ConfigMap", "berth-config")
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"berth-chart-{os.getpid()}.yaml"  # noqa: S108 - a scratch file
+    path.write_text(config_map["data"]["config.yaml"])
+    try:
+        config = run_cmd.load_configuration(path)
+    finally:
+        path.unlink()
+    assert config.manage_jobs_without_queue_name is without_queue_name
     world = world_mod.World(config, lambda: 0.0)
     local = webhooks.configurations("https://127.0.0.1:9443", "", world)
     for registered in local:
@@ -438,3 +449,40 @@ def test_helm_unittest_suites_pass() -> None:
     summary = next(line for line in done.stdout.splitlines() if line.startswith("Tests:"))
     assert "failed" not in summary
     assert int(summary.split()[1]) >= 10, summary
+
+
+def test_metrics_are_served_securely_to_the_metrics_reader_alone(helm: Path) -> None:
+    objects = render(helm, "enablePrometheus=true")
+    container = _one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert "--metrics-secure" in container["args"]
+    assert "--metrics-port=8443" in container["args"]
+    assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    reader = _one(objects, "ClusterRole", "berth-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    (endpoint,) = _one(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert "bearerTokenFile" in endpoint
+    plain = render(helm, "metricsService.secure=false", "metricsService.port=8080")
+    args = _one(plain, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--metrics-secure" not in args
+    rules = _rendered_rules(plain)
+    assert not {r for r in rules if r.resource in {"tokenreviews", "subjectaccessreviews"}}
+
+
+def test_the_queue_reader_role_is_what_berth_explain_reads(helm: Path) -> None:
+    from berth.entry import live_state  # noqa: PLC0415 - the command whose reads it grants
+
+    objects = render(
+        helm, "userRoles.queueReaders[0].kind=Group", "userRoles.queueReaders[0].name=team-a"
+    )
+    role = _one(objects, "ClusterRole", "berth-queue-reader")
+    assert role["rules"] == list(live_state.QUEUE_READER_RULES)
+    resources = {r for rule in role["rules"] for r in rule["resources"]}
+    assert not resources & {"jobs", "pods", "secrets"}
+    binding = _one(objects, "ClusterRoleBinding", "berth-queue-reader")
+    assert binding["subjects"] == [{"kind": "Group", "name": "team-a"}]
+    assert not [
+        o
+        for o in render(helm)
+        if o["kind"] == "ClusterRoleBinding" and o["metadata"]["name"] == "berth-queue-reader"
+    ]

@@ -9,10 +9,10 @@ configuration as an admin would and restores it, to show what the job controller
 
 from __future__ import annotations
 
-import contextlib
+import copy
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +20,19 @@ import pytest
 import yaml
 
 import adversary
-from berth.devtools.devcluster import errors, kwok, launcher
+from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     ROOT,
     OperatorProcess,
     cluster_queue,
     condition,
+    event_reasons,
     flavor,
     get,
     gpu_job,
     local_queue,
     running_pods,
+    without_validating_webhook,
     workload_of,
 )
 
@@ -193,7 +195,7 @@ def test_a_raise_past_the_webhook_is_held_at_the_admitted_count(
     job["spec"]["completions"] = 16
     _submit(user, job)
     wait_until(lambda: running_pods(gpu_cluster, ns, "train") == 1, timeout=60)
-    with _without_validating_webhook(gpu_cluster):
+    with without_validating_webhook(gpu_cluster):
         user.patch("job", "train", {"spec": {"parallelism": 16}})
         wait_until(
             lambda: get(gpu_cluster, "job", "train", "-n", ns)["spec"]["parallelism"] == 1,
@@ -201,8 +203,36 @@ def test_a_raise_past_the_webhook_is_held_at_the_admitted_count(
         )
     wait_until(lambda: len(_pods(gpu_cluster, ns, "train")) == 1, timeout=60)
     wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-cq") == 1, timeout=10)
-    reasons = _event_reasons(gpu_cluster, ns, "Job", "train")
+    reasons = event_reasons(gpu_cluster, ns, "Job", "train")
     assert "ExceedsAdmission" in reasons
+
+
+@pytest.mark.parametrize("mib", [0.6, 1.2])
+def test_a_large_job_is_queued_started_and_finished_like_any_other(
+    gpu_cluster: launcher.ControlPlane,
+    team: tuple[str, adversary.NamespaceUser],
+    wait_until: Wait,
+    mib: float,
+) -> None:
+    """Admission reviews carry the object twice: a Job etcd can store is never too big for them.
+
+    A 0.6 MiB Job once had its start refused by Berth's own webhook for ever while its Workload
+    held the quota; a 1.2 MiB one could not be created at all.
+    """
+    ns, user = team
+    name = f"large-{str(mib).replace('.', '-')}"
+    job = gpu_job(name, ns, "lq", 1, runs_for="5s")
+    job["metadata"]["annotations"] = {"example.com/notes": "n" * (200 << 10)}
+    size = int(mib * (1 << 20)) - (200 << 10)
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "BLOB", "value": "b" * size}
+    ]
+    _submit(user, job)
+    wait_until(lambda: condition(workload_of(gpu_cluster, ns, name), "Finished") != {}, timeout=90)
+    finished = condition(workload_of(gpu_cluster, ns, name), "Finished")
+    assert finished["reason"] == "Succeeded", finished
+    assert "StartFailed" not in event_reasons(gpu_cluster, ns, "Job", name)
+    wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-cq") == 0, timeout=30)
 
 
 def test_labelling_a_running_job_is_refused(
@@ -319,7 +349,7 @@ def test_a_child_job_of_another_kind_is_never_admitted_alone(
         ),
         timeout=30,
     )
-    assert "UnsupportedOwner" in _event_reasons(gpu_cluster, ns, "Job", "gang-workers-0")
+    assert "UnsupportedOwner" in event_reasons(gpu_cluster, ns, "Job", "gang-workers-0")
     job = get(gpu_cluster, "job", "gang-workers-0", "-n", ns)
     assert job["spec"]["suspend"] is True
     assert _pods(gpu_cluster, ns, "gang-workers-0") == []
@@ -334,7 +364,7 @@ def test_a_start_that_can_never_succeed_gives_the_quota_back(
     del job["metadata"]["labels"][QUEUE]
     _submit(user, job)
     wait_until(lambda: running_pods(gpu_cluster, ns, "late") == 1, timeout=60)
-    with _without_validating_webhook(gpu_cluster):
+    with without_validating_webhook(gpu_cluster):
         # What the webhook refuses; past it, Berth suspends the Job and admits its Workload, but
         # a Job that once ran cannot take the flavor's node selector: the start is refused.
         user.kubectl.run("label", "job", "late", "-n", ns, f"{QUEUE}=lq")
@@ -349,33 +379,7 @@ def test_a_start_that_can_never_succeed_gives_the_quota_back(
     assert wl["spec"]["active"] is False
     assert not wl.get("status", {}).get("admission")
     wait_until(lambda: _reserved_gpus(gpu_cluster, f"{ns}-cq") == 0, timeout=30)
-    assert "StartFailed" in _event_reasons(gpu_cluster, ns, "Job", "late")
-
-
-@contextlib.contextmanager
-def _without_validating_webhook(plane: launcher.ControlPlane) -> Iterator[None]:
-    admin = plane.kubectl()
-    saved = admin.json("get", "validatingwebhookconfiguration", "berth")
-    for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
-        saved["metadata"].pop(key, None)
-    admin.run("delete", "validatingwebhookconfiguration", "berth")
-    try:
-        yield
-    finally:
-        with contextlib.suppress(errors.CommandError):
-            admin.run("create", "-f", "-", stdin=yaml.safe_dump(saved))
-
-
-def _event_reasons(plane: launcher.ControlPlane, ns: str, kind: str, name: str) -> set[str]:
-    items = get(
-        plane,
-        "events",
-        "-n",
-        ns,
-        "--field-selector",
-        f"involvedObject.kind={kind},involvedObject.name={name}",
-    )["items"]
-    return {e["reason"] for e in items}
+    assert "StartFailed" in event_reasons(gpu_cluster, ns, "Job", "late")
 
 
 def _jobset_crd() -> dict[str, Any]:
@@ -404,15 +408,73 @@ def _jobset_crd() -> dict[str, Any]:
     }
 
 
-def test_managed_namespaces_are_honoured_by_every_path(
+APPS_RULES = (
+    {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": ["*"]},
+)
+"""What a team member of the built-in ``edit`` role also has."""
+
+
+def _refused_around_a_closed_namespace(
+    plane: launcher.ControlPlane, selected: str, user: adversary.NamespaceUser, wait_until: Wait
+) -> dict[str, Any]:
+    """What a team member tries in a namespace that runs only queued work; all refused.
+
+    Returns the Job naming no queue that was refused, to be submitted again later.
+    """
+    plain = gpu_job("plain", selected, "lq", 1, runs_for="300s")
+    del plain["metadata"]["labels"][QUEUE]
+    refused = user.denied("create", "-f", "-", stdin=yaml.safe_dump(plain))
+    assert f"metadata.labels[{QUEUE}]" in refused
+    assert "this namespace's LocalQueues: lq" in refused
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": selected, "labels": {QUEUE: "lq"}},
+        "spec": {
+            "replicas": 4,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": plain["spec"]["template"]["spec"] | {"restartPolicy": "Always"},
+            },
+        },
+    }
+    refused = user.denied("create", "-f", "-", stdin=yaml.safe_dump(deployment))
+    assert "Berth does not queue Deployment objects" in refused
+    bare = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "bare", "namespace": selected},
+        "spec": plain["spec"]["template"]["spec"],
+    }
+    refused = user.denied("create", "-f", "-", stdin=yaml.safe_dump(bare))
+    assert "a Pod of its own must name a LocalQueue" in refused
+    # A Pod claiming the user's own queued, running Job as its controller: not counted by it.
+    queued = gpu_job("queued", selected, "lq", 1, runs_for="300s")
+    _submit(user, queued)
+    wait_until(lambda: running_pods(plane, selected, "queued") == 1, timeout=60)
+    uid = get(plane, "job", "queued", "-n", selected)["metadata"]["uid"]
+    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": "queued", "uid": uid}
+    forged = copy.deepcopy(bare)
+    forged["metadata"] |= {"name": "forged", "ownerReferences": [ref | {"controller": True}]}
+    refused = user.denied("create", "-f", "-", stdin=yaml.safe_dump(forged))
+    assert "without the labels that controller puts on its pods" in refused
+    assert "Traceback" not in refused
+    return plain
+
+
+def test_managed_namespaces_run_only_queued_work_and_no_other(
     control_plane_factory: Callable[..., launcher.ControlPlane],
     new_namespace: Callable[[launcher.ControlPlane, str], str],
     wait_until: Wait,
     tmp_path: Path,
 ) -> None:
-    """Jobs without a queue, managed in selected namespaces only, never in kube-system.
+    """``manageJobsWithoutQueueName`` with a selector: the chart's multi-team default.
 
-    The webhook and the controller agree; kube-system's running Jobs are left alone too.
+    In a selected namespace a Job naming no queue is refused, or queued in the LocalQueue named
+    ``default`` once there is one; a Deployment, a bare Pod and a Pod claiming a Job it does not
+    belong to are refused, as a team member tries them. Other namespaces and kube-system are
+    left alone, by the webhook and the controller alike; kube-system's running Jobs too.
     """
     plane = control_plane_factory("managed", scheduling=True, node_pools=(kwok.A100_POOL,))
     admin = plane.kubectl()
@@ -438,13 +500,30 @@ def test_managed_namespaces_are_honoured_by_every_path(
     try:
         selected, other = new_namespace(plane, "selected"), new_namespace(plane, "other")
         admin.run("label", "namespace", selected, "berth.dev/batch=true")
-        for ns in (selected, other, "kube-system"):
+        admin.apply(
+            [
+                flavor(f"{selected}-a100", dict(kwok.A100_LABELS)),
+                cluster_queue(f"{selected}-cq", selected, {f"{selected}-a100": 4}),
+                local_queue("lq", selected, f"{selected}-cq"),
+            ]
+        )
+        user = adversary.namespace_user(plane, selected, tmp_path, extra_rules=APPS_RULES)
+        plain = _refused_around_a_closed_namespace(plane, selected, user, wait_until)
+        # With a LocalQueue named default, a Job naming none is queued there.
+        admin.apply([local_queue("default", selected, f"{selected}-cq")])
+        wait_until(
+            lambda: "default" in user.kubectl.run("get", "localqueues", "-n", selected), timeout=10
+        )
+        _submit(user, plain)
+        stored = get(plane, "job", "plain", "-n", selected)
+        assert stored["metadata"]["labels"][QUEUE] == "default"
+        wait_until(lambda: running_pods(plane, selected, "plain") == 1, timeout=60)
+        assert workload_of(plane, selected, "plain")["spec"]["queueName"] == "default"
+
+        for ns in (other, "kube-system"):
             job = gpu_job("plain", ns, "lq", 1, runs_for="300s")
             del job["metadata"]["labels"][QUEUE]
             admin.create([job])
-        # Only the selected namespace's Job is held, by the webhook and the controller alike.
-        wait_until(lambda: workload_of(plane, selected, "plain") != {}, timeout=30)
-        assert get(plane, "job", "plain", "-n", selected)["spec"]["suspend"] is True
         for ns in (other, "kube-system"):
             wait_until(lambda ns=ns: running_pods(plane, ns, "plain") == 1, timeout=60)
             assert workload_of(plane, ns, "plain") == {}

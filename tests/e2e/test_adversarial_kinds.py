@@ -6,8 +6,7 @@ away. Real API server, real RBAC, the operator running.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 import yaml
 
 import adversary
-from berth.devtools.devcluster import errors, kwok, launcher
+from berth.devtools.devcluster import kwok, launcher
 from operator_env import (
     OperatorProcess,
     cluster_queue,
@@ -26,6 +25,7 @@ from operator_env import (
     local_queue,
     priority_class,
     running_pods,
+    without_webhooks,
     workload_of,
 )
 
@@ -152,7 +152,7 @@ def test_a_cluster_queue_stored_past_the_webhook_is_inactive_with_its_errors(
     groups = bad["spec"]["resourceGroups"]
     groups.append(dict(groups[0]))  # the same flavor twice: the webhook refuses it
     admin.apply([flavor(rf, dict(kwok.A100_LABELS)), local_queue("lq", ns, cq)])
-    with _without_webhooks(gpu_cluster):
+    with without_webhooks(gpu_cluster):
         admin.apply([bad])
     wait_until(
         lambda: (
@@ -203,21 +203,3 @@ def _reasons(plane: launcher.ControlPlane, kind: str, name: str) -> set[str]:
         f"involvedObject.kind={kind},involvedObject.name={name}",
     )["items"]
     return {e["reason"] for e in items}
-
-
-@contextlib.contextmanager
-def _without_webhooks(plane: launcher.ControlPlane) -> Iterator[None]:
-    admin = plane.kubectl()
-    saved = []
-    for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
-        obj = admin.json("get", kind, "berth")
-        for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
-            obj["metadata"].pop(key, None)
-        saved.append(obj)
-        admin.run("delete", kind, "berth")
-    try:
-        yield
-    finally:
-        for obj in saved:
-            with contextlib.suppress(errors.CommandError):
-                admin.run("create", "-f", "-", stdin=yaml.safe_dump(obj))

@@ -22,6 +22,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+import adversary
 from berth.devtools.devcluster import kwok, launcher
 from berth.entry import cli, live_state
 from operator_env import (
@@ -156,6 +157,53 @@ def test_blocked_by_quota_says_what_must_free_up(blocked: Blocked) -> None:
 
 
 @pytest.mark.e2e
+def test_a_team_member_explains_their_job_with_the_queue_reader_role_alone(
+    blocked: Blocked, tmp_path: pathlib.Path
+) -> None:
+    """Bound in the namespace only, plus queue-reader cluster-wide: no cluster-wide Jobs or Pods."""
+    plane, ns = blocked.plane, blocked.ns
+    user = adversary.namespace_user(plane, ns, tmp_path)
+
+    def explain() -> Result:
+        argv = ["explain", "job/big", "-n", ns, "--kubeconfig", str(user.kubeconfig)]
+        return CliRunner().invoke(cli.main, argv)
+
+    refused = explain()
+    assert refused.exit_code == 1
+    assert f"ask an admin to bind you the ClusterRole {live_state.QUEUE_READER_ROLE}" in (
+        refused.output
+    )
+    assert "Traceback" not in refused.output
+    role = f"{ns}-queue-reader"
+    plane.kubectl().apply(
+        [
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": role},
+                "rules": list(live_state.QUEUE_READER_RULES),
+            }
+        ]
+    )
+    plane.kubectl().run(
+        "create",
+        "clusterrolebinding",
+        role,
+        f"--clusterrole={role}",
+        f"--serviceaccount={ns}:{user.name}",
+    )
+    try:
+        result = explain()
+        assert result.exit_code == 0, result.output
+        lines = [line.strip() for line in result.stdout.splitlines()]
+        assert lines[0].startswith("(read as a namespace user: jobs")
+        assert f"job {ns}/big (workload {blocked.workload('big')}): pending" in lines
+        assert any(line.startswith("why: WaitingForQuota") for line in lines)
+    finally:
+        plane.kubectl().run("delete", f"clusterrolebinding/{role}", f"clusterrole/{role}")
+
+
+@pytest.mark.e2e
 def test_blocked_by_a_missing_flavor_names_it(blocked: Blocked) -> None:
     ns = blocked.ns
     lines = blocked.explain("no-flavor")
@@ -213,7 +261,7 @@ def test_four_blockers_give_four_different_reasons(blocked: Blocked) -> None:
 def test_the_recorded_reason_is_the_operators_condition(blocked: Blocked) -> None:
     ns = blocked.ns
     written = condition(workload_of(blocked.plane, ns, "big"), "QuotaReserved")
-    world = live_state.read(str(blocked.plane.kubeconfig), None)
+    world = live_state.read(str(blocked.plane.kubeconfig), None).world
     found = live_state.find(world, "job", "big", ns)
     assert (found.state, found.recorded) == ("pending", (written["reason"], written["message"]))
     assert f"why: {written['reason']}: {written['message']}" in blocked.explain("big")

@@ -11,6 +11,7 @@ RayJob never gets further than ``Running``.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from operator_env import (
     operator_with_frameworks,
     roles_on_models,
     running,
+    team_on_two_pools,
     two_pool_queue,
     usage_is_zero,
     workload_of,
@@ -283,8 +285,14 @@ def test_an_ordinary_user_cannot_run_more_than_an_admitted_rayjobs_cluster(
     )
     assert f"status.rayClusterName ({cluster}); small-extra is not it" in refused
     assert live_pods(plane, ns, "ray.io/cluster=small-extra") == []
-    # Nor may KubeRay's own cluster grow past what the RayJob makes.
-    grow = '[{"op":"replace","path":"/spec/workerGroupSpecs/0/replicas","value":8}]'
+    # Nor may KubeRay's own cluster grow past what the RayJob makes (KubeRay keeps replicas
+    # within maxReplicas: both go up).
+    grow = json.dumps(
+        [
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 8},
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/maxReplicas", "value": 8},
+        ]
+    )
     refused = user.denied("patch", "raycluster", cluster, "-n", ns, "--type=json", "-p", grow)
     assert "pod set gpu: 8 pods at once, more than the 2 made" in refused
     assert "Traceback" not in refused
@@ -293,3 +301,105 @@ def test_an_ordinary_user_cannot_run_more_than_an_admitted_rayjobs_cluster(
     for kind in ("rayjobs", "rayclusters", "jobs"):
         client.run("delete", kind, "--all", "-n", ns, "--wait=true", "--timeout=60s")
     wait_until(lambda: usage_is_zero(plane, f"{ns}-cq"), timeout=60)
+
+
+def _two_group_cluster(name: str, ns: str) -> dict[str, Any]:
+    """A queued RayCluster: a head and 6 workers asking for nothing, and one 1-GPU worker."""
+    obj = ray_cluster(name, ns, workers=1, priority=f"{ns}-mid")
+    cpu = copy.deepcopy(obj["spec"]["workerGroupSpecs"][0])
+    cpu.update({"groupName": "cpu", "replicas": 6, "maxReplicas": 6, "template": _template(0)})
+    obj["spec"]["workerGroupSpecs"].insert(0, cpu)
+    return obj
+
+
+def _gpus_running(plane: launcher.ControlPlane, ns: str, name: str) -> int:
+    def gpus(pod: dict[str, Any]) -> int:
+        return sum(
+            int(((c.get("resources") or {}).get("limits") or {}).get(kwok.GPU_RESOURCE, 0))
+            for c in pod["spec"]["containers"]
+        )
+
+    return sum(gpus(p) for p in running(_pods_of(plane, ns, "raycluster", name)))
+
+
+def test_a_running_rayclusters_worker_groups_are_checked_one_by_one(
+    kuberay_cluster: launcher.ControlPlane,
+    ray_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+    tmp_path: Path,
+) -> None:
+    """Replicas moved from one group to another, or raised by minReplicas, are refused."""
+    plane = kuberay_cluster
+    ns = new_namespace(plane, "ray-groups")
+    user = team_on_two_pools(plane, ns, tmp_path, RAY_RULES)
+    user.apply(_two_group_cluster("groups", ns))
+    wait_until(lambda: len(running(_pods_of(plane, ns, "raycluster", "groups"))) == 8, timeout=120)
+    shuffle = [
+        {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 0},
+        {"op": "replace", "path": "/spec/workerGroupSpecs/1/replicas", "value": 7},
+        {"op": "replace", "path": "/spec/workerGroupSpecs/1/maxReplicas", "value": 7},
+    ]
+    refused = user.denied(
+        "patch", "raycluster", "groups", "-n", ns, "--type=json", "-p", json.dumps(shuffle)
+    )
+    assert "spec.workerGroupSpecs[1]" in refused
+    assert "pod set gpu is admitted for 1 pod(s)" in refused
+    # KubeRay runs at least minReplicas whatever replicas says: that is a raise too.
+    floor = [
+        {"op": "replace", "path": "/spec/workerGroupSpecs/1/minReplicas", "value": 8},
+        {"op": "replace", "path": "/spec/workerGroupSpecs/1/maxReplicas", "value": 8},
+    ]
+    refused = user.denied(
+        "patch", "raycluster", "groups", "-n", ns, "--type=json", "-p", json.dumps(floor)
+    )
+    assert "pod set gpu is admitted for 1 pod(s)" in refused
+    assert "Traceback" not in refused
+    assert _gpus_running(plane, ns, "groups") == 1
+
+
+def test_a_running_rayclusters_templates_stay_fixed_whatever_else_the_update_breaks(
+    kuberay_cluster: launcher.ControlPlane,
+    ray_operator: OperatorProcess,  # noqa: ARG001 - runs the operator
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    wait_until: Wait,
+    tmp_path: Path,
+) -> None:
+    """An update that no longer makes a Workload is refused, not let through unchecked."""
+    plane = kuberay_cluster
+    ns = new_namespace(plane, "ray-lock")
+    user = team_on_two_pools(plane, ns, tmp_path, RAY_RULES)
+    user.apply(ray_cluster("locked", ns, workers=1, priority=f"{ns}-mid"))
+    wait_until(lambda: len(running(_pods_of(plane, ns, "raycluster", "locked"))) == 2, timeout=120)
+    eight = {"limits": {kwok.GPU_RESOURCE: "8"}}
+    bigger = [
+        {"op": "replace", "path": "/spec/enableInTreeAutoscaling", "value": True},
+        {
+            "op": "replace",
+            "path": "/spec/workerGroupSpecs/0/template/spec/containers/0/resources",
+            "value": eight,
+        },
+    ]
+    refused = user.denied(
+        "patch", "raycluster", "locked", "-n", ns, "--type=json", "-p", json.dumps(bigger)
+    )
+    assert "spec.enableInTreeAutoscaling" in refused
+    renamed = [
+        {"op": "replace", "path": "/spec/workerGroupSpecs/0/groupName", "value": "head"},
+        {
+            "op": "replace",
+            "path": "/spec/workerGroupSpecs/0/template/spec/containers/0/resources",
+            "value": eight,
+        },
+    ]
+    refused = user.denied(
+        "patch", "raycluster", "locked", "-n", ns, "--type=json", "-p", json.dumps(renamed)
+    )
+    assert "spec.workerGroupSpecs[0].groupName" in refused
+    assert "Traceback" not in refused
+    # KubeRay makes a deleted worker again from the template: still one GPU.
+    for pod in _pods_of(plane, ns, "raycluster", "locked"):
+        if pod["metadata"]["labels"].get(NODE_TYPE_LABEL) == "worker":
+            plane.kubectl().run("delete", "pod", pod["metadata"]["name"], "-n", ns, "--wait=false")
+    wait_until(lambda: len(running(_pods_of(plane, ns, "raycluster", "locked"))) == 2, timeout=120)
+    assert _gpus_running(plane, ns, "locked") == 1

@@ -161,17 +161,21 @@ def test_which_jobs_are_managed(row: ManagedRow) -> None:
 
 PENDING = job_updates.WorkloadState(exists_unfinished=True)
 ADMITTED = job_updates.WorkloadState(
-    exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=4
+    exists_unfinished=True, holds_quota=True, admitted=True, admitted_counts={"main": 4}
 )
 PARTLY = job_updates.WorkloadState(
-    exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=2
+    exists_unfinished=True, holds_quota=True, admitted=True, admitted_counts={"main": 2}
 )
 EVICTING = job_updates.WorkloadState(
-    exists_unfinished=True, holds_quota=True, admitted=False, admitted_count=2
+    exists_unfinished=True, holds_quota=True, admitted=False, admitted_counts={"main": 2}
 )
 NONE = job_updates.WorkloadState()
 BACKFILLED = job_updates.WorkloadState(
-    exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=4, runtime_limit=600.0
+    exists_unfinished=True,
+    holds_quota=True,
+    admitted=True,
+    admitted_counts={"main": 4},
+    runtime_limit=600.0,
 )
 """Admitted by a Backfill queue that planned with its 10-minute activeDeadlineSeconds."""
 RUNNING = job(suspend=False)

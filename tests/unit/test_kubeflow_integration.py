@@ -212,7 +212,10 @@ RUNNING = {
     },
 }
 ADMITTED = job_updates.WorkloadState(
-    exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=3
+    exists_unfinished=True,
+    holds_quota=True,
+    admitted=True,
+    admitted_counts={"master": 1, "worker": 2},
 )
 
 

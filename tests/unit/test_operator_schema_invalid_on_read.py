@@ -93,3 +93,21 @@ def test_a_delete_whose_body_does_not_load_still_removes_the_queue() -> None:
     world.remove("ClusterQueue", _rv(_unknown_field(VALID), 11))
     assert CQ not in world.cache.cluster_queues
     assert CQ not in world.cache.snapshot.cluster_queues
+
+
+@pytest.mark.parametrize(
+    ("selected", "reason"), [("team", "Ready"), ("other", "NamespaceNotSelected")]
+)
+def test_a_local_queue_is_active_only_if_its_cluster_queue_takes_its_namespace(
+    selected: str, reason: str
+) -> None:
+    """A LocalQueue whose ClusterQueue's namespaceSelector leaves its namespace out says so."""
+    world = _world()
+    for rv, name in enumerate(("team", "other"), start=3):
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        world.apply("Namespace", _rv(namespace, rv))
+    world.apply("ClusterQueue", _rv(cluster_queue("cq", selected, {"a100": 8}), 10))
+    [active] = statuses.build_local_queue(world, "team", "lq", 1000.0)["conditions"]
+    assert (active["status"], active["reason"]) == (str(reason == "Ready"), reason)
+    if reason != "Ready":
+        assert "namespaceSelector does not select namespace team" in active["message"]

@@ -211,6 +211,23 @@ def test_a_cluster_queue_the_webhook_never_saw_is_inactive_with_its_errors_and_n
     assert len(info.groups) == 1
 
 
+def test_a_flavor_stored_invalid_makes_its_cluster_queues_say_why_they_are_inactive() -> None:
+    """Not only a log line: the ClusterQueue's condition names the flavor and its errors."""
+    world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
+    bad = flavor("a100", {"gpu": "a100"})
+    bad["spec"]["topologyName"] = "default"
+    bad["spec"]["nodeLabels"] = {}  # a topology needs node labels: the webhook refuses this
+    world.apply("ResourceFlavor", _with_rv(bad, "1"))
+    world.apply("ClusterQueue", _with_rv(cluster_queue("cq", "team-a", {"a100": 8}), "2"))
+    info = world.cache.snapshot.cluster_queues[names.ClusterQueueName("cq")]
+    assert (info.active, info.inactive_reason) == (False, "FlavorNotFound")
+    assert "a100 (stored invalid, not applied: spec.nodeLabels" in info.inactive_message
+    # Fixed, the flavor is taken in and the queue is active.
+    world.apply("ResourceFlavor", _with_rv(flavor("a100", {"gpu": "a100"}), "3"))
+    assert world.cache.snapshot.cluster_queues[names.ClusterQueueName("cq")].active
+    assert world.cache.refused == {}
+
+
 def test_a_jobsets_child_jobs_and_their_pods_are_the_jobsets() -> None:
     config = configuration.Configuration(
         integrations=configuration.Integrations(frameworks=[configuration.Framework.JOBSET])

@@ -488,6 +488,18 @@ def test_an_unretriable_group_stays_unretriable() -> None:
     assert [p.path for p in problems] == [f"metadata.annotations[{podgroup.RETRIABLE_ANNOTATION}]"]
 
 
+@pytest.mark.parametrize(("may_drop", "refused"), [(False, True), (True, False)])
+def test_berths_finalizer_comes_off_only_when_the_group_no_longer_counts_the_member(
+    may_drop: bool, refused: bool
+) -> None:
+    # Off a gated member its group still counts, a user's removal is refused; once
+    # finalizer_drops lets it go (the same rule the job controller drops it by), it is not.
+    problems = podgroup.update_problems(
+        pod("a"), pod("a", finalizer=False), admitted=False, may_drop_finalizer=may_drop
+    )
+    assert [p.path for p in problems] == (["metadata.finalizers"] if refused else [])
+
+
 def test_a_queued_pod_may_not_name_its_node() -> None:
     problems = podgroup.create_problems(pod("a", node="n1"))
     assert [p.path for p in problems] == ["spec.nodeName"]

@@ -446,11 +446,12 @@ def _running(replicas: int = 2, **gpu_group: Any) -> dict[str, Any]:
 
 
 ADMITTED = job_updates.WorkloadState(
-    exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=4
+    exists_unfinished=True,
+    holds_quota=True,
+    admitted=True,
+    admitted_counts={"head": 1, "gpu": 2, "submitter": 1},
 )
-QUEUED = job_updates.WorkloadState(
-    exists_unfinished=True, holds_quota=False, admitted=False, admitted_count=None
-)
+QUEUED = job_updates.WorkloadState(exists_unfinished=True, holds_quota=False, admitted=False)
 
 
 @pytest.mark.parametrize(
@@ -463,7 +464,7 @@ QUEUED = job_updates.WorkloadState(
             _running(),
             _running(replicas=6),
             ADMITTED,
-            ["spec.rayClusterSpec.workerGroupSpecs"],
+            ["spec.rayClusterSpec.workerGroupSpecs[0]"],
             id="more-workers-refused",
         ),
         pytest.param(

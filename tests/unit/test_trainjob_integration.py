@@ -449,7 +449,7 @@ def test_a_running_trainjob_may_not_grow_past_its_admission(
     new = copy.deepcopy(old)
     new["spec"]["trainer"].update(change)
     admitted = job_updates.WorkloadState(
-        exists_unfinished=True, holds_quota=True, admitted=True, admitted_count=2
+        exists_unfinished=True, holds_quota=True, admitted=True, admitted_counts={"node": 2}
     )
     assert [p.path for p in job_updates.refusals(old, new, admitted, integ)] == [field]
     # Queued and holding nothing, it may be resized (it is queued again at its new size).

@@ -410,6 +410,20 @@ INVALID = [
         "set effect: NoExecute or remove it",
         id="tolerationSeconds without NoExecute",
     ),
+    # --- Topology ------------------------------------------------------------------------------
+    pytest.param(
+        {
+            "apiVersion": "berth.dev/v1beta1",
+            "kind": "Topology",
+            "metadata": {"name": "default"},
+            "spec": {
+                "levels": [{"nodeLabel": "rack name!"}, {"nodeLabel": "kubernetes.io/hostname"}]
+            },
+        },
+        ["spec.levels[0].nodeLabel"],
+        "write one such as topology.kubernetes.io/zone",
+        id="topology level that is no label key",
+    ),
     # --- Workload ------------------------------------------------------------------------------
     pytest.param(
         wl().pod_set("main", 2, min_count=3).raw(),
@@ -715,3 +729,18 @@ VALID = [
 @pytest.mark.parametrize("doc", VALID)
 def test_valid_document_has_no_errors(doc: dict[str, Any]) -> None:
     assert _problems(doc) == []
+
+
+@pytest.mark.parametrize(("known", "warned"), [((), True), (("default",), False)])
+def test_a_flavor_naming_a_topology_not_there_yet_is_let_through_with_a_warning(
+    known: tuple[str, ...], warned: bool
+) -> None:
+    """The Topology may come next in the same apply; the warning says what happens meanwhile."""
+    from berth.operator import webhooks  # noqa: PLC0415 - the webhook's decision on the same model
+
+    flavor = rf().node_labels({"gpu": "a100"}).topology("default").raw()
+    answer = webhooks.validate_berth({"operation": "CREATE", "object": flavor}, topologies=known)
+    assert answer["allowed"] is True
+    warnings = answer.get("warnings", [])
+    assert bool(warnings) is warned
+    assert not warned or "TopologyNotFound" in warnings[0]

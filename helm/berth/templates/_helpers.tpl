@@ -54,11 +54,11 @@ The job kinds beside batch/v1 Job, by their framework name in managerConfig.inte
 */ -}}
 {{- define "berth.jobKinds" -}}
 jobset.x-k8s.io/jobset: [jobset.x-k8s.io, v1alpha2, jobsets]
-kubeflow.org/pytorchjob: [kubeflow.org, v1, pytorchjobs]
+kubeflow.org/pytorchjob: [kubeflow.org, v1, pytorchjobs, scale]
 kubeflow.org/tfjob: [kubeflow.org, v1, tfjobs]
-kubeflow.org/paddlejob: [kubeflow.org, v1, paddlejobs]
+kubeflow.org/paddlejob: [kubeflow.org, v1, paddlejobs, scale]
 kubeflow.org/xgboostjob: [kubeflow.org, v1, xgboostjobs]
-kubeflow.org/jaxjob: [kubeflow.org, v1, jaxjobs]
+kubeflow.org/jaxjob: [kubeflow.org, v1, jaxjobs, scale]
 ray.io/rayjob: [ray.io, v1, rayjobs]
 ray.io/raycluster: [ray.io, v1, rayclusters]
 trainer.kubeflow.org/trainjob: [trainer.kubeflow.org, v1alpha1, trainjobs]

@@ -18,7 +18,8 @@ scheduler loop and the history writer (for the dropped-writes counter).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+import ssl
+from collections.abc import Awaitable, Callable, Iterable
 
 import prometheus_client
 from aiohttp import web
@@ -485,6 +486,10 @@ def cluster_queue_cells(cache: cache_mod.Cache, name: names.ClusterQueueName) ->
         )
 
 
+Authorize = Callable[[str | None], Awaitable[tuple[int, str] | None]]
+"""Decides a scrape from its ``Authorization`` header: None lets it read, else (status, why)."""
+
+
 async def serve(
     metrics: Metrics,
     *,
@@ -492,11 +497,16 @@ async def serve(
     port: int = 0,
     before_scrape: Callable[[], None] | None = None,
     not_ready: Callable[[], str | None] | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    authorize: Authorize | None = None,
 ) -> MetricsServer:
-    """Serve ``/metrics`` over HTTP on ``host:port`` (0 picks a free port) on the running loop.
+    """Serve ``/metrics`` on ``host:port`` (0 picks a free port) on the running loop.
 
-    ``/healthz`` answers 200 while the loop does; ``/readyz`` answers 503 with the reason
-    ``not_ready`` gives, and 200 once it gives None (the probes of the Helm chart's pods).
+    Over HTTPS with ``ssl_context``, and only to whom ``authorize`` lets read it (cluster mode:
+    ``adapters.kube.access``, as Kueue's secure metrics); over plain HTTP otherwise (local
+    mode, on the loopback address by default). ``/healthz`` answers 200 while the loop does;
+    ``/readyz`` answers 503 with the reason ``not_ready`` gives, and 200 once it gives None
+    (the probes of the Helm chart's pods, which send no token and read nothing of the queues).
 
     ``before_scrape`` runs first on every scrape: the operator sets its gauges there
     (``report_state`` walks every pending workload, so it runs when someone looks, not on a
@@ -504,7 +514,11 @@ async def serve(
     again, and a scrape must never see them half set.
     """
 
-    async def scrape(_request: web.Request) -> web.Response:
+    async def scrape(request: web.Request) -> web.Response:
+        if authorize is not None:
+            refused = await authorize(request.headers.get("Authorization"))
+            if refused is not None:
+                return web.Response(status=refused[0], text=f"{refused[1]}\n")
         if before_scrape is not None:
             before_scrape()
         return web.Response(
@@ -527,7 +541,7 @@ async def serve(
     app.router.add_get("/readyz", readyz)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
     server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
     sockets = getattr(server, "sockets", None) or []

@@ -78,6 +78,10 @@ class EvictionReason(enum.StrEnum):
     DEACTIVATED = "Deactivated"
     ADMISSION_CHECK = "AdmissionCheck"
     NODE_FAILURES = "NodeFailures"
+    JOB_CHANGED = "JobChanged"
+    """Berth's own: the running job left its admitted shape past the webhooks (a template, a
+    role or a count no hold can undo); it is stopped and queued again at its new shape, as
+    Kueue's reconciler stops a job that is no longer ``EquivalentToWorkload``."""
 
 
 class PreemptionReason(enum.StrEnum):
@@ -107,3 +111,6 @@ class QueueActiveReason(enum.StrEnum):
     CLUSTER_QUEUE_IS_INACTIVE = "ClusterQueueIsInactive"
     INVALID_SPEC = "InvalidSpec"
     """Berth: the object was stored without the webhook's check and the validators refuse it."""
+    NAMESPACE_NOT_SELECTED = "NamespaceNotSelected"
+    """Berth, of a LocalQueue: its ClusterQueue's ``namespaceSelector`` leaves its namespace out,
+    so nothing submitted to it is ever admitted (Kueue says so only on each Workload)."""

@@ -37,7 +37,8 @@ admits nothing new, and what it admitted runs on.
 
 `Active` reasons of a ClusterQueue: `Ready`, `InvalidSpec`, `Terminating`, `Stopped`,
 `FlavorNotFound`, `CohortCycle`; of a LocalQueue: `Ready`, `ClusterQueueDoesNotExist`,
-`ClusterQueueIsInactive`.
+`ClusterQueueIsInactive`, `NamespaceNotSelected` (its ClusterQueue's `namespaceSelector` leaves
+the LocalQueue's namespace out: nothing submitted to it is ever admitted).
 """
 
 RULES: dict[str, list[str]] = {

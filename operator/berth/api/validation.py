@@ -43,7 +43,7 @@ def validate(obj: base.Object) -> FieldErrors:
     if isinstance(obj, resourceflavor.ResourceFlavor):
         out += validate_resource_flavor(obj)
     elif isinstance(obj, topology.Topology):
-        out += topology.topology_problems(obj)
+        out += validate_topology(obj)
     elif isinstance(obj, clusterqueue.ClusterQueue):
         out += validate_cluster_queue(obj)
     elif isinstance(obj, cohort.Cohort):
@@ -148,12 +148,32 @@ def validate_resource_flavor(rf: resourceflavor.ResourceFlavor) -> FieldErrors:
     return out
 
 
+def _qualified_key(name: str) -> bool:
+    """Tell whether a name is a Kubernetes label key (or resource name): ``[prefix/]name``."""
+    prefix, _, local = name.rpartition("/")
+    return bool(_QUALIFIED_NAME.match(local)) and (
+        not prefix or (len(prefix) <= _MAX_SUBDOMAIN and bool(_DNS_SUBDOMAIN.match(prefix)))
+    )
+
+
+def validate_topology(topo: topology.Topology) -> FieldErrors:
+    """A Topology's levels: label keys Kubernetes accepts, each once, the hostname last."""
+    out = [
+        errors.FieldError(
+            f"spec.levels[{i}].nodeLabel",
+            f"{errors.shorten(label)} is not a node label key; write one such as "
+            "topology.kubernetes.io/zone or kubernetes.io/hostname (an optional DNS prefix, '/', "
+            "then at most 63 letters, digits, '-', '_' or '.')",
+        )
+        for i, label in enumerate(topo.level_labels)
+        if not _qualified_key(label)
+    ]
+    return out + topology.topology_problems(topo)
+
+
 def _validate_resource_name(name: str, path: str) -> FieldErrors:
     """Check a resource name the way Kubernetes checks a label key: ``[prefix/]name``."""
-    prefix, _, local = name.rpartition("/")
-    if _QUALIFIED_NAME.match(local) and (
-        not prefix or (len(prefix) <= _MAX_SUBDOMAIN and _DNS_SUBDOMAIN.match(prefix))
-    ):
+    if _qualified_key(name):
         return []
     return [
         errors.FieldError(

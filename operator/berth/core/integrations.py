@@ -65,6 +65,10 @@ class BatchJob(job_kind.Labelled):
         """``spec.parallelism``."""
         return "spec.parallelism"
 
+    def count_field(self, job: Body, pod_set: str) -> str:  # noqa: ARG002 - one pod set
+        """``spec.parallelism``."""
+        return "spec.parallelism"
+
     def pod_selector(self, job: Body) -> str:
         """The Job controller's label on its pods: the Job's uid."""
         return f"batch.kubernetes.io/controller-uid={(job.get('metadata') or {}).get('uid')}"
@@ -165,6 +169,10 @@ class JobSetJob(job_kind.Labelled):
         """The replicated jobs (their replicas and each child Job's parallelism)."""
         return "spec.replicatedJobs"
 
+    def count_field(self, job: Body, pod_set: str) -> str:
+        """The replicated job of that name (its replicas and its Job's parallelism)."""
+        return jobset.count_field(job, pod_set)
+
     def pod_selector(self, job: Body) -> str:
         """The JobSet controller's label on every child Job and pod: the JobSet's name."""
         return f"{jobset.NAME_LABEL}={(job.get('metadata') or {}).get('name')}"
@@ -258,6 +266,14 @@ class KubeflowJob(job_kind.Labelled):
     def size_field(self) -> str:
         """The replica specs (each type's ``replicas``)."""
         return f"spec.{self.spec.replica_specs}"
+
+    def count_field(self, job: Body, pod_set: str) -> str:
+        """That replica type's ``replicas``."""
+        return kubeflow.count_field(self.spec, job, pod_set)
+
+    def scaled(self, job: Body, replicas: int) -> Body | None:
+        """The job with its scale role's replicas set (None: this kind's CRD has no scale)."""
+        return kubeflow.scaled(self.spec, job, replicas)
 
     def pod_selector(self, job: Body) -> str:
         """The training-operator's job-name and operator-name labels."""
@@ -355,6 +371,10 @@ class TrainJobJob(job_kind.Labelled):
     @property
     def size_field(self) -> str:
         """``spec.trainer.numNodes`` (and the runtime's replicated jobs)."""
+        return "spec.trainer.numNodes"
+
+    def count_field(self, job: Body, pod_set: str) -> str:  # noqa: ARG002 - one field sizes all
+        """``spec.trainer.numNodes`` (the runtime's replicated jobs size the rest)."""
         return "spec.trainer.numNodes"
 
     def pod_selector(self, job: Body) -> str:
@@ -607,6 +627,10 @@ class PodGroupJob(job_kind.Labelled):
 
     @property
     def size_field(self) -> str:
+        """The group's size annotation."""
+        return f"metadata.annotations[{podgroup.TOTAL_ANNOTATION}]"
+
+    def count_field(self, job: Body, pod_set: str) -> str:  # noqa: ARG002 - one size for the group
         """The group's size annotation."""
         return f"metadata.annotations[{podgroup.TOTAL_ANNOTATION}]"
 

@@ -13,7 +13,7 @@ Implemented by the kinds in ``core.integrations`` (batch Job, JobSet, Kubeflow) 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from berth.api import errors, workload
 from berth.core import batchjob, topology
@@ -59,6 +59,9 @@ class Integration(Protocol):
     @property
     def size_field(self) -> str:
         """The field that sets how many pods the job runs at once, for error messages."""
+
+    def count_field(self, job: Body, pod_set: str) -> str:
+        """The field that sets how many pods one pod set runs at once, for error messages."""
 
     def pod_selector(self, job: Body) -> str:
         """A label selector for every pod the job runs, through its children if it has any."""
@@ -114,6 +117,14 @@ class Integration(Protocol):
 
     def active_pods(self, job: Body) -> int:
         """Pods of the job that run or are still terminating, by its status."""
+
+
+@runtime_checkable
+class Scalable(Protocol):
+    """A kind whose CRD has a ``scale`` subresource (an HPA's way in): how it sets the job."""
+
+    def scaled(self, job: Body, replicas: int) -> Body | None:
+        """The job once ``/scale`` set its replicas to ``replicas`` (None: this kind has none)."""
 
 
 def makes_no_children(job: Body) -> str:

@@ -15,20 +15,31 @@ Pure decisions for the operator's job controller (``operator/jobcontroller``):
   Kueue's reconciler does (``jobframework/reconciler.go``: ``UpdateQueueNameIfChanged`` moves
   the Workload to the Job's queue; a Workload no longer ``EquivalentToWorkload`` is deleted and
   made again from the Job).
-- ``over_admission``: a running Job asking for more pods at once than its admission counts.
-  The webhook refuses that change; if it gets past (webhook down or bypassed), the controller
-  holds the Job at its admitted count.
+- ``divergences``: how a running job differs from what its admission started, pod set by pod
+  set — Kueue's ``EquivalentToWorkload`` (``jobframework/reconciler.go``; the comparison of
+  ``pkg/util/equality/podset.go``: counts, tolerations, container resources), with the node
+  selector, affinity, node name and pod priority compared too (each moves pods onto capacity or
+  ahead of pods their admission did not count). The webhooks refuse such changes; one that gets
+  past them (webhook down or bypassed) is answered by the job controller with the
+  divergence's ``Remedy``: a batch Job asking for more pods is **held** at its admitted
+  count (Kubernetes' Job controller removes the extra pods at once, and nothing but a user
+  sizes a Job); anything else is **stopped and queued again** at its new shape, as Kueue does:
+  a training job's or a RayCluster's replicas are set by autoscalers (an HPA through
+  ``/scale``, an ``elasticPolicy``, Ray's autoscaler) that a hold would fight pod by pod, and
+  a changed template, a new role or a job that no longer makes a Workload has no admitted
+  shape to be held at.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from berth.api import pod
 from berth.api import workload as api_workload
-from berth.core import integrations, job_kind
+from berth.core import integrations, job_kind, trainjob
 
 _BATCH_JOB = integrations.BatchJob()
 """The integration the rules read a Job through when the caller binds none (unit tables)."""
@@ -118,8 +129,102 @@ def drift(
     return Drift.NONE, queue
 
 
-def over_admission(
-    job: Body, admitted_count: int, integration: job_kind.Integration = _BATCH_JOB
-) -> bool:
-    """Whether a running job asks for more pods at once than its admission counts."""
-    return not integration.is_suspended(job) and integration.pod_count(job) > admitted_count
+class Remedy(enum.Enum):
+    """What the job controller does about a running job that left its admitted shape."""
+
+    HOLD = "Hold"
+    """Lower the job back to its admitted counts (the kind's hold patch)."""
+    STOP = "Stop"
+    """Stop the job and queue it again at its new shape (its Workload evicted, ``JobChanged``)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Divergence:
+    """One way a running job left its admitted shape."""
+
+    pod_set: str
+    """The pod set it concerns ('' when the job no longer makes a Workload at all)."""
+    message: str
+    remedy: Remedy
+
+
+_MANAGED = ("nodeSelector", "tolerations")
+"""Template fields Berth's start writes (the template's own plus the flavors'): compared with
+what the start would write now."""
+_OWN = (
+    "containers",
+    "initContainers",
+    "resources",
+    "overhead",
+    "affinity",
+    "nodeName",
+    "priorityClassName",
+    "priority",
+    "runtimeClassName",
+)
+"""Template fields that decide where and how much the pods take: compared with the template
+the Workload recorded."""
+_TEMPLATES_FROM_ELSEWHERE = frozenset({trainjob.KIND})
+"""Kinds whose running pods come from objects made at start (a TrainJob's JobSet, held by the
+child rules of ``core.child_jobs``): their templates, read through a training runtime that an
+admin may edit, are not compared."""
+
+
+def _spec(template: Any) -> dict[str, Any]:  # noqa: ANN401 - a JSON pod template
+    """A template's spec as the Workload's model writes it (one form for both sides)."""
+    loaded = pod.PodTemplateSpec.model_validate(template or {})
+    spec = pod.raw_template(loaded).get("spec") or {}
+    for key in ("containers", "initContainers"):
+        if key in spec:
+            spec[key] = [c.get("resources") or {} for c in spec[key]]
+    return spec
+
+
+def _differs(a: dict[str, Any], b: dict[str, Any], fields: tuple[str, ...]) -> list[str]:
+    return [f for f in fields if a.get(f) != b.get(f)]
+
+
+def divergences(
+    job: Body,
+    originals: Sequence[job_kind.PodSetOriginal],
+    runs: Sequence[job_kind.PodSetRun],
+    integration: job_kind.Integration = _BATCH_JOB,
+) -> list[Divergence]:
+    """How a running job differs from what its admission started (empty: it is equivalent).
+
+    ``originals`` are the pod sets the Workload recorded, ``runs`` how the admission runs each.
+    """
+    uid = str((job.get("metadata") or {}).get("uid") or "")
+    running, problems = integration.to_workload(job, uid=uid)
+    if running is None:
+        why = "; ".join(str(p) for p in problems)
+        return [Divergence("", f"it no longer makes a Workload: {why}", Remedy.STOP)]
+    admitted = {r.name: r.count for r in runs}
+    recorded = {o.name: o.template for o in originals}
+    started, _ = integration.to_workload(
+        integrations.merge_patch(job, integration.start_patch(job, list(originals), list(runs))),
+        uid=uid,
+    )
+    started_sets = {} if started is None else {str(ps.name): ps for ps in started.spec.pod_sets}
+    out = []
+    for ps in running.spec.pod_sets:
+        name = str(ps.name)
+        if name not in admitted:
+            if ps.count > 0:
+                message = f"pod set {name} is not part of its admission ({ps.count} pod(s))"
+                out.append(Divergence(name, message, Remedy.STOP))
+            continue
+        if ps.count > admitted[name]:
+            held = Remedy.HOLD if integration.hold_patch(job, admitted[name]) else Remedy.STOP
+            message = f"pod set {name} runs {ps.count} pod(s), its admission {admitted[name]}"
+            out.append(Divergence(name, message, held))
+        if integration.kind in _TEMPLATES_FROM_ELSEWHERE:
+            continue
+        now = _spec(pod.raw_template(ps.template))
+        fields = _differs(now, _spec(recorded.get(name)), _OWN)
+        if name in started_sets:
+            fields += _differs(now, _spec(pod.raw_template(started_sets[name].template)), _MANAGED)
+        if fields:
+            message = f"pod set {name}'s template changed since its start ({', '.join(fields)})"
+            out.append(Divergence(name, message, Remedy.STOP))
+    return out

@@ -13,12 +13,17 @@ field and what to do instead; the validating webhook denies an update with any. 
    removed (the Job could then be started by hand outside any quota); it may move to another
    LocalQueue while the Job is suspended and its Workload holds no quota. Kueue has no such rule
    (docs/scheduling.md says why Berth does).
-4. **An admitted Job's size** — while the Job runs, or its Workload is admitted, the number of
-   pods it runs at once (``spec.parallelism``, bounded by ``spec.completions``) may not rise above
-   what was admitted: those pods would run outside the quota. Kueue refuses parallelism changes
-   of a running job under partial admission (``jobs/job/job_webhook.go``,
-   ``validatePartialAdmissionUpdate``) and otherwise stops and requeues it; Berth refuses every
-   raise, and the job controller holds a running Job at its admitted count if one gets past.
+4. **An admitted job's size, pod set by pod set** — while the job runs, or its Workload is
+   admitted, no pod set may run more pods at once than its admission counts for it (a Job's
+   ``spec.parallelism`` bounded by ``spec.completions``; a training job's replicas per replica
+   type; a RayCluster's worker group as KubeRay sizes it), whatever another pod set gives up:
+   those pods would run outside the quota. A pod set the admission does not count may not
+   appear. The same rule answers a change through the ``scale`` subresource (an HPA's).
+   Kueue refuses parallelism changes of a running job under partial admission
+   (``jobs/job/job_webhook.go``, ``validatePartialAdmissionUpdate``) and otherwise stops and
+   requeues it (``jobframework/reconciler.go``, ``EquivalentToWorkload``); Berth refuses every
+   raise, and past the webhook the job controller holds or stops the job
+   (``core.job_sync.divergences``).
 5. **The pods of a running job** — while the job is not suspended, no pod set's template may
    change: a Kubeflow training-operator makes pods from its templates for as long as the job
    runs (a deleted pod is made again), so an edit would run pods — more GPUs, another flavor's
@@ -31,16 +36,24 @@ field and what to do instead; the validating webhook denies an update with any. 
    admitted it beside a reservation because that bound ends first. Lowering it is allowed. Kueue
    has no Backfill strategy, hence no such rule.
 
+7. **Fail closed** — an update of a queued job may not make it what its create would have been
+   refused for (``create_problems``: it no longer makes a Workload, or breaks a rule of its
+   kind, such as a RayCluster's in-tree autoscaler or a worker group named ``head``): every
+   other rule reads the job as a Workload, so one that cannot be read would pass them all.
+   Kueue's job webhooks run their create checks on every update too (``ValidateUpdate``).
+
 The rules read the job through its integration (suspension, size, queue, pod sets); a JobSet's
 size can only change through its replicated jobs, which JobSet's own webhook keeps immutable.
+Used by the operator's Job webhook (``operator/webhooks``), for the job and its ``scale``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
-from berth.api import duration, errors, workload
+from berth.api import duration, errors, validation, workload
 from berth.core import batchjob, integrations, job_kind
 
 _BATCH_JOB = integrations.BatchJob()
@@ -55,12 +68,14 @@ class WorkloadState:
 
     exists_unfinished: bool = False
     """The Job has a Workload that has not finished."""
+    exists_finished: bool = False
+    """The Job's Workload has finished."""
     holds_quota: bool = False
     """Its admission reserves quota (admitted, or being evicted but not yet released)."""
     admitted: bool = False
     """Admitted and not being evicted: Berth may start the Job."""
-    admitted_count: int | None = None
-    """Pods the admission counts for the Job's pod set, when it holds quota."""
+    admitted_counts: Mapping[str, int] | None = None
+    """Pods the admission counts for each pod set, by name, when it holds quota."""
     runtime_limit: float | None = None
     """The runtime bound a Backfill queue planned its admission with (its Workload's
     ``berth.dev/runtime-limit``), while it holds quota there; None elsewhere."""
@@ -124,24 +139,75 @@ def refusals(
     # While the Workload is being evicted the Job is suspended and nothing can start; Berth
     # then gives it its original size back before releasing the quota.
     if (running or state.admitted) and old_queue is not None:
-        limit = (
-            state.admitted_count if state.admitted_count is not None else integration.pod_count(old)
-        )
-        wanted = integration.pod_count(new)
-        if wanted > limit and wanted > integration.pod_count(old):
-            out.append(
-                errors.FieldError(
-                    integration.size_field,
-                    f"{name} is admitted for {limit} pod(s) at a time; raising it to {wanted} "
-                    "would run pods outside its quota. Create a new one of the new size (or "
-                    "delete this one and resubmit it); a suspended one that holds no quota may "
-                    "be resized and is queued again at its new size",
-                )
-            )
+        out += _size_refusals(old, new, state, name, integration)
     if not was_suspended and old_queue is not None:
         out += _template_refusals(old, new, name, integration)
     if state.holds_quota and state.runtime_limit is not None:
         out += _bound_refusals(new, state.runtime_limit, name, integration)
+    if new_queue is not None:
+        out += _invalid_refusals(old, new, name, integration)
+    return out
+
+
+def create_problems(job: Body, integration: job_kind.Integration) -> list[errors.FieldError]:
+    """What a create of ``job`` is refused for: no Workload made from it, or a placement rule."""
+    obj, problems = integration.to_workload(
+        job, uid=str((job.get("metadata") or {}).get("uid") or "new")
+    )
+    if obj is not None:
+        problems = [*problems, *validation.validate_placement_annotations(obj)]
+    return problems
+
+
+def _invalid_refusals(
+    old: Body, new: Body, name: str, integration: job_kind.Integration
+) -> list[errors.FieldError]:
+    """Rule 7: an update may not bring a problem its create would have been refused for."""
+    before = {(p.path, p.message) for p in create_problems(old, integration)}
+    return [
+        errors.FieldError(
+            p.path,
+            f"{p.message} ({name} is queued; Berth refuses an update that makes it a job it "
+            "would not have accepted)",
+        )
+        for p in create_problems(new, integration)
+        if (p.path, p.message) not in before
+    ]
+
+
+def _counts(job: Body, integration: job_kind.Integration) -> dict[str, int] | None:
+    """Pods each pod set runs at once, by name (None: the job makes no Workload)."""
+    obj, _problems = integration.to_workload(job, uid="check")
+    return None if obj is None else {ps.name: ps.count for ps in obj.spec.pod_sets}
+
+
+def _size_refusals(
+    old: Body,
+    new: Body,
+    state: WorkloadState,
+    name: str,
+    integration: job_kind.Integration,
+) -> list[errors.FieldError]:
+    """Rule 4: no pod set above what its admission (or, without one, the job before) counts."""
+    before, after = _counts(old, integration), _counts(new, integration)
+    if after is None:
+        return []  # rule 7 names why the job makes no Workload
+    limits = state.admitted_counts if state.admitted_counts is not None else before or {}
+    out = []
+    for pod_set, wanted in after.items():
+        limit = limits.get(pod_set, 0)
+        if wanted <= limit or wanted <= (before or {}).get(pod_set, 0):
+            continue
+        out.append(
+            errors.FieldError(
+                integration.count_field(new, pod_set),
+                f"{name}: pod set {pod_set} is admitted for {limit} pod(s) at a time; raising "
+                f"it to {wanted} would run pods outside its quota (what another pod set gives "
+                "up does not count). Create a new one of the new size (or delete this one and "
+                "resubmit it); a suspended one that holds no quota may be resized and is "
+                "queued again at its new size",
+            )
+        )
     return out
 
 
@@ -190,6 +256,14 @@ def _template_refusals(
         )
         for pod_set, template in before.items()
         if pod_set in after and after[pod_set] != template
+    ] + [
+        errors.FieldError(
+            "spec",
+            f"{name} is running: pod set {pod_set} is new; a running job's roles are fixed "
+            "(suspend it first, or create a new one)",
+        )
+        for pod_set in after
+        if before and pod_set not in before
     ]
 
 

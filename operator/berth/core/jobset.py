@@ -62,6 +62,14 @@ def pod_set_count(rjob: Body) -> int:
     return replicas(rjob) * batchjob.pod_count({"spec": _job_spec(rjob)})
 
 
+def count_field(js: Body, pod_set: str) -> str:
+    """The replicated job of that name (its replicas and its Job's parallelism), for messages."""
+    for i, rjob in enumerate(_replicated(js)):
+        if str(rjob.get("name")) == pod_set:
+            return f"spec.replicatedJobs[{i}]"
+    return "spec.replicatedJobs"
+
+
 def pod_count(js: Body) -> int:
     """Pods the JobSet runs at once, over all its replicated jobs."""
     return sum(pod_set_count(r) for r in _replicated(js))

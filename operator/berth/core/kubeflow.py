@@ -47,6 +47,8 @@ class Kind:
     operator_name: str
     """The ``training.kubeflow.org/operator-name`` its controller puts on the pods."""
     framework: configuration.Framework
+    scale_role: str | None = None
+    """The replica type the CRD's ``scale`` subresource sets (its ``specReplicasPath``)."""
 
 
 PYTORCH = Kind(
@@ -56,6 +58,7 @@ PYTORCH = Kind(
     ("Master", "Worker"),
     "pytorchjob-controller",
     configuration.Framework.PYTORCHJOB,
+    "Worker",
 )
 TF = Kind(
     "TFJob",
@@ -72,6 +75,7 @@ PADDLE = Kind(
     ("Master", "Worker"),
     "paddlejob-controller",
     configuration.Framework.PADDLEJOB,
+    "Worker",
 )
 XGBOOST = Kind(
     "XGBoostJob",
@@ -88,6 +92,7 @@ JAX = Kind(
     ("Worker",),
     "jaxjob-controller",
     configuration.Framework.JAXJOB,
+    "Worker",
 )
 KINDS = (PYTORCH, TF, PADDLE, XGBOOST, JAX)
 
@@ -103,6 +108,29 @@ def replicas(kind: Kind, job: Body) -> list[tuple[str, Body]]:
     if not isinstance(specs, dict):
         return []
     return [(t, specs[t]) for t in kind.order if isinstance(specs.get(t), dict)]
+
+
+def count_field(kind: Kind, job: Body, pod_set: str) -> str:
+    """That replica type's ``replicas``, for messages."""
+    for t, _replica in replicas(kind, job):
+        if t.lower() == pod_set:
+            return f"spec.{kind.replica_specs}[{t}].replicas"
+    return f"spec.{kind.replica_specs}"
+
+
+def scaled(kind: Kind, job: Body, count: int) -> Body | None:
+    """The job once its ``scale`` subresource set ``count`` (None: the kind has no scale).
+
+    The CRDs of the training-operator v1.9 give PyTorchJob, PaddleJob and JAXJob a scale
+    subresource on their Worker replicas (``specReplicasPath``); TFJob and XGBoostJob have none.
+    """
+    if kind.scale_role is None:
+        return None
+    spec = dict(_spec(job))
+    specs = dict(spec.get(kind.replica_specs) or {})
+    specs[kind.scale_role] = {**(specs.get(kind.scale_role) or {}), "replicas": count}
+    spec[kind.replica_specs] = specs
+    return {**job, "spec": spec}
 
 
 def _count(replica: Body) -> int:

@@ -566,6 +566,11 @@ def to_stop(group: Body) -> list[Body]:
     ]
 
 
+def _finalizers(pod: Body) -> list[Any]:
+    found = _meta(pod).get("finalizers")
+    return found if isinstance(found, list) else []
+
+
 def finalizer_drops(
     group: Body, *, finished_workload: bool, honor_kueue: bool = False
 ) -> list[Body]:
@@ -666,15 +671,35 @@ def _same(old: Mapping[str, Any], new: Mapping[str, Any], key: str) -> bool:
 
 
 def update_problems(
-    old: Body, new: Body, *, admitted: bool, honor_kueue: bool = False
+    old: Body,
+    new: Body,
+    *,
+    admitted: bool,
+    may_drop_finalizer: bool = False,
+    honor_kueue: bool = False,
 ) -> list[errors.FieldError]:
     """Why a change to a member is refused.
 
     Its queue, group, size, role and Berth's label stay as created; a group that may not be
-    retried stays so (Kueue's rule); and Berth's scheduling gate comes off only while the group
-    is ``admitted`` (Berth's start) — otherwise a member would run outside any quota.
+    retried stays so (Kueue's rule); Berth's scheduling gate comes off only while the group
+    is ``admitted`` (Berth's start) — otherwise a member would run outside any quota; and
+    Berth's finalizer comes off only when ``finalizer_drops`` lets it go
+    (``may_drop_finalizer``): a member gone before its group counted it would be replaced, or
+    its success lost.
     """
     problems = []
+    if (
+        FINALIZER in _finalizers(old)
+        and FINALIZER not in _finalizers(new)
+        and not may_drop_finalizer
+    ):
+        problems.append(
+            errors.FieldError(
+                "metadata.finalizers",
+                f"{FINALIZER} is removed by Berth once the pod's group no longer counts it; "
+                "delete the pod instead",
+            )
+        )
     old_labels, new_labels = _labels(old), _labels(new)
     old_notes, new_notes = _annotations(old), _annotations(new)
     fixed = [

@@ -3,10 +3,12 @@
 After Kueue's ``pkg/controller/jobs/rayjob`` and ``pkg/controller/jobs/raycluster``:
 
 - **Pod sets**: ``head`` (one pod, the head group's template), then one per worker group in the
-  cluster's order, named by the lower-cased ``groupName`` and counting ``replicas`` (default 1)
-  x ``numOfHosts`` (default 1); a RayJob in ``K8sJobMode`` (KubeRay's default) adds
-  ``submitter``, one pod of ``spec.submitterPodTemplate`` or of KubeRay's default submitter
-  template (the head's image, 500m CPU and 200Mi memory). No partial admission, as in Kueue.
+  cluster's order, named by the lower-cased ``groupName`` and counting the pods KubeRay runs
+  for it (``replicas`` within ``minReplicas`` and ``maxReplicas``, 0 if suspended, x
+  ``numOfHosts``; Kueue counts ``replicas`` alone, ``group_count`` says why not); a RayJob in
+  ``K8sJobMode`` (KubeRay's default) adds ``submitter``, one pod of
+  ``spec.submitterPodTemplate`` or of KubeRay's default submitter template (the head's image,
+  500m CPU and 200Mi memory). No partial admission, as in Kueue.
 - **What Berth refuses** (Kueue's webhooks): a RayJob without ``rayClusterSpec`` or that selects
   an existing cluster (``clusterSelector``), or whose cluster outlives it
   (``shutdownAfterJobFinishes`` false); the in-tree autoscaler (it would grow the cluster past
@@ -98,10 +100,34 @@ def worker_groups(shape: Shape, job: Body) -> list[Body]:
 
 
 def group_count(group: Body) -> int:
-    """Pods a worker group runs: ``replicas`` (default 1) x ``numOfHosts`` (default 1)."""
-    replicas = group.get("replicas")
+    """Pods KubeRay runs for a worker group (its ``GetWorkerGroupDesiredReplicas``).
+
+    ``replicas`` (default 1) kept within ``minReplicas`` (default 0) and ``maxReplicas``
+    (default unbounded), the lower bound first; 0 for a suspended group; times ``numOfHosts``
+    (default 1). Kueue counts ``replicas`` alone, but KubeRay raises a group below its
+    ``minReplicas`` to it, so a count of ``replicas`` would let pods run past the admission.
+    """
+    if group.get("suspend") is True:
+        return 0
+    replicas = 1 if group.get("replicas") is None else int(group["replicas"])
+    low = int(group.get("minReplicas") or 0)
+    high = group.get("maxReplicas")
+    if replicas < low:
+        replicas = low
+    elif high is not None and replicas > int(high):
+        replicas = int(high)
     hosts = group.get("numOfHosts")
-    return (1 if replicas is None else int(replicas)) * (int(hosts) if hosts else 1)
+    return replicas * (int(hosts) if hosts else 1)
+
+
+def count_field(shape: Shape, job: Body, pod_set: str) -> str:
+    """Where a role's pod count is set, for messages."""
+    for i, group in enumerate(worker_groups(shape, job)):
+        if str(group.get("groupName") or "").lower() == pod_set:
+            return shape.path(f"workerGroupSpecs[{i}]")
+    if pod_set == SUBMITTER:
+        return "spec.submitterPodTemplate"
+    return shape.path("headGroupSpec")
 
 
 def _submits_with_job(shape: Shape, job: Body) -> bool:
@@ -274,8 +300,11 @@ def _group_problems(shape: Shape, job: Body) -> list[errors.FieldError]:
                 errors.FieldError(f"{path}.groupName", f"{name!r} names two worker groups")
             )
         seen.add(name)
-        if group.get("replicas") is not None and not _non_negative(group.get("replicas")):
-            problems.append(errors.FieldError(f"{path}.replicas", "must be a non-negative integer"))
+        problems.extend(
+            errors.FieldError(f"{path}.{field}", "must be a non-negative integer")
+            for field in ("replicas", "minReplicas", "maxReplicas")
+            if group.get(field) is not None and not _non_negative(group.get(field))
+        )
         hosts = group.get("numOfHosts")
         if hosts is not None and not (_non_negative(hosts) and hosts > 0):
             problems.append(errors.FieldError(f"{path}.numOfHosts", "must be a positive integer"))
@@ -463,6 +492,10 @@ class RayKind(Labelled):
     def size_field(self) -> str:
         """The worker groups (each one's ``replicas`` and ``numOfHosts``)."""
         return self.shape.path("workerGroupSpecs")
+
+    def count_field(self, job: Body, pod_set: str) -> str:
+        """The worker group of that name (its replicas, min/max replicas and hosts), or the head."""
+        return count_field(self.shape, job, pod_set)
 
     def pod_selector(self, job: Body) -> str:
         """The label Berth puts on every role's template at start: the job's uid."""

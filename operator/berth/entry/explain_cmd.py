@@ -192,10 +192,12 @@ def command(  # noqa: PLR0917 - click passes every option positionally by name
         found = _scenario_target(sim, kind, name, namespace)
         when: Callable[[float], str] = _virtual_time
     else:
-        world = live_state.read(kubeconfig, config_file)
+        live = live_state.read(kubeconfig, config_file, namespace)
+        world = live.world
         state, policy, now = world.state, world.policy, time.time()
         found = live_state.find(world, kind, name, namespace)
         when = workloads.timestamp
+        click.echo(live.note(), nl=False)
     if found.state != "pending":
         click.echo(settled(found), nl=False)
         return

@@ -12,6 +12,12 @@ No scheduling cycle runs on the listed state: pending workloads sit in their que
 order, none parked as inadmissible by a cycle, as right after a leader's priming. Every failure
 to reach or read the cluster becomes one ``click.ClickException`` line. Called by
 ``berth.entry.explain_cmd`` and ``berth.entry.queues_cmd``.
+
+A team member need not read the whole cluster: with the chart's ClusterRole ``berth-queue-reader``
+(Berth's kinds, Nodes, Namespaces and PriorityClasses, cluster-wide) and the namespace's own
+Jobs and Pods, a kind the user may not list cluster-wide is listed in the namespace asked about
+(``Read.narrowed`` names them, and the commands say so). Only a cluster-scoped kind the user may
+not list stops the read, naming the role to ask for.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import click
 from berth.adapters.kube import errors
 from berth.api import conditions, configuration, names, workload_view
 from berth.core import admission, integrations, workload
+from berth.operator import webhooks
 from berth.operator import world as world_mod
 
 _COND = conditions.WorkloadCondition
@@ -64,31 +71,73 @@ def check_source(
         raise click.UsageError(msg)
 
 
-def read(kubeconfig: str | None, config_file: Path | None) -> world_mod.World:
-    """List the cluster into a fresh ``World``; one error line if it cannot be read."""
+QUEUE_READER_ROLE = "berth-queue-reader"
+"""The chart's ClusterRole that lets a team member read what ``berth explain`` needs."""
+QUEUE_READER_RULES: tuple[dict[str, Any], ...] = (
+    {
+        "apiGroups": ["berth.dev"],
+        "resources": list(webhooks.BERTH_PLURALS),
+        "verbs": ["get", "list", "watch"],
+    },
+    {"apiGroups": [""], "resources": ["nodes", "namespaces"], "verbs": ["get", "list"]},
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["list"]},
+)
+"""That role's rules (the chart renders the same; ``tests/chart`` keeps them equal): every
+Berth kind, the Nodes topology places on, the Namespaces queues select and the pod
+PriorityClasses, cluster-wide; no Jobs and no Pods beyond what the user's namespace grants."""
+_FORBIDDEN = 403
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Read:
+    """The cluster as the user may read it."""
+
+    world: world_mod.World
+    narrowed: tuple[str, ...] = ()
+    """Kinds listed in the namespace asked about only (the user may not list them all)."""
+
+    def note(self) -> str:
+        """A line saying what the figures leave out, or '' when the whole cluster was read."""
+        if not self.narrowed:
+            return ""
+        return (
+            f"(read as a namespace user: {', '.join(self.narrowed)} of this namespace only; "
+            "positions and usage count what you may read)\n"
+        )
+
+
+def read(kubeconfig: str | None, config_file: Path | None, namespace: str | None = None) -> Read:
+    """List the cluster into a fresh ``World``; one error line if it cannot be read.
+
+    ``namespace``: where to list the namespaced kinds the user may not list cluster-wide.
+    """
     # Imported here: the Kubernetes client and the operator's composition root (kopf, aiohttp,
     # the history store) are seconds of start-up that the --scenario path never needs.
     from berth.entry import run_cmd  # noqa: PLC0415 - see above
 
     config = run_cmd.load_configuration(config_file)
     try:
-        return asyncio.run(_list(kubeconfig, config))
+        return asyncio.run(_list(kubeconfig, config, namespace))
     except errors.KubeError as e:
         msg = f"cannot read the cluster: {e}"
+        if e.status == _FORBIDDEN:
+            msg += f" (ask an admin to bind you the ClusterRole {QUEUE_READER_ROLE})"
         raise click.ClickException(msg) from e
 
 
-async def _list(kubeconfig: str | None, config: configuration.Configuration) -> world_mod.World:
+async def _list(
+    kubeconfig: str | None, config: configuration.Configuration, namespace: str | None
+) -> Read:
     from berth.adapters.kube import client  # noqa: PLC0415 - as in read
     from berth.entry import operator_main  # noqa: PLC0415 - as in read
 
     kube = await client.Kube.open(kubeconfig)
     try:
         world = world_mod.World(config, time.time)
-        await operator_main.prime(world, kube)
+        narrowed = await operator_main.prime(world, kube, narrow_to=namespace)
     finally:
         await kube.close()
-    return world
+    return Read(world, narrowed)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -25,9 +25,9 @@ from typing import Any
 import kopf
 from sqlalchemy.ext import asyncio as sa_asyncio
 
-from berth.adapters import metrics
+from berth.adapters import metrics, tls
 from berth.adapters.history import store, writer
-from berth.adapters.kube import client, errors, events, leader
+from berth.adapters.kube import access, client, errors, events, leader
 from berth.api import configuration
 from berth.operator import (
     cluster_certs,
@@ -67,6 +67,9 @@ class Options:
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = 0
     """Where ``/metrics`` is served; 0 picks a free port, None serves nothing."""
+    metrics_secure: bool = False
+    """Serve ``/metrics`` over HTTPS (a certificate of this process's own) to bearers of a token
+    RBAC lets ``get`` it (``adapters.kube.access``), as Kueue's secure metrics serving."""
     history_url: str | None = None
     """The history store (``sqlite:///PATH`` or ``postgresql://...``); None records nothing."""
     quota_interval: float = 1.0
@@ -77,8 +80,21 @@ class Options:
     webhook configurations pointing at ``webhook_host``, registered by this process)."""
 
 
-async def prime(world: world_mod.World, kube: client.Kube) -> None:
-    """Apply a full list of every watched kind, so the first cycle sees the whole cluster."""
+_FORBIDDEN = 403
+_NAMESPACED = frozenset({"LocalQueue", "Workload", "Pod", "TrainingRuntime"})
+"""Namespaced kinds beside the job kinds, which ``narrow_to`` may list in one namespace."""
+
+
+async def prime(
+    world: world_mod.World, kube: client.Kube, *, narrow_to: str | None = None
+) -> tuple[str, ...]:
+    """Apply a full list of every watched kind, so the first cycle sees the whole cluster.
+
+    ``narrow_to`` (``berth explain`` as a namespace user): a namespaced kind the caller may not
+    list cluster-wide is listed in that namespace instead. Returns the plurals so narrowed.
+    """
+    narrowed: list[str] = []
+    namespaced = _NAMESPACED | set(world.integrations)
     for kind, group, version, plural in handlers.watched(world):
         prefix = f"/api/{version}" if not group else f"/apis/{group}/{version}"
         try:
@@ -91,6 +107,11 @@ async def prime(world: world_mod.World, kube: client.Kube) -> None:
                 "%s (%s/%s) is not served by the API server; none to prime", kind, group, version
             )
             continue
+        except errors.PermanentError as e:
+            if e.status != _FORBIDDEN or narrow_to is None or kind not in namespaced:
+                raise
+            items, _rv = await kube.list_items(f"{prefix}/namespaces/{narrow_to}/{plural}")
+            narrowed.append(plural)
         api_version = version if not group else f"{group}/{version}"
         for item in items:
             item.setdefault("apiVersion", api_version)
@@ -102,6 +123,7 @@ async def prime(world: world_mod.World, kube: client.Kube) -> None:
         len(world.cache.admitted),
         len(world.queues.pending),
     )
+    return tuple(narrowed)
 
 
 async def _lead(
@@ -255,7 +277,10 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 
 
 async def _serve_metrics(
-    world: world_mod.World, options: Options, not_ready: Callable[[], str | None]
+    world: world_mod.World,
+    options: Options,
+    not_ready: Callable[[], str | None],
+    kube: client.Kube,
 ) -> metrics.MetricsServer | None:
     """Give the world its observer, and serve its metrics and the health endpoints if asked."""
     sink = metrics.Metrics()
@@ -265,14 +290,31 @@ async def _serve_metrics(
     if options.metrics_port is None:
         return None
     observer = world.observer
+    context = authorize = None
+    if options.metrics_secure:
+        # A certificate of this process's own, as controller-runtime makes when given none:
+        # scrapers check who may read, not who serves (the chart's ServiceMonitor skips verify).
+        ca = tls.new_certificate_authority("berth-metrics-ca")
+        serving = tls.ServingContext()
+        serving.load(tls.issue_serving_certificate(ca, [options.metrics_host], "berth-metrics"))
+        context = serving.context
+        reviews = access.MetricsAccess(kube)
+
+        async def authorize(header: str | None) -> tuple[int, str] | None:
+            refused = await reviews.check(header)
+            return None if refused is None else (refused.status, refused.message)
+
     server = await metrics.serve(
         sink,
         host=options.metrics_host,
         port=options.metrics_port,
         before_scrape=lambda: observer.gauges(world.cache, world.queues),
         not_ready=not_ready,
+        ssl_context=context,
+        authorize=authorize,
     )
-    log.info("metrics served at http://%s:%d/metrics", options.metrics_host, server.port)
+    scheme = "https" if options.metrics_secure else "http"
+    log.info("metrics served at %s://%s:%d/metrics", scheme, options.metrics_host, server.port)
     return server
 
 
@@ -319,7 +361,7 @@ async def run(
     def not_ready() -> str | None:
         return server.not_ready() or (None if kopf_ready.is_set() else "watches starting")
 
-    metrics_server = await _serve_metrics(world, options, not_ready)
+    metrics_server = await _serve_metrics(world, options, not_ready, kube)
     tasks: list[asyncio.Task[None]] = []
     failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     watches: list[asyncio.Task[None]] = []

@@ -114,7 +114,8 @@ def command(
         click.echo(f"at {duration.format(sim.now)}")
         click.echo(render(sim.state, sim.now, duration.format), nl=False)
         return
-    world = live_state.read(kubeconfig, config_file)
+    live = live_state.read(kubeconfig, config_file)
+    world = live.world
     now = time.time()
     click.echo(f"at {dt.datetime.fromtimestamp(now, dt.UTC):%Y-%m-%d %H:%M:%S} UTC")
     click.echo(render(world.state, now, workloads.timestamp), nl=False)

@@ -81,6 +81,13 @@ def load_configuration(path: Path | None) -> configuration.Configuration:
     help="Port of /metrics; 0 picks a free one, -1 serves no metrics.",
 )
 @click.option(
+    "--metrics-secure/--no-metrics-secure",
+    default=False,
+    show_default=True,
+    help="Serve /metrics over HTTPS, only to bearers of a token that RBAC lets get /metrics "
+    "(the ClusterRole berth-metrics-reader); the health probes stay open.",
+)
+@click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -129,6 +136,7 @@ def command(  # noqa: PLR0917 - one parameter per command-line option
     data_dir: Path | None,
     history_db: str | None,
     *,
+    metrics_secure: bool,
     no_history: bool,
     webhook_secret: str | None,
     webhook_service: str | None,
@@ -161,6 +169,7 @@ def command(  # noqa: PLR0917 - one parameter per command-line option
         lease_duration=lease_duration,
         metrics_host=metrics_host,
         metrics_port=None if metrics_port < 0 else metrics_port,
+        metrics_secure=metrics_secure,
         history_url=None if no_history else history_url(history_db, data_dir),
         cluster_webhooks=cluster,
     )

@@ -10,7 +10,9 @@ dirty, in Kueue's reconciler order (``jobframework/reconciler.go``):
    restore the original template, and only then clear the admission (which releases quota),
    setting ``Requeued`` as Kueue does (True only after a preemption);
 4. the Workload is admitted and the Job suspended: start it with the flavors' node labels and
-   tolerations (the integration's start patch); once running, keep ``PodsReady`` current;
+   tolerations (the integration's start patch); once running, keep it at its admitted shape
+   (``core.job_sync.divergences``: held at its count, or evicted with ``JobChanged`` and queued
+   again at its new shape) and ``PodsReady`` current;
 5. the Job runs but its Workload is not admitted: suspend it.
 
 Handlers only mark Jobs; all writes happen here, through ``berth.adapters.kube``.
@@ -35,13 +37,16 @@ from berth.operator import world as world_mod
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
 _RETRY = 1.0
-_OWN_REFUSALS = 30
-"""How many times in a row a start refused by Berth's own Job webhook is tried again (about
-``_RETRY`` apart) before it counts as refused for good: a replica serving the webhook may not
-have seen the admission yet."""
+_OWN_REFUSALS_FOR = 30.0
+"""Seconds a start refused by Berth's own webhooks (or failing to reach them) is tried again,
+about ``_RETRY`` apart, before it counts as refused for good: a replica serving the webhook may
+not have seen the admission yet, but a start it refuses for longer never succeeds, and its
+Workload would hold the quota for ever."""
 _STOP_SETTLE = 1.0
 """Seconds a stopped Job's suspension must be old before its quota is released: far above
 kube-controller-manager's reaction time, so a pod it creates for a start it saw late is seen."""
+_REQUEUED_AT_ONCE = {conditions.EvictionReason.PREEMPTED, conditions.EvictionReason.JOB_CHANGED}
+"""Evictions after which the Workload queues again as soon as its quota is released."""
 START_FAILED = "StartFailed"
 """Reason on a Workload whose Job the API server refused to start for good."""
 UNSUPPORTED_OWNER = "UnsupportedOwner"
@@ -54,8 +59,8 @@ class JobController:
     def __init__(self, world: ports.JobWorld, kube: client.Kube) -> None:
         self.world = world
         self.kube = kube
-        self._own_refusals: dict[str, int] = {}
-        """Starts of a Job refused by Berth's own Job webhook in a row, by Job uid."""
+        self._own_refusals: dict[str, float] = {}
+        """When Berth's own webhooks first refused a Job's start in a row, by Job uid."""
         self._suspended_at: dict[str, float] = {}
         """When this process suspended an evicted Job, by Job uid (see ``_pods_gone``)."""
 
@@ -202,7 +207,7 @@ class JobController:
         elif owner is None and has_admission and wl.is_true(_COND.ADMITTED):
             if integ.is_suspended(job):
                 await self._start(integ, job, wl_key, wl)
-            elif not await self._hold_at_admission(integ, job, wl):
+            elif not await self._keep_admitted_shape(integ, job, wl):
                 await self._track_ready(integ, job, wl_key, wl)
         elif not integ.is_suspended(job):
             meta = job["metadata"]
@@ -278,30 +283,50 @@ class JobController:
         for involved in (job, stored):
             await self._event(involved, UNSUPPORTED_OWNER, message, warning=True)
 
-    async def _hold_at_admission(
+    async def _keep_admitted_shape(
         self, integ: Integration, job: dict[str, Any], wl: workload_view.WorkloadView
     ) -> bool:
-        """Lower a running job asking for more pods than admitted back to its admitted count.
+        """Hold or stop a running job that left its admitted shape (``job_sync.divergences``).
 
-        The webhook refuses that change; this holds when it got past (webhook down or bypassed).
-        Returns whether the job had to be lowered.
+        The webhooks refuse those changes; this holds when one got past them (webhook down or
+        bypassed). Returns whether it wrote.
         """
+        if isinstance(integ, integrations.PodGroupJob):
+            return False  # members keep their own specs; extra ones are deleted (_members)
+        w = self.world
         adm = wl.admission
-        counts = [] if adm is None else [a.count or 0 for a in adm.pod_set_assignments]
-        if not counts or not job_sync.over_admission(job, sum(counts), integ):
-            return False
-        hold = integ.hold_patch(job, sum(counts))
-        if hold is None:
+        uid = str(job["metadata"].get("uid") or "")
+        runs = integrations.runs(adm, w.cache.flavors, integ.pod_count(job), job_uid=uid)
+        found = job_sync.divergences(job, integrations.originals(wl.pod_sets), runs, integ)
+        if not found:
             return False
         meta = job["metadata"]
-        wanted = integ.pod_count(job)
-        await self._patch(integ, job, hold)
+        what = "; ".join(d.message for d in found)
+        if all(d.remedy is job_sync.Remedy.HOLD for d in found):
+            count = sum(r.count for r in runs)
+            hold = integ.hold_patch(job, count)
+            if hold is not None:
+                await self._patch(integ, job, hold)
+                message = (
+                    f"{integ.size_field} was raised past the admission ({what}): held at "
+                    f"{count}; resubmit the {integ.kind} at its new size"
+                )
+                log.warning("job %s/%s: %s", meta["namespace"], meta["name"], message)
+                await self._event(job, "ExceedsAdmission", message, warning=True)
+                return True
         message = (
-            f"{integ.size_field} was raised to {wanted}, above the {sum(counts)} pod(s) admitted: "
-            f"held at {sum(counts)}; resubmit the Job at its new size"
+            f"The {integ.kind} changed while it ran, past Berth's webhooks ({what}): it is "
+            "stopped and queued again at its new shape"
         )
+        change = workloads.condition(
+            _COND.EVICTED, True, conditions.EvictionReason.JOB_CHANGED, message, w.clock()
+        )
+        try:
+            await self._set_condition(wl.key, wl, change)
+        except errors.ConflictError:
+            return True  # a newer Workload is on its way; decided again on it
         log.warning("job %s/%s: %s", meta["namespace"], meta["name"], message)
-        await self._event(job, "ExceedsAdmission", message, warning=True)
+        await self._event(job, conditions.EvictionReason.JOB_CHANGED, message, warning=True)
         return True
 
     async def _follow(
@@ -402,13 +427,15 @@ class JobController:
             await self._start_job(integ, job, wl)
         except (errors.ConflictError, errors.NotFoundError):
             raise  # a stale read or a deleted Job: the next event brings it back
-        except errors.PermanentError as e:
-            refusals = self._own_refusals.get(uid, 0)
-            if webhooks.JOB_WEBHOOK in str(e) and refusals < _OWN_REFUSALS:
-                # Berth's own Job webhook, served by a replica whose watch has not seen the
+        except errors.KubeError as e:
+            own = _refused_by_own_webhook(e)
+            if not own and not isinstance(e, errors.PermanentError):
+                raise  # the API server or the network: the next attempt may pass
+            first = self._own_refusals.setdefault(uid, self.world.clock())
+            if own and self.world.clock() - first < _OWN_REFUSALS_FOR:
+                # Berth's own webhook, served by a replica whose watch has not seen the
                 # admission yet (after an API server restart, say): ask again shortly.
-                self._own_refusals[uid] = refusals + 1
-                msg = f"start of {key}: not admitted yet in the webhook's view ({e})"
+                msg = f"start of {key}: refused by Berth's own webhook so far ({e})"
                 raise errors.TransientError(msg) from e
             self._own_refusals.pop(uid, None)
             await self._start_failed(job, key, wl, e)
@@ -420,7 +447,7 @@ class JobController:
         job: dict[str, Any],
         key: names.WorkloadKey,
         wl: workload_view.WorkloadView,
-        error: errors.PermanentError,
+        error: errors.KubeError,
     ) -> None:
         """A start the API server refuses for good: give the quota back and deactivate.
 
@@ -551,6 +578,15 @@ class JobController:
         log.info("released %s after eviction (%s)", key, evicted.reason if evicted else "?")
 
 
+def _refused_by_own_webhook(error: errors.KubeError) -> bool:
+    """Tell whether Berth's own webhooks refused a write, or the API server failed to ask them.
+
+    The API server names the webhook in both (``admission webhook "vjob.berth.dev" denied the
+    request``, ``failed calling webhook "vjob.berth.dev"``).
+    """
+    return f'"{webhooks.JOB_WEBHOOK}"' in str(error)
+
+
 def _job_key(integ: Integration, job: dict[str, Any]) -> names.JobKey:
     meta = job.get("metadata") or {}
     return names.JobKey(integ.kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
@@ -580,7 +616,7 @@ def release_status(wl: workload_view.WorkloadView, now: float) -> dict[str, Any]
         # stopped queue for its restart, a deactivation for reactivation.
         workloads.condition(
             _COND.REQUEUED,
-            reason == conditions.EvictionReason.PREEMPTED,
+            reason in _REQUEUED_AT_ONCE,
             reason,
             evicted_message,
             now,

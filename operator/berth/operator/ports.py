@@ -9,7 +9,7 @@ mailbox or the state). Used by ``scheduler``, ``lifecycle``, ``jobcontroller``, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from berth.api import configuration, names, workload_view
@@ -234,6 +234,14 @@ class WebhookWorld(Protocol):
     def priorities(self) -> priorities.Registry:
         """The priority classes known now."""
 
+    @property
+    def integrations(self) -> dict[str, Integration]:
+        """The enabled job integrations by kind, bound to the Configuration."""
+
+    @property
+    def jobs(self) -> Mapping[names.JobKey, Body]:
+        """Every job of an enabled kind, as last seen."""
+
     def integration(self, job: Body) -> Integration:
         """The integration of a job body."""
 
@@ -245,6 +253,12 @@ class WebhookWorld(Protocol):
 
     def job_seen(self, uid: str) -> Body | None:
         """The job of this uid, as last seen."""
+
+    def local_queue_names(self, namespace: str) -> list[str]:
+        """The LocalQueues of a namespace, by name."""
+
+    def default_queue(self, job: Body) -> str | None:
+        """The LocalQueue a managed job naming none is queued in, if any."""
 
     def admitted_for_job(self, job: Body) -> bool:
         """Tell whether a job's Workload is admitted now."""

@@ -108,6 +108,7 @@ class QueueObjects:
         consumed = _consumed(body)
         if deleted:
             self._consumed.pop(ident, None)
+            self.cache.refused.pop((kind, key.name), None)
         elif self._consumed.get(ident) == consumed:
             return changed  # the operator's own status write, or a label: nothing the cache reads
         obj, problems = kinds.try_load(body)
@@ -133,6 +134,7 @@ class QueueObjects:
                 changed.class_value = obj.name
             changed.classes = True
         else:
+            self.cache.refused.pop((kind, key.name), None)
             changed.queues = self.cache.upsert(obj)
         return changed
 
@@ -149,6 +151,8 @@ class QueueObjects:
         enough: nothing of its spec is applied).
         """
         log.warning("invalid %s %s, not applied: %s", kind, key, message)
+        if kind in {"ResourceFlavor", "Topology"}:
+            self.cache.refused[(kind, key.name)] = message
         if kind == "ClusterQueue":
             if obj is None:
                 obj = clusterqueue.ClusterQueue(metadata=base.ObjectMeta(name=key.name))

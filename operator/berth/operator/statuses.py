@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from berth.adapters.kube import client, errors, queues_status, workloads
-from berth.api import conditions, names, quantity
+from berth.api import conditions, names, quantity, selector
 from berth.core import fairsharing, resources, snapshot
 from berth.operator import ports
 
@@ -124,6 +124,20 @@ def _active_message(
     return f"{info.inactive_message}; still reserved by {len(keys)}: {shown}{more}"
 
 
+def _selects(
+    wanted: selector.LabelSelector | None, labels: dict[str, str] | None, namespace: str
+) -> bool:
+    """Tell whether a ClusterQueue's namespaceSelector takes a namespace (as the cycle asks).
+
+    A namespace not seen yet counts as taken: the next status write, once it is, tells.
+    """
+    if labels is None:
+        return True
+    if wanted is None:
+        return False  # Kueue's nil selector matches nothing
+    return wanted.matches({"kubernetes.io/metadata.name": namespace, **labels})
+
+
 def build_local_queue(
     world: ports.StatusWorld,
     namespace: str,
@@ -163,6 +177,16 @@ def build_local_queue(
             False,
             conditions.QueueActiveReason.CLUSTER_QUEUE_IS_INACTIVE,
             "Can't submit new workloads to clusterQueue",
+            now,
+        )
+    elif not _selects(cq.namespace_selector, world.cache.namespace_labels(namespace), namespace):
+        active = workloads.condition(
+            "Active",
+            False,
+            conditions.QueueActiveReason.NAMESPACE_NOT_SELECTED,
+            f"ClusterQueue {cq_name}'s namespaceSelector does not select namespace {namespace}: "
+            "its workloads are never admitted; an admin changes the selector or the namespace's "
+            "labels",
             now,
         )
     else:

@@ -23,7 +23,7 @@ from aiohttp import web
 
 from berth.adapters import tls
 from berth.adapters.kube import client, errors, jobs
-from berth.core import job_sync, trainjob
+from berth.core import job_kind, job_sync, trainjob
 from berth.operator import cluster_certs, webhooks
 from berth.operator import world as world_mod
 
@@ -75,7 +75,14 @@ class WebhookServer:
         async def read_runtimes(job: dict[str, Any]) -> bool:
             return await read_runtime(kube, world, job)
 
-        runner = web.AppRunner(webhooks.app(world, read_parent, read_runtimes), access_log=None)
+        async def read_job(
+            integration: job_kind.Integration, namespace: str, name: str
+        ) -> dict[str, Any] | None:
+            return await jobs.get(kube, integration, namespace, name)
+
+        runner = web.AppRunner(
+            webhooks.app(world, read_parent, read_runtimes, read_job), access_log=None
+        )
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=context)
         await site.start()

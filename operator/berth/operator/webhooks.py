@@ -7,9 +7,13 @@ Routes (AdmissionReview v1, served by aiohttp with a certificate this module iss
   admitted, or whose owner reference names no job Berth knows.
 - ``/validate-job``: a new job must make a valid Workload (``berth.dev/job-min-parallelism``
   included); an update must keep ``core.job_updates``' rules (no start by hand, no queue change
-  while it runs or holds quota, no queue removal while its Workload is unfinished, no size
-  above its admission). A child Job of an integrated parent may not be started while its
-  parent is not admitted, nor lose the label that marks it as the parent's.
+  while it runs or holds quota, no queue removal while its Workload is unfinished, no pod set
+  above its admission, nothing its create would have been refused for). A child Job of an
+  integrated parent may not be started while its parent is not admitted, nor lose the label
+  that marks it as the parent's.
+- ``/validate-scale``: a change through a job's ``scale`` subresource (an HPA's, or ``kubectl
+  scale``) is checked as the job would be at that size, by the same rules; it has no labels
+  for an object selector, so every such request comes, and the job is read as stored now.
 - ``/mutate-berth``: Berth's kinds get their defaults filled in (the models' full dump of spec).
 - ``/validate-berth``: Berth's kinds are checked with ``berth.api.validation``, and a Workload
   update with ``core.workload_updates`` (pod sets and queue fixed while quota is reserved,
@@ -22,23 +26,27 @@ with the CA bundle; ``main`` applies them. Decisions read the ``World`` only.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from berth.adapters import tls
-from berth.api import base, kinds, topology, validation
+from berth.adapters.kube import errors as kube_errors
+from berth.api import base, kinds, names, topology, validation
 from berth.core import (
     batchjob,
     child_jobs,
     integrations,
+    job_kind,
     job_sync,
     job_updates,
     managed,
     podgroup,
+    unqueued,
     workload_updates,
 )
 from berth.core import topology as core_topology
@@ -80,6 +88,10 @@ def _deny(message: str, code: int = 403) -> dict[str, Any]:
 _JOB_HOOK = "vjob"
 JOB_WEBHOOK = f"{_JOB_HOOK}.berth.dev"
 """The name of the validating Job webhook, as the API server quotes it in a refusal."""
+MAX_REVIEW_BYTES = 8 << 20
+"""The largest AdmissionReview body served. An UPDATE carries the object twice, and etcd
+stores objects up to 1.5 MiB (its ``--max-request-bytes``), which the API server sends as JSON;
+aiohttp's default of 1 MiB once refused the start of a 0.6 MiB Job for ever."""
 
 
 def _job(request: dict[str, Any], key: str = "object") -> dict[str, Any]:
@@ -89,33 +101,50 @@ def _job(request: dict[str, Any], key: str = "object") -> dict[str, Any]:
     return body
 
 
+def _label_patch(body: dict[str, Any], key: str, value: str) -> list[dict[str, Any]]:
+    """The JSON patch that sets one label (making the labels map when there is none)."""
+    if not (body.get("metadata") or {}).get("labels"):
+        return [{"op": "add", "path": "/metadata/labels", "value": {key: value}}]
+    return [{"op": "add", "path": f"/metadata/labels/{_escape(key)}", "value": value}]
+
+
+def _escape(key: str) -> str:
+    """A map key as a JSON pointer step (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
 def mutate_job(
     world: ports.WebhookWorld, request: dict[str, Any], parent: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Suspend a managed job at creation, and a child job that may not run (``why_child_waits``).
 
-    ``parent``: a child's parent as just read from the API, instead of as last seen.
+    A managed job naming no LocalQueue is queued in the namespace's ``default`` one, if any
+    (``core.unqueued`` rule 1). ``parent``: a child's parent as just read from the API, instead
+    of as last seen.
     """
     job = _job(request)
     if request.get("operation") != "CREATE":
         return _allow()
     integ = world.integration(job)
+    ops: list[dict[str, Any]] = []
+    default = world.default_queue(job)
+    if default is not None:
+        ops = _label_patch(job, batchjob.QUEUE_LABEL, default)
     if integ.is_suspended(job):
-        return _allow()
+        return _allow(ops)
     warnings = []
     if world.parent_of(job) is not None:
         why = why_child_waits(world, job, parent)
         if not why:
-            return _allow()
+            return _allow(ops)
         warnings.append(f"Berth created this {integ.kind} suspended: {why}")
     elif not world.managed(job):
-        return _allow()
+        return _allow(ops)
     # The whole spec, suspended where the job's kind keeps the switch (a Job's spec.suspend, a
     # training job's spec.runPolicy.suspend): one patch for every kind, parent fields included.
     spec = integrations.suspended_spec(integ, job)
-    answer = _allow(
-        [{"op": "add" if "spec" not in job else "replace", "path": "/spec", "value": spec}]
-    )
+    ops.append({"op": "add" if "spec" not in job else "replace", "path": "/spec", "value": spec})
+    answer = _allow(ops)
     if warnings:
         answer["warnings"] = warnings
     return answer
@@ -202,14 +231,16 @@ def validate_job(
     """
     job = _job(request)
     old = _job(request, "oldObject")
-    meta = job.get("metadata") or {}
     integ = world.integration(job)
     if request.get("operation") == "CREATE":
         if not world.managed(job):
             return _allow()
-        obj, problems = integ.to_workload(job, uid=str(meta.get("uid") or "new"))
-        if obj is not None:
-            problems += validation.validate_placement_annotations(obj)
+        if integ.queue_name(job) is None:
+            # Managed without a queue, and no default LocalQueue took it (core.unqueued rule 1).
+            namespace = str((job.get("metadata") or {}).get("namespace") or "default")
+            no_queue = unqueued.no_queue(integ.kind, namespace, world.local_queue_names(namespace))
+            return _deny(str(no_queue), 422)
+        problems = job_updates.create_problems(job, integ)
         if problems:
             return _deny("; ".join(str(p) for p in problems), 422)
         return _allow()
@@ -227,6 +258,43 @@ def validate_job(
     return _allow()
 
 
+def scaled_integration(
+    world: ports.WebhookWorld, request: dict[str, Any]
+) -> job_kind.Integration | None:
+    """The enabled integration whose ``scale`` subresource a review is about, if any."""
+    resource = request.get("resource") or {}
+    for integ in world.integrations.values():
+        group = integ.api_version.rpartition("/")[0]
+        if integ.plural == resource.get("resource") and group == resource.get("group"):
+            return integ
+    return None
+
+
+def validate_scale(
+    world: ports.WebhookWorld, request: dict[str, Any], job: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Check a change of a job's replicas through ``/scale`` as the job's own update would be.
+
+    ``job`` is the job as stored now (None: it does not exist, and the API server says so).
+    """
+    integ = scaled_integration(world, request)
+    if (
+        request.get("operation") != "UPDATE"
+        or request.get("subResource") != "scale"
+        or job is None
+        or not isinstance(integ, job_kind.Scalable)
+    ):
+        return _allow()
+    replicas = ((request.get("object") or {}).get("spec") or {}).get("replicas")
+    new = None if not isinstance(replicas, int) else integ.scaled(job, replicas)
+    if new is None or not world.managed(job):
+        return _allow()
+    refused = job_updates.refusals(job, new, world.workload_state(job), integ)
+    if refused:
+        return _deny("; ".join(f"{p.path}: {p.message}" for p in refused))
+    return _allow()
+
+
 def mutate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
     """Make a new managed Pod a pod group's member: held by Berth's gate (``core.podgroup``).
 
@@ -237,7 +305,55 @@ def mutate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, 
         return _allow()  # not a create, or the pod integration is off
     if podgroup.controlled(pod) or not world.managed(pod):
         return _allow()
-    return _allow(podgroup.webhook_patch(pod, honor_kueue=world.config.honor_kueue_labels))
+    default = world.default_queue(pod)
+    if default is None:
+        return _allow(podgroup.webhook_patch(pod, honor_kueue=world.config.honor_kueue_labels))
+    # Queued in the namespace's default LocalQueue (core.unqueued rule 1), then made a member.
+    labelled = copy.deepcopy(pod)
+    labelled.setdefault("metadata", {}).setdefault("labels", {})[batchjob.QUEUE_LABEL] = default
+    ops = _label_patch(pod, batchjob.QUEUE_LABEL, default)
+    return _allow(
+        ops + podgroup.webhook_patch(labelled, honor_kueue=world.config.honor_kueue_labels)
+    )
+
+
+def validate_unqueued_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
+    """Refuse a Pod naming no queue in a managed namespace unless a queued job's controller made it.
+
+    ``core.unqueued`` rule 3; the hook sees only namespaces Berth manages without a queue name.
+    """
+    pod = _job(request)
+    if request.get("operation") != "CREATE" or not world.config.manage_jobs_without_queue_name:
+        return _allow()
+    if batchjob.queue_name(pod, honor_kueue=world.config.honor_kueue_labels) is not None:
+        return _allow()
+    if not world.managed({"kind": podgroup.KIND, "metadata": _unlabelled(pod)}):
+        return _allow()  # kube-system, the operator's namespace, or one the selector leaves out
+    refused = unqueued.pod_refusal(pod, world.integrations, world.job_seen)
+    return _allow() if refused is None else _deny(str(refused), 422)
+
+
+def validate_unqueued_kind(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
+    """Refuse a workload kind Berth does not queue in a managed namespace (``core.unqueued`` 2)."""
+    obj = _job(request)
+    if request.get("operation") != "CREATE" or not world.config.manage_jobs_without_queue_name:
+        return _allow()
+    kind = str((request.get("kind") or {}).get("kind") or obj.get("kind") or "")
+    if not world.managed({"kind": kind, "metadata": _unlabelled(obj)}):
+        return _allow()
+    namespace = str((obj.get("metadata") or {}).get("namespace") or request.get("namespace") or "")
+    return _deny(str(unqueued.unqueued_kind(kind, namespace)), 422)
+
+
+def _unlabelled(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object's metadata without its queue labels: whether its namespace is managed at all."""
+    meta = dict(obj.get("metadata") or {})
+    labels = dict(meta.get("labels") or {})
+    labels.pop(batchjob.QUEUE_LABEL, None)
+    labels.pop(batchjob.KUEUE_QUEUE_LABEL, None)
+    meta["labels"] = labels
+    meta.pop("ownerReferences", None)
+    return meta
 
 
 def mutate_placed_pod(request: dict[str, Any]) -> dict[str, Any]:
@@ -266,12 +382,27 @@ def validate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str
     elif request.get("operation") == "UPDATE":
         group = world.pod_group(old)
         admitted = group is not None and world.admitted_for_job(group)
-        problems = podgroup.update_problems(old, pod, admitted=admitted)
+        problems = podgroup.update_problems(
+            old, pod, admitted=admitted, may_drop_finalizer=_may_drop(world, group, old)
+        )
     else:
         return _allow()
     if problems:
         return _deny("; ".join(str(p) for p in problems), 422)
     return _allow()
+
+
+def _may_drop(world: ports.WebhookWorld, group: dict[str, Any] | None, pod: dict[str, Any]) -> bool:
+    """Tell whether a member's finalizer may come off now (the job controller's own rule)."""
+    if group is None:
+        return True  # no group to count it any more
+    integ = world.integration(group)
+    state = world.workload_state(group)
+    done = state.exists_finished or (not state.exists_unfinished and integ.finished(group)[0])
+    honor = world.config.honor_kueue_labels
+    name = (pod.get("metadata") or {}).get("name")
+    drops = podgroup.finalizer_drops(group, finished_workload=done, honor_kueue=honor)
+    return any((p.get("metadata") or {}).get("name") == name for p in drops)
 
 
 def _load(request: dict[str, Any]) -> tuple[base.Object | None, list[str]]:
@@ -295,11 +426,14 @@ def validate_berth(
     request: dict[str, Any],
     class_values: Mapping[str, int] | None = None,
     job_class: Callable[[dict[str, Any]], str | None] | None = None,
+    topologies: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Check a Berth object, and what a Workload update changes; deny with every field error.
 
     ``class_values`` are the WorkloadPriorityClasses' current values, and ``job_class`` tells
-    which class a Workload's Job names now (``core.workload_updates``).
+    which class a Workload's Job names now (``core.workload_updates``). A ResourceFlavor naming
+    a Topology not among ``topologies`` is let through with a warning (it may come next in the
+    same apply), saying what its ClusterQueues do meanwhile.
     """
     if request.get("operation") == "DELETE":
         return _allow()
@@ -320,7 +454,15 @@ def validate_berth(
         problems += [str(p) for p in workload_updates.refusals(old, raw, class_values or {}, named)]
     if problems:
         return _deny("; ".join(problems), 422)
-    return _allow()
+    answer = _allow()
+    named = raw.get("spec", {}).get("topologyName") if raw.get("kind") == "ResourceFlavor" else None
+    if topologies is not None and isinstance(named, str) and named not in topologies:
+        warning = (
+            f"spec.topologyName: Topology {named} does not exist (yet); the ClusterQueues "
+            "using this flavor admit nothing (TopologyNotFound) until it does"
+        )
+        answer["warnings"] = [warning]
+    return answer
 
 
 def _content(body: dict[str, Any] | None) -> dict[str, Any]:
@@ -332,14 +474,22 @@ ParentReader = Callable[[job_sync.Parent, str], Awaitable[dict[str, Any] | None]
 """Reads a child's parent (named by its owner reference, in a namespace) as stored now."""
 RuntimeReader = Callable[[dict[str, Any]], Awaitable[bool]]
 """Reads the training runtime a TrainJob names into the World; True when it read one."""
+JobReader = Callable[[job_kind.Integration, str, str], Awaitable[dict[str, Any] | None]]
+"""Reads a job of a kind by namespace and name as stored now (None: it does not exist); raises
+``berth.adapters.kube.errors.KubeError`` when it cannot tell."""
 
 
 def app(
     world: world_mod.World,
     read_parent: ParentReader | None = None,
     read_runtime: RuntimeReader | None = None,
+    read_job: JobReader | None = None,
 ) -> web.Application:
     """The aiohttp application serving every route.
+
+    A scale request is decided on its job as ``read_job`` reads it now (the watch may not have
+    shown the job yet); without a reader, on the job as last seen. A job that cannot be read is
+    refused: the check fails closed.
 
     A child job that its parent as last seen would hold back is decided again on its parent as
     ``read_parent`` reads it now: the watch may lag behind the parent's controller (KubeRay names
@@ -375,20 +525,59 @@ def app(
 
         return handle
 
-    application = web.Application()
+    application = web.Application(client_max_size=MAX_REVIEW_BYTES)
     application.router.add_post("/mutate-job", job_route(mutate_job))
+    application.router.add_post("/validate-scale", _scale_route(world, read_job))
     application.router.add_post("/validate-job", job_route(validate_job))
     application.router.add_post("/mutate-pod", route(lambda r: mutate_pod(world, r)))
     application.router.add_post("/validate-pod", route(lambda r: validate_pod(world, r)))
+    application.router.add_post(
+        "/validate-unqueued-pod", route(lambda r: validate_unqueued_pod(world, r))
+    )
+    application.router.add_post(
+        "/validate-unqueued-kind", route(lambda r: validate_unqueued_kind(world, r))
+    )
     application.router.add_post("/mutate-placed-pod", route(mutate_placed_pod))
     application.router.add_post("/mutate-berth", route(mutate_berth))
     application.router.add_post(
         "/validate-berth",
         route(
-            lambda r: validate_berth(r, world.priorities.workload_classes, world.job_priority_class)
+            lambda r: validate_berth(
+                r,
+                world.priorities.workload_classes,
+                world.job_priority_class,
+                world.cache.topologies,
+            )
         ),
     )
     return application
+
+
+def _scale_route(world: world_mod.World, read_job: JobReader | None) -> Any:  # noqa: ANN401 - an aiohttp handler
+    """``/validate-scale``: ``validate_scale`` on the job read as stored now."""
+
+    async def handle(request: web.Request) -> web.Response:
+        review = await request.json()
+        req = review.get("request") or {}
+        integ = scaled_integration(world, req)
+        namespace, name = str(req.get("namespace") or ""), str(req.get("name") or "")
+        job = None
+        if integ is not None:
+            try:
+                job = (
+                    world.jobs.get(names.JobKey(integ.kind, namespace, name))
+                    if read_job is None
+                    else await read_job(integ, namespace, name)
+                )
+            except kube_errors.KubeError as e:
+                what = f"{integ.kind} {namespace}/{name}"
+                why = f"Berth could not read {what} to check its new scale ({e}); try again"
+                return web.json_response(_review(req, _deny(why, 503)))
+            if job is not None:
+                job = {**job, "kind": integ.kind, "apiVersion": integ.api_version}
+        return web.json_response(_review(req, validate_scale(world, req, job)))
+
+    return handle
 
 
 class Certificates:
@@ -412,6 +601,16 @@ class Certificates:
     def ca_bundle(self) -> str:
         """The CA certificate, base64 encoded, for ``clientConfig.caBundle``."""
         return base64.b64encode(self.ca.cert_pem).decode()
+
+
+def scalable(enabled: Mapping[str, job_kind.Integration]) -> list[tuple[str, str, str]]:
+    """The API group, version and plural of each enabled kind with a ``scale`` subresource."""
+    out = []
+    for integ in enabled.values():
+        if isinstance(integ, job_kind.Scalable) and integ.scaled({}, 1) is not None:
+            group, _, version = integ.api_version.rpartition("/")
+            out.append((group, version, integ.plural))
+    return out
 
 
 def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> list[dict[str, Any]]:
@@ -456,13 +655,13 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
         "values": sorted({*managed.NEVER_MANAGED_NAMESPACES, world.config.namespace}),
     }
     job_namespaces = {"matchExpressions": [protected]}
-    unqueued = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]}
+    no_queue = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]}
 
     def selects(child: integrations.ChildKind) -> dict[str, Any]:
         # A child its controller labels with nothing of its own: every one that names no queue
         # (one that does is sent by the job hooks below already).
         if child.label is None:
-            return unqueued
+            return no_queue
         return {"matchExpressions": [{"key": child.label, "operator": "Exists"}]}
 
     children = [
@@ -491,21 +690,37 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
         *(h for h in children if h["name"].startswith("m")),
     ]
     selector = world.config.managed_jobs_namespace_selector
+    closed: list[dict[str, Any]] = []  # core.unqueued's: a managed namespace runs queued work
+
     if world.config.manage_jobs_without_queue_name:
         managed_namespaces = selector.to_yaml_dict() if selector is not None else {}
         managed_namespaces["matchExpressions"] = [
             protected,
             *managed_namespaces.get("matchExpressions", []),
         ]
+        unqueued_in = {"namespaceSelector": managed_namespaces, "objectSelector": no_queue}
         job_hooks.append(
-            hook(
-                "mjob-managed-namespaces",
-                "/mutate-job",
-                job_rules(["CREATE"]),
-                namespaceSelector=managed_namespaces,
-                objectSelector=unqueued,
-            )
+            hook("mjob-managed-namespaces", "/mutate-job", job_rules(["CREATE"]), **unqueued_in)
         )
+        pods = [rule("", ["pods"], ["CREATE"], "v1")]
+        if podgroup.KIND in world.integrations:
+            job_hooks.append(hook("mpod-managed-namespaces", "/mutate-pod", pods, **unqueued_in))
+        kinds = [rule(k.group, [k.plural], ["CREATE"], k.version) for k in unqueued.UNQUEUED_KINDS]
+        closed = [
+            hook(
+                "vjob-managed-namespaces",
+                "/validate-job",
+                job_rules(["CREATE", "UPDATE"]),
+                **unqueued_in,
+            ),
+            hook("vpod-managed-namespaces", "/validate-unqueued-pod", pods, **unqueued_in),
+            hook(
+                "vkinds-managed-namespaces",
+                "/validate-unqueued-kind",
+                kinds,
+                namespaceSelector=managed_namespaces,
+            ),
+        ]
     berth_rules = [rule(base.GROUP, list(BERTH_PLURALS), ["CREATE", "UPDATE"])]
     members = {"matchExpressions": [{"key": podgroup.MANAGED_LABEL, "operator": "Exists"}]}
     pod_hooks = (
@@ -526,6 +741,16 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             ),
         ]
         if podgroup.KIND in world.integrations
+        else []
+    )
+    # A Scale has no labels of its own: no object selector could pick the queued ones.
+    scales = [
+        rule(group, [f"{plural}/scale"], ["UPDATE"], version)
+        for group, version, plural in scalable(world.integrations)
+    ]
+    scale_hooks = (
+        [hook("vjob-scale", "/validate-scale", scales, namespaceSelector=job_namespaces)]
+        if scales
         else []
     )
     placed = {"matchExpressions": [{"key": topology.PLACED_LABEL, "operator": "Exists"}]}
@@ -561,6 +786,8 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
                     namespaceSelector=job_namespaces,
                 ),
                 *(h for h in children if h["name"].startswith("v")),
+                *scale_hooks,
+                *closed,
                 *(h for h in pod_hooks if h["name"].startswith("v")),
                 hook("vberth", "/validate-berth", berth_rules),
             ],

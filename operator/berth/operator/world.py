@@ -48,6 +48,7 @@ from berth.core import (
     priority,
     topology,
     trainjob,
+    unqueued,
     workload,
 )
 from berth.operator import job_index, mailbox, placed_pods, queue_objects
@@ -319,6 +320,17 @@ class World:
         labels = self.cache.namespace_labels(namespace)
         return managed.decide(job, labels, self.config, self.integrations).managed
 
+    def local_queue_names(self, namespace: str) -> list[str]:
+        """The LocalQueues of a namespace, by name."""
+        return sorted(name for ns, name in self.cache.local_queues if ns == namespace)
+
+    def default_queue(self, job: Body) -> str | None:
+        """The LocalQueue a managed job naming none is queued in (``core.unqueued`` rule 1)."""
+        if not self.managed(job) or self.integration(job).queue_name(job) is not None:
+            return None
+        namespace = str((job.get("metadata") or {}).get("namespace") or "default")
+        return unqueued.default_queue(self.local_queue_names(namespace))
+
     def parent_of(self, job: Body) -> job_sync.Parent | None:
         """The integrated parent a child job's controller reference names (None: no child)."""
         return job_sync.parent(job, self.integrations)
@@ -544,12 +556,15 @@ class World:
         if view is None:
             return job_updates.WorkloadState()
         adm = view.admission
-        counts = [] if adm is None else [a.count or 0 for a in adm.pod_set_assignments]
+        counts = (
+            None if adm is None else {str(a.name): a.count or 0 for a in adm.pod_set_assignments}
+        )
         return job_updates.WorkloadState(
             exists_unfinished=not view.is_true(_COND.FINISHED),
+            exists_finished=view.is_true(_COND.FINISHED),
             holds_quota=adm is not None,
             admitted=self.admitted_for_job(job),
-            admitted_count=sum(counts) if counts else None,
+            admitted_counts=counts or None,
             runtime_limit=self._planned_bound(view, adm),
         )
 

@@ -58,6 +58,10 @@ class Cache:
         self._stale = False
         self.invalid_cluster_queues: dict[names.ClusterQueueName, str] = {}
         """ClusterQueues the validators refuse, with their field errors (kept inactive)."""
+        self.refused: dict[tuple[str, str], str] = {}
+        """ResourceFlavors and Topologies stored past the webhook that the validators refuse,
+        by (kind, name), with their field errors: not applied, and the ClusterQueues naming
+        them say why they are inactive."""
         self.generations: dict[str, int] = {}
         """A counter per root of the quota tree, bumped whenever usage or quota there changes."""
         self.revision = 0
@@ -453,6 +457,11 @@ class Cache:
             snap.admitted.setdefault(adm.cluster_queue, {})[key] = adm
             snap.add_admission(adm.admission)
 
+    def _why_missing(self, kind: str, name: str) -> str:
+        """A missing flavor's or topology's name, and the field errors it was refused for."""
+        refused = self.refused.get((kind, name))
+        return name if refused is None else f"{name} (stored invalid, not applied: {refused})"
+
     def _cq_info(
         self, cq: clusterqueue.ClusterQueue, cycles: set[names.CohortName]
     ) -> core_snapshot.ClusterQueueInfo:
@@ -464,16 +473,22 @@ class Cache:
             for g in spec.resource_groups
         )
         by_resource = {res: g for g in groups for res in g.covered}
-        missing = sorted({f for g in groups for f in g.flavors if f not in self.flavors})
+        missing = [
+            self._why_missing("ResourceFlavor", f)
+            for f in sorted({f for g in groups for f in g.flavors if f not in self.flavors})
+        ]
         used = [self.flavors[f] for g in groups for f in g.flavors if f in self.flavors]
-        no_topology = sorted(
-            {
-                rf.spec.topology_name
-                for rf in used
-                if rf.spec.topology_name is not None
-                and rf.spec.topology_name not in self.topologies
-            }
-        )
+        no_topology = [
+            self._why_missing("Topology", t)
+            for t in sorted(
+                {
+                    rf.spec.topology_name
+                    for rf in used
+                    if rf.spec.topology_name is not None
+                    and rf.spec.topology_name not in self.topologies
+                }
+            )
+        ]
         reason: str | None = None
         message = "Can admit new workloads"
         invalid = self.invalid_cluster_queues.get(names.ClusterQueueName(cq.name))
