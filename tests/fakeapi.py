@@ -60,7 +60,8 @@ from typing import Any, NamedTuple
 
 from berth.adapters.kube import errors
 from berth.api import base, crd, kinds
-from berth.core import integrations, kubeflow, ray, trainjob
+from berth.jobs import kubeflow, ray, trainjob
+from berth.jobs.framework import merge
 
 Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -210,7 +211,7 @@ def timestamp(now: float) -> str:
     return dt.datetime.fromtimestamp(int(now), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-merge_patch = integrations.merge_patch
+merge_patch = merge.merge_patch
 """RFC 7386, as the API server applies a merge patch (the operator's own reading of it)."""
 
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -219,45 +220,8 @@ _MERGE_KEYS = {"schedulingGates": "name"}
 
 
 def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """A Pod strategic merge patch, as far as the operator sends one (a pod group's member).
-
-    Maps merge as in a merge patch; ``$deleteFromPrimitiveList/<field>`` removes values from a
-    list of strings; a list with a merge key (``schedulingGates`` by ``name``) merges item by
-    item, ``$patch: delete`` removing one; any other list is replaced.
-    """
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        field = key.removeprefix("$deleteFromPrimitiveList/")
-        if field != key:
-            out[field] = [v for v in out.get(field) or [] if v not in value]
-        elif value is None:
-            out.pop(key, None)
-        elif key in _MERGE_KEYS and isinstance(value, list):
-            out[key] = _merge_by_key(out.get(key) or [], value, _MERGE_KEYS[key])
-        elif isinstance(value, dict):
-            out[key] = strategic_merge_patch(out.get(key), value)
-        else:
-            out[key] = copy.deepcopy(value)
-        if out.get(field) == []:
-            del out[field]
-    return out
-
-
-def _merge_by_key(items: list[Body], changes: list[Body], merge_key: str) -> list[Body]:
-    """A list merged item by item on ``merge_key``; ``$patch: delete`` removes an item."""
-    out = [dict(i) for i in items]
-    for change in changes:
-        at = next((i for i, x in enumerate(out) if x.get(merge_key) == change.get(merge_key)), None)
-        if change.get("$patch") == "delete":
-            if at is not None:
-                del out[at]
-        elif at is None:
-            out.append(change)
-        else:
-            out[at] = strategic_merge_patch(out[at], change)
-    return out
+    """A Pod strategic merge patch, as far as the operator sends one (a pod group's member)."""
+    return merge.strategic_merge_patch(target, patch, _MERGE_KEYS, drop_empty_lists=True)
 
 
 class FakeKube:

@@ -51,7 +51,10 @@ from typing import Any, cast
 import fakeapi
 from berth.adapters.kube import client, errors, workloads
 from berth.api import conditions, configuration, names, workload_view
-from berth.core import integrations, jobset, kubeflow, podgroup, ray, trainjob
+from berth.jobs import jobset, kubeflow, ray, trainjob
+from berth.jobs.framework import merge
+from berth.jobs.pod import group as podgroup
+from berth.jobs.pod import integration as pod_integration
 from berth.operator import jobcontroller, lifecycle, scheduler, world
 from berth.sim import documents
 
@@ -259,7 +262,7 @@ class Driver:
                 self.fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             if doc.kind != documents.POD and self.world.managed(body):
                 # the mutating webhook (webhooks.mutate_job)
-                body["spec"] = integrations.suspended_spec(self.world.integration(body), body)
+                body["spec"] = merge.suspended_spec(self.world.integration(body), body)
         key = (doc.kind[1], meta.get("namespace", "") or "", doc.name)
         stored = self.fake.store.get(key)
         if stored is not None:
@@ -272,7 +275,7 @@ class Driver:
     def _made(self, pod: dict[str, Any]) -> dict[str, Any]:
         """A new Pod as the Pod webhook leaves it (``webhooks.mutate_pod``): a member, gated."""
         integ = self.world.integration(pod)
-        if not isinstance(integ, integrations.PodGroupJob) or podgroup.controlled(pod):
+        if not isinstance(integ, pod_integration.PodGroupJob) or podgroup.controlled(pod):
             return pod
         if not self.world.managed(pod):
             return pod

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from berth.core import integrations, job_kind
 from berth.devtools.devcluster import binaries, errors
+from berth.jobs import registry
+from berth.jobs.framework import protocol
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +50,7 @@ def _scale_path(crd: dict[str, Any]) -> str | None:
 
 
 def test_berth_checks_the_scale_of_every_kind_whose_crd_has_one() -> None:
-    by_kind = {i.kind: i for i in integrations.EVERY_KIND}
+    by_kind = {i.kind: i for i in registry.EVERY_KIND}
     declared = {
         crd["spec"]["names"]["kind"]: path
         for crd in _crds()
@@ -58,12 +59,12 @@ def test_berth_checks_the_scale_of_every_kind_whose_crd_has_one() -> None:
     assert set(declared) == {"PyTorchJob", "PaddleJob", "JAXJob"}, declared
     for kind, path in declared.items():
         integ = by_kind[kind]
-        assert isinstance(integ, job_kind.Scalable), kind
+        assert isinstance(integ, protocol.Scalable), kind
         # The path the CRD declares is where scaled() writes: .spec.<specs>.<Role>.replicas.
         _, spec, specs, role, field = path.split(".")
         scaled = integ.scaled({"spec": {specs: {role: {"replicas": 1}}}}, 7)
         assert scaled is not None, kind
         assert scaled[spec][specs][role][field] == 7, (kind, path)
     for kind, integ in by_kind.items():
-        if kind not in declared and isinstance(integ, job_kind.Scalable):
+        if kind not in declared and isinstance(integ, protocol.Scalable):
             assert integ.scaled({"spec": {}}, 7) is None, kind

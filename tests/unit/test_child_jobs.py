@@ -1,4 +1,4 @@
-"""Which children of an integrated parent may run (``core.child_jobs``), one row per rule.
+"""Which children of an integrated parent may run (``jobs.rules.child_jobs``), one row per rule.
 
 A child runs on its parent's admission, so only the children the parent's controller makes may
 run: under a name the controller gives, and no larger than the controller makes them (pods at
@@ -17,10 +17,12 @@ import pytest
 
 import builders
 from berth.api import configuration
-from berth.core import child_jobs, integrations, job_kind
+from berth.jobs import registry
+from berth.jobs.framework import protocol
+from berth.jobs.rules import child_jobs
 
-JOB = integrations.make(configuration.Framework.BATCH_JOB)
-RAYCLUSTER = integrations.make(configuration.Framework.RAYCLUSTER)
+JOB = registry.make(configuration.Framework.BATCH_JOB)
+RAYCLUSTER = registry.make(configuration.Framework.RAYCLUSTER)
 A100 = {"gpu": "a100"}
 
 
@@ -119,7 +121,7 @@ class Row:
     id: str
     parent: dict[str, Any]
     child: dict[str, Any]
-    kind: job_kind.Integration
+    kind: protocol.Integration
     want: str | None
     """A part of the refusal, or None: the child may run."""
 
@@ -303,7 +305,7 @@ ROWS = [
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
 def test_which_children_may_run(row: Row) -> None:
-    parent_kind = next(i for i in integrations.EVERY_KIND if i.kind == row.parent["kind"])
+    parent_kind = next(i for i in registry.EVERY_KIND if i.kind == row.parent["kind"])
     got = child_jobs.refusal(row.parent, row.child, row.kind, parent_kind)
     if row.want is None:
         assert got is None

@@ -16,7 +16,9 @@ from aiohttp import test_utils, web
 
 import builders
 from berth.api import configuration
-from berth.core import integrations, job_sync, trainjob
+from berth.jobs import trainjob
+from berth.jobs.framework import workload_body
+from berth.jobs.rules import job_sync
 from berth.operator import webhooks
 from berth.operator import world as world_mod
 
@@ -61,7 +63,7 @@ def rayjob(cluster_name: str | None) -> dict[str, Any]:
 def admitted_workload(world: world_mod.World) -> dict[str, Any]:
     job = rayjob(None)
     integ = world.integration(job)
-    new, problems = integrations.new_workload(integ, job, world.classes(), uid=UID)
+    new, problems = workload_body.new_workload(integ, job, world.classes(), uid=UID)
     assert new is not None, problems
     body = new.body(job, integ)
     body["metadata"]["resourceVersion"] = "6"

@@ -25,7 +25,7 @@ import builders
 import fakeapi
 from berth.adapters.kube import client, errors, jobs, queues_status, workloads
 from berth.api import names
-from berth.core import integrations
+from berth.jobs import batchjob
 
 T = TypeVar("T")
 NOW = 1_700_000_000.75
@@ -779,7 +779,7 @@ def test_the_operators_deletes_and_job_and_queue_writes_reach_the_right_objects(
         port = cast("client.Kube", kube)
         kube.put(builders.JobBuilder("j", "team").set("status.startTime", NOW_TEXT).obj())
         kube.put(builders.ClusterQueueBuilder("cq").raw())
-        batch = integrations.BatchJob()
+        batch = batchjob.BatchJob()
         await jobs.patch(port, batch, "team", "j", {"spec": {"suspend": True}})
         await jobs.patch_status(port, batch, "team", "j", {"status": {"startTime": None}})
         await queues_status.patch_cluster_queue(port, "cq", {"pendingWorkloads": 2})

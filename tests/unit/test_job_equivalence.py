@@ -2,11 +2,11 @@
 
 Three layers answer one rule (docs/reliability.md rows 1, 1b, 1d):
 
-- ``core.job_sync.divergences`` (the job controller, past the webhooks): a job Berth started
+- ``jobs.rules.job_sync.divergences`` (the job controller, past the webhooks): a job Berth started
   is equivalent to its admission for every kind; more pods in a role, a new role, a template
   asking for more or for other nodes, or a job that no longer makes a Workload is a divergence,
   held (a batch Job's count) or stopped and queued again (everything else);
-- ``core.job_updates.refusals`` (the Job webhook): counts compared per pod set, so replicas
+- ``jobs.rules.job_updates.refusals`` (the Job webhook): counts compared per pod set, so replicas
   moved from one role to another are refused; an update that breaks a create-time rule is
   refused, so the template lock cannot be switched off by an invalid update;
 - ``operator.webhooks.validate_scale`` (the ``/scale`` webhook): an HPA's or ``kubectl scale``'s
@@ -24,13 +24,16 @@ import pytest
 
 import builders
 from berth.api import configuration
-from berth.core import batchjob, integrations, job_kind, job_sync, job_updates, kubeflow, ray
+from berth.api.labels import QUEUE_LABEL
+from berth.jobs import kubeflow, ray, registry
+from berth.jobs.framework import merge, podsets, protocol, workload_body
+from berth.jobs.rules import job_sync, job_updates
 from berth.operator import webhooks
 from berth.operator import world as world_mod
 
 Body = dict[str, Any]
 GPU = "nvidia.com/gpu"
-FLAVOR = batchjob.FlavorPlacement(
+FLAVOR = podsets.FlavorPlacement(
     {"gpu": "h100"}, ({"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},)
 )
 """The flavor every pod set is admitted on: a node label to select, a taint to tolerate."""
@@ -59,7 +62,7 @@ def pytorch_job() -> Body:
     return {
         "apiVersion": kubeflow.API_VERSION,
         "kind": "PyTorchJob",
-        "metadata": {"name": "train", "namespace": "ml", "labels": {batchjob.QUEUE_LABEL: "lq"}},
+        "metadata": {"name": "train", "namespace": "ml", "labels": {QUEUE_LABEL: "lq"}},
         "spec": {
             "pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(2)},
             "runPolicy": {"suspend": True},
@@ -71,7 +74,7 @@ def tf_job(ps: int = 6, workers: int = 1) -> Body:
     return {
         "apiVersion": kubeflow.API_VERSION,
         "kind": "TFJob",
-        "metadata": {"name": "train", "namespace": "ml", "labels": {batchjob.QUEUE_LABEL: "lq"}},
+        "metadata": {"name": "train", "namespace": "ml", "labels": {QUEUE_LABEL: "lq"}},
         "spec": {
             "tfReplicaSpecs": {
                 "PS": {"replicas": ps, "template": template(0, "tensorflow")},
@@ -86,7 +89,7 @@ def ray_cluster(*groups: Body) -> Body:
     return {
         "apiVersion": ray.API_VERSION,
         "kind": "RayCluster",
-        "metadata": {"name": "train", "namespace": "ml", "labels": {batchjob.QUEUE_LABEL: "lq"}},
+        "metadata": {"name": "train", "namespace": "ml", "labels": {QUEUE_LABEL: "lq"}},
         "spec": {
             "suspend": True,
             "headGroupSpec": {"template": template(0, "ray")},
@@ -106,12 +109,12 @@ def job_set() -> Body:
     )
 
 
-INTEGRATIONS: dict[str, job_kind.Integration] = {
-    "Job": integrations.make(configuration.Framework.BATCH_JOB),
-    "PyTorchJob": integrations.make(configuration.Framework.PYTORCHJOB),
-    "TFJob": integrations.make(configuration.Framework.TFJOB),
-    "RayCluster": integrations.make(configuration.Framework.RAYCLUSTER),
-    "JobSet": integrations.make(configuration.Framework.JOBSET),
+INTEGRATIONS: dict[str, protocol.Integration] = {
+    "Job": registry.make(configuration.Framework.BATCH_JOB),
+    "PyTorchJob": registry.make(configuration.Framework.PYTORCHJOB),
+    "TFJob": registry.make(configuration.Framework.TFJOB),
+    "RayCluster": registry.make(configuration.Framework.RAYCLUSTER),
+    "JobSet": registry.make(configuration.Framework.JOBSET),
 }
 JOBS: dict[str, Callable[[], Body]] = {
     "Job": batch_job,
@@ -127,8 +130,8 @@ class Started:
     """A job as Berth started it, with what its Workload recorded and how it was admitted."""
 
     job: Body
-    originals: list[job_kind.PodSetOriginal]
-    runs: list[job_kind.PodSetRun]
+    originals: list[protocol.PodSetOriginal]
+    runs: list[protocol.PodSetRun]
 
 
 def started(kind: str, job: Body | None = None) -> Started:
@@ -139,9 +142,9 @@ def started(kind: str, job: Body | None = None) -> Started:
     obj, problems = integ.to_workload(job, uid="uid-1")
     assert obj is not None, problems
     body = obj.to_yaml_dict()
-    originals = integrations.originals(body["spec"]["podSets"])
-    runs = [job_kind.PodSetRun(o.name, o.count, (FLAVOR,)) for o in originals]
-    running = integrations.merge_patch(job, integ.start_patch(job, originals, runs))
+    originals = workload_body.originals(body["spec"]["podSets"])
+    runs = [protocol.PodSetRun(o.name, o.count, (FLAVOR,)) for o in originals]
+    running = merge.merge_patch(job, integ.start_patch(job, originals, runs))
     return Started(running, originals, runs)
 
 
@@ -302,13 +305,13 @@ def test_a_running_job_that_left_its_admitted_shape_is_held_or_stopped(
 
 def test_a_started_topology_placed_job_is_equivalent_too() -> None:
     """A topology-aware flavor labels the pods with the job's uid: labels are not compared."""
-    placed = batchjob.FlavorPlacement({"gpu": "h100"}, (), (("berth.dev/tas", "uid-1"),))
+    placed = podsets.FlavorPlacement({"gpu": "h100"}, (), (("berth.dev/tas", "uid-1"),))
     s = started("PyTorchJob")
     runs = [dataclasses.replace(r, placements=(placed,)) for r in s.runs]
     integ = INTEGRATIONS["PyTorchJob"]
     job = copy.deepcopy(pytorch_job())
     job["metadata"]["uid"] = "uid-1"
-    running = integrations.merge_patch(job, integ.start_patch(job, s.originals, runs))
+    running = merge.merge_patch(job, integ.start_patch(job, s.originals, runs))
     assert job_sync.divergences(running, s.originals, runs, integ) == []
 
 
@@ -482,7 +485,7 @@ def _world_with_admitted_pytorchjob() -> tuple[world_mod.World, Body]:
     s = started("PyTorchJob")
     job = {**s.job, "metadata": {**s.job["metadata"], "resourceVersion": "3"}}
     integ = world.integrations["PyTorchJob"]
-    new, problems = integrations.new_workload(integ, pytorch_job(), world.classes(), uid="uid-1")
+    new, problems = workload_body.new_workload(integ, pytorch_job(), world.classes(), uid="uid-1")
     assert new is not None, problems
     body = new.body(job, integ)
     body["metadata"]["resourceVersion"] = "4"

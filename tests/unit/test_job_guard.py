@@ -1,6 +1,7 @@
 """Which Jobs Berth manages, and what an update of one may change.
 
-``core.managed`` and ``core.job_updates``: the rules the webhooks and the job controller share.
+``jobs.rules.managed`` and ``jobs.rules.job_updates``: the rules the webhooks and the job
+controller share.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from berth.api import configuration, selector
-from berth.core import job_updates, managed
+from berth.jobs.rules import job_updates, managed
 
 QUEUE = "berth.dev/queue-name"
 

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from berth.core import batchjob
+from berth.api.labels import POD_SET_LABEL
+from berth.jobs import batchjob
+from berth.jobs.framework import podsets
 
 GPU_TOLERATION = {
     "key": "berth.dev/flavor",
@@ -50,7 +52,7 @@ ORIGINAL = job(selector={"team": "a"})["spec"]["template"]
 class StartCase:
     id: str
     count: int
-    flavors: list[batchjob.FlavorPlacement]
+    flavors: list[podsets.FlavorPlacement]
     want_selector: dict[str, Any]
     want_tolerations: list[dict[str, str]] | None
     want_parallelism: int | None
@@ -60,7 +62,7 @@ START_CASES = [
     StartCase(
         "one-flavor-adds-its-node-labels",
         4,
-        [batchjob.FlavorPlacement({"gpu": "a100"})],
+        [podsets.FlavorPlacement({"gpu": "a100"})],
         {"gpu": "a100"},
         None,
         None,
@@ -68,7 +70,7 @@ START_CASES = [
     StartCase(
         "tainted-flavor-adds-its-toleration",
         4,
-        [batchjob.FlavorPlacement({"gpu": "h100"}, (GPU_TOLERATION,))],
+        [podsets.FlavorPlacement({"gpu": "h100"}, (GPU_TOLERATION,))],
         {"gpu": "h100"},
         [GPU_TOLERATION],
         None,
@@ -76,7 +78,7 @@ START_CASES = [
     StartCase(
         "two-flavors-union-of-labels",
         4,
-        [batchjob.FlavorPlacement({"gpu": "a100"}), batchjob.FlavorPlacement({"cpu": "spot"})],
+        [podsets.FlavorPlacement({"gpu": "a100"}), podsets.FlavorPlacement({"cpu": "spot"})],
         {"gpu": "a100", "cpu": "spot"},
         None,
         None,
@@ -84,7 +86,7 @@ START_CASES = [
     StartCase(
         "partial-admission-sets-parallelism",
         2,
-        [batchjob.FlavorPlacement({"gpu": "a100"})],
+        [podsets.FlavorPlacement({"gpu": "a100"})],
         {"gpu": "a100"},
         None,
         2,
@@ -104,7 +106,7 @@ def test_start_patch(case: StartCase) -> None:
     spec = patch["spec"]
     assert spec["suspend"] is False
     template = spec["template"]
-    assert template["metadata"]["labels"] == {batchjob.POD_SET_LABEL: "main"}
+    assert template["metadata"]["labels"] == {POD_SET_LABEL: "main"}
     assert template["spec"]["nodeSelector"] == case.want_selector
     assert template["spec"].get("tolerations") == case.want_tolerations
     assert spec.get("parallelism") == case.want_parallelism
@@ -124,7 +126,7 @@ RESTORE_CASES = [
         job(
             selector={"team": "a", "gpu": "h100"},
             tolerations=[GPU_TOLERATION],
-            labels={batchjob.POD_SET_LABEL: "main"},
+            labels={POD_SET_LABEL: "main"},
         ),
         {
             "spec": {

@@ -3,7 +3,7 @@
 Pod sets (one per replicated job, count replicas x pods per child Job), the start and restore
 patches (each role's template on its own flavors, the whole replicatedJobs list as JSON merge
 patch needs it), reading its status, and how its child Jobs are told apart from jobs of their
-own (``core.job_sync.parent``, ``core.managed``).
+own (``jobs.rules.job_sync.parent``, ``jobs.rules.managed``).
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ import pytest
 
 import builders
 from berth.api import configuration
-from berth.core import batchjob, integrations, job_kind, job_sync, jobset, managed
+from berth.api.labels import POD_SET_LABEL
+from berth.jobs import jobset, registry
+from berth.jobs.framework import podsets, protocol, workload_body
+from berth.jobs.rules import job_sync, managed
 
-JOBSET = integrations.JobSetJob()
-ENABLED = integrations.for_configuration(
+JOBSET = jobset.JobSetJob()
+ENABLED = registry.for_configuration(
     configuration.Configuration(
         integrations=configuration.Integrations(
             frameworks=[configuration.Framework.BATCH_JOB, configuration.Framework.JOBSET]
@@ -128,10 +131,10 @@ def _template(js: dict[str, Any], index: int) -> dict[str, Any]:
     return found
 
 
-def _originals(js: dict[str, Any]) -> list[job_kind.PodSetOriginal]:
+def _originals(js: dict[str, Any]) -> list[protocol.PodSetOriginal]:
     obj, _ = JOBSET.to_workload(js, uid="uid-1")
     assert obj is not None
-    return integrations.originals(obj.to_yaml_dict()["spec"]["podSets"])
+    return workload_body.originals(obj.to_yaml_dict()["spec"]["podSets"])
 
 
 def _merged(js: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -144,9 +147,9 @@ def _merged(js: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 def test_start_puts_each_role_on_its_own_flavor_and_unsuspends() -> None:
     js = trainer().obj()
     runs = [
-        job_kind.PodSetRun("driver", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
-        job_kind.PodSetRun(
-            "workers", 8, (batchjob.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
+        protocol.PodSetRun("driver", 1, (podsets.FlavorPlacement({"pool": "cpu"}),)),
+        protocol.PodSetRun(
+            "workers", 8, (podsets.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
         ),
     ]
     patch = JOBSET.start_patch(js, _originals(js), runs)
@@ -157,8 +160,8 @@ def test_start_puts_each_role_on_its_own_flavor_and_unsuspends() -> None:
     assert "tolerations" not in driver["spec"]
     assert workers["spec"]["nodeSelector"] == {"gpu": "h100"}
     assert workers["spec"]["tolerations"] == [H100_TOLERATION]
-    assert driver["metadata"]["labels"] == {batchjob.POD_SET_LABEL: "driver"}
-    assert workers["metadata"]["labels"] == {batchjob.POD_SET_LABEL: "workers"}
+    assert driver["metadata"]["labels"] == {POD_SET_LABEL: "driver"}
+    assert workers["metadata"]["labels"] == {POD_SET_LABEL: "workers"}
     # Nothing but those fields changes: JobSet's webhook refuses any other change.
     for before, after in zip(
         js["spec"]["replicatedJobs"], started["spec"]["replicatedJobs"], strict=True
@@ -179,9 +182,9 @@ def test_restore_gives_back_every_recorded_template() -> None:
     js = trainer().obj()
     originals = _originals(js)
     runs = [
-        job_kind.PodSetRun("driver", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
-        job_kind.PodSetRun(
-            "workers", 8, (batchjob.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
+        protocol.PodSetRun("driver", 1, (podsets.FlavorPlacement({"pool": "cpu"}),)),
+        protocol.PodSetRun(
+            "workers", 8, (podsets.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
         ),
     ]
     started = _merged(js, JOBSET.start_patch(js, originals, runs))
@@ -335,7 +338,7 @@ def test_child_jobs_belong_to_an_integrated_parent(case: ChildCase) -> None:
     config = configuration.Configuration(
         integrations=configuration.Integrations(frameworks=case.enabled)
     )
-    enabled = integrations.for_configuration(config)
+    enabled = registry.for_configuration(config)
     parent = job_sync.parent(case.job, enabled)
     assert (None if parent is None else f"{parent.kind}/{parent.name}") == case.want_parent
     assert job_sync.foreign_owner(case.job, enabled) == case.want_foreign
@@ -344,7 +347,7 @@ def test_child_jobs_belong_to_an_integrated_parent(case: ChildCase) -> None:
 
 def test_frameworks_are_kueues_names_and_batch_job_is_always_on() -> None:
     assert set(ENABLED) == {"Job", "JobSet"}
-    assert set(integrations.for_configuration(configuration.Configuration())) == {"Job"}
+    assert set(registry.for_configuration(configuration.Configuration())) == {"Job"}
     with pytest.raises(ValueError, match=r"integrations\.frameworks"):
         configuration.Configuration.model_validate(
             {"integrations": {"frameworks": ["kubeflow.org/mpijob"]}}

@@ -2,8 +2,8 @@
 
 A JobSet is suspended at creation and may not be started by hand, as a Job. Its child Jobs are
 never jobs of their own, but a child may run only while its parent's Workload is admitted, and
-only if it is one the JobSet controller makes, no larger (``core.child_jobs``): an ordinary user
-who creates a Job that claims a JobSet as its controller (a made-up uid, a pending JobSet of
+only if it is one the JobSet controller makes, no larger (``jobs.rules.child_jobs``): an ordinary
+user who creates a Job that claims a JobSet as its controller (a made-up uid, a pending JobSet of
 theirs, or an admitted one under another name or larger), who unsuspends a child of a pending
 JobSet, or who grows a running child, gets no pods past the queue. Decisions come from
 ``operator.webhooks`` reading a ``World`` fed with the objects.
@@ -18,7 +18,8 @@ import pytest
 
 import builders
 from berth.api import configuration
-from berth.core import integrations, jobset
+from berth.jobs import jobset
+from berth.jobs.framework import workload_body
 from berth.operator import webhooks
 from berth.operator import world as world_mod
 
@@ -42,11 +43,11 @@ def parent(*, suspended: bool = True) -> dict[str, Any]:
 
 def parent_workload(*, admitted: bool) -> dict[str, Any]:
     js = parent()
-    new, problems = integrations.new_workload(
-        integrations.JobSetJob(), js, world_mod.World(CONFIG, lambda: 0.0).classes(), uid=JS_UID
+    new, problems = workload_body.new_workload(
+        jobset.JobSetJob(), js, world_mod.World(CONFIG, lambda: 0.0).classes(), uid=JS_UID
     )
     assert new is not None, problems
-    body = new.body(js, integrations.JobSetJob())
+    body = new.body(js, jobset.JobSetJob())
     body["metadata"]["resourceVersion"] = "4"
     if admitted:
         body["status"] = builders.admitted_status("cq", {"workers": 8}, {"nvidia.com/gpu": "a100"})

@@ -15,9 +15,12 @@ from typing import Any
 import pytest
 
 from berth.api import configuration
-from berth.core import batchjob, integrations, job_kind, job_updates, kubeflow
+from berth.api.labels import POD_SET_LABEL
+from berth.jobs import kubeflow, registry
+from berth.jobs.framework import merge, podsets, protocol, workload_body
+from berth.jobs.rules import job_updates
 
-PYTORCH = integrations.make(configuration.Framework.PYTORCHJOB)
+PYTORCH = registry.make(configuration.Framework.PYTORCHJOB)
 H100_TOLERATION = {"key": "berth.dev/flavor", "operator": "Equal", "value": "h100"}
 
 
@@ -104,7 +107,7 @@ POD_SET_CASES = [
 
 @pytest.mark.parametrize("case", POD_SET_CASES, ids=lambda c: c.id)
 def test_pod_sets_follow_kueues_kubeflowjob(case: PodSetCase) -> None:
-    integ = integrations.make(case.kind.framework)
+    integ = registry.make(case.kind.framework)
     obj, problems = integ.to_workload(case.job, uid="uid-1")
     assert [p.path for p in problems] == case.want_errors
     assert ([] if obj is None else [(p.name, p.count) for p in obj.spec.pod_sets]) == case.want
@@ -142,26 +145,26 @@ def test_start_and_restore_touch_only_each_replicas_scheduling_fields() -> None:
     job = training_job(Master=replica(1, nodeSelector={"team": "a"}), Worker=replica(4))
     obj, _ = PYTORCH.to_workload(job, uid="uid-1")
     assert obj is not None
-    originals = integrations.originals(obj.to_yaml_dict()["spec"]["podSets"])
+    originals = workload_body.originals(obj.to_yaml_dict()["spec"]["podSets"])
     runs = [
-        job_kind.PodSetRun("master", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
-        job_kind.PodSetRun(
-            "worker", 4, (batchjob.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
+        protocol.PodSetRun("master", 1, (podsets.FlavorPlacement({"pool": "cpu"}),)),
+        protocol.PodSetRun(
+            "worker", 4, (podsets.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,)),)
         ),
     ]
-    started = integrations.merge_patch(job, PYTORCH.start_patch(job, originals, runs))
+    started = merge.merge_patch(job, PYTORCH.start_patch(job, originals, runs))
     assert not PYTORCH.is_suspended(started)
     master = started["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
     worker = started["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
     assert master["spec"]["nodeSelector"] == {"team": "a", "pool": "cpu"}
     assert worker["spec"]["nodeSelector"] == {"gpu": "h100"}
     assert worker["spec"]["tolerations"] == [H100_TOLERATION]
-    assert worker["metadata"]["labels"] == {batchjob.POD_SET_LABEL: "worker"}
+    assert worker["metadata"]["labels"] == {POD_SET_LABEL: "worker"}
     assert started["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 4
 
-    stopped = integrations.merge_patch(started, PYTORCH.stop_patch(started))
+    stopped = merge.merge_patch(started, PYTORCH.stop_patch(started))
     assert PYTORCH.is_suspended(stopped)
-    restored = integrations.merge_patch(stopped, PYTORCH.restore_patch(stopped, originals) or {})
+    restored = merge.merge_patch(stopped, PYTORCH.restore_patch(stopped, originals) or {})
     for t in ("Master", "Worker"):
         got = restored["spec"]["pytorchReplicaSpecs"][t]["template"]
         want = job["spec"]["pytorchReplicaSpecs"][t]["template"]

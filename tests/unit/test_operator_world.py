@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from berth.api import configuration, names
-from berth.core import batchjob
+from berth.jobs import batchjob
 from berth.operator import world as world_mod
 from operator_env import cluster_queue, flavor, gpu_job, local_queue, priority_class
 

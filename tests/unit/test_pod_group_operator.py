@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from berth.api import configuration, names
-from berth.core import batchjob, podgroup
+from berth.api.labels import JOB_UID_LABEL, QUEUE_LABEL
+from berth.jobs.pod import group as podgroup
 from berth.operator import webhooks
 from berth.operator import world as world_mod
 
@@ -38,7 +39,7 @@ def member(name: str, *, rv: int = 1, gated: bool = True, **labels: str) -> dict
             "uid": f"uid-{name}",
             "resourceVersion": str(rv),
             "labels": {
-                batchjob.QUEUE_LABEL: "lq",
+                QUEUE_LABEL: "lq",
                 podgroup.MANAGED_LABEL: "true",
                 podgroup.GROUP_LABEL: "train",
                 **labels,
@@ -65,7 +66,7 @@ def group_workload(*, admitted: bool) -> dict[str, Any]:
             "resourceVersion": "9",
             "labels": {
                 podgroup.WORKLOAD_LABEL: "train",
-                batchjob.JOB_UID_LABEL: podgroup.group_uid("ml", "train"),
+                JOB_UID_LABEL: podgroup.group_uid("ml", "train"),
             },
         },
         "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": {}}]},
@@ -117,7 +118,7 @@ def _fresh_pod(**meta: Any) -> dict[str, Any]:
         "metadata": {
             "name": "p",
             "namespace": "ml",
-            "labels": {batchjob.QUEUE_LABEL: "lq"},
+            "labels": {QUEUE_LABEL: "lq"},
             **meta,
         },
         "spec": {"containers": [{"name": "c", "image": "x"}]},
@@ -171,10 +172,10 @@ def test_the_gate_comes_off_only_while_the_group_is_admitted(admitted: bool, all
 
 def test_a_member_that_moves_queue_is_refused_and_an_unmanaged_pod_is_not_looked_at() -> None:
     world = world_mod.World(ON, lambda: 0.0)
-    moved = member("a", **{batchjob.QUEUE_LABEL: "other"})
+    moved = member("a", **{QUEUE_LABEL: "other"})
     answer = webhooks.validate_pod(world, _review("UPDATE", moved, member("a")))
     assert not answer["allowed"]
-    assert batchjob.QUEUE_LABEL in answer["status"]["message"]
+    assert QUEUE_LABEL in answer["status"]["message"]
     stranger = _fresh_pod()
     assert webhooks.validate_pod(world, _review("UPDATE", stranger, stranger))["allowed"]
 
@@ -190,9 +191,7 @@ def test_the_pod_hooks_exist_only_with_the_pod_framework_and_never_as_job_hooks(
     assert not {"mpod.berth.dev", "vpod.berth.dev"} & set(off)
     job_resources = {r for rule in on["mjob.berth.dev"]["rules"] for r in rule["resources"]}
     assert "pods" not in job_resources
-    assert on["mpod.berth.dev"]["objectSelector"]["matchExpressions"][0]["key"] == (
-        batchjob.QUEUE_LABEL
-    )
+    assert on["mpod.berth.dev"]["objectSelector"]["matchExpressions"][0]["key"] == (QUEUE_LABEL)
     assert on["vpod.berth.dev"]["objectSelector"]["matchExpressions"][0]["key"] == (
         podgroup.MANAGED_LABEL
     )

@@ -17,10 +17,15 @@ from hypothesis import strategies as st
 
 from berth.api import configuration
 from berth.api import topology as api_topology
-from berth.core import batchjob, integrations, podgroup, priority, topology
+from berth.api.labels import POD_SET_LABEL, QUEUE_LABEL
+from berth.core import priority, topology
+from berth.jobs import registry
+from berth.jobs.framework import podsets, protocol, workload_body
+from berth.jobs.pod import group as podgroup
+from berth.jobs.pod import integration as pod_integration
 
 GPU = "nvidia.com/gpu"
-H100 = batchjob.FlavorPlacement({"gpu": "h100"}, ({"key": "h100", "operator": "Exists"},))
+H100 = podsets.FlavorPlacement({"gpu": "h100"}, ({"key": "h100", "operator": "Exists"},))
 
 
 def pod(
@@ -43,7 +48,7 @@ def pod(
     labels = {podgroup.MANAGED_LABEL: "true"}
     annotations = dict(notes or {})
     if queue is not None:
-        labels[batchjob.QUEUE_LABEL] = queue
+        labels[QUEUE_LABEL] = queue
     if group is not None:
         labels[podgroup.GROUP_LABEL] = group
     if total is not None:
@@ -283,7 +288,7 @@ def test_ready_and_active_count_members() -> None:
 
 # Writes -------------------------------------------------------------------------------------
 
-INTEG = integrations.PodGroupJob()
+INTEG = pod_integration.PodGroupJob()
 
 
 def test_start_ungates_each_counted_gated_member_on_its_roles_flavors() -> None:
@@ -293,17 +298,17 @@ def test_start_ungates_each_counted_gated_member_on_its_roles_flavors() -> None:
     body = group(head, worker, started)
     roles = {p["metadata"]["name"]: podgroup.role_of(p) for p in (head, worker, started)}
     runs = [
-        integrations.PodSetRun(roles["head"], 1, ()),
-        integrations.PodSetRun(roles["worker"], 2, (H100,)),
+        protocol.PodSetRun(roles["head"], 1, ()),
+        protocol.PodSetRun(roles["worker"], 2, (H100,)),
     ]
-    patch = INTEG.start_patch(body, [], runs)[integrations.MEMBERS]
+    patch = INTEG.start_patch(body, [], runs)[pod_integration.MEMBERS]
     assert sorted(patch) == ["head", "worker"]  # the started one is left alone
     assert patch["worker"]["spec"] == {
         "schedulingGates": [{"$patch": "delete", "name": podgroup.GATE}],
         "nodeSelector": {"gpu": "h100"},
         "tolerations": [{"key": "h100", "operator": "Exists"}],
     }
-    assert patch["worker"]["metadata"]["labels"] == {batchjob.POD_SET_LABEL: roles["worker"]}
+    assert patch["worker"]["metadata"]["labels"] == {POD_SET_LABEL: roles["worker"]}
     assert patch["head"]["spec"] == {
         "schedulingGates": [{"$patch": "delete", "name": podgroup.GATE}]
     }
@@ -314,12 +319,12 @@ def test_start_pins_each_member_of_a_placed_role_to_its_domain() -> None:
     members = [pod(f"w-{i}", total=3, gpus=8) for i in (2, 0, 1)]
     role = podgroup.role_of(members[0])
     host = topology.HOSTNAME
-    placed = batchjob.FlavorPlacement({"gpu": "h100"}, (), ((api_topology.PLACED_LABEL, "g-uid"),))
+    placed = podsets.FlavorPlacement({"gpu": "h100"}, (), ((api_topology.PLACED_LABEL, "g-uid"),))
     assignment = topology.Assignment(
         (host,), (topology.DomainCount(("h1",), 2), topology.DomainCount(("h2",), 1))
     )
-    runs = [integrations.PodSetRun(role, 3, (placed,), assignment)]
-    patch = INTEG.start_patch(group(*members), [], runs)[integrations.MEMBERS]
+    runs = [protocol.PodSetRun(role, 3, (placed,), assignment)]
+    patch = INTEG.start_patch(group(*members), [], runs)[pod_integration.MEMBERS]
     assert {name: p["spec"]["nodeSelector"] for name, p in patch.items()} == {
         "w-0": {"gpu": "h100", host: "h1"},
         "w-1": {"gpu": "h100", host: "h1"},
@@ -337,7 +342,7 @@ def test_stop_deletes_the_started_members_and_keeps_the_gated_and_finished() -> 
         pod("done", total=4, phase="Succeeded", gated=False, node="n1"),
         running("going", total=4, deleted=True),
     )
-    assert INTEG.stop_patch(body) == {integrations.MEMBERS: {"run": None}}
+    assert INTEG.stop_patch(body) == {pod_integration.MEMBERS: {"run": None}}
     assert INTEG.restore_patch(body, []) is None
     assert INTEG.hold_patch(body, 4) is None
 
@@ -380,14 +385,16 @@ def test_the_finalizer_goes_once_a_member_counts_for_nothing_more(
 
 def test_upkeep_deletes_excess_members_and_drops_finalizers_in_one_patch() -> None:
     body = group(running("a"), running("b"), pod("c", created="2026-11-26T11:00:00Z"))
-    assert INTEG.upkeep_patch(body, finished_workload=False) == {integrations.MEMBERS: {"c": None}}
-    done = INTEG.upkeep_patch(body, finished_workload=True)[integrations.MEMBERS]
+    assert INTEG.upkeep_patch(body, finished_workload=False) == {
+        pod_integration.MEMBERS: {"c": None}
+    }
+    done = INTEG.upkeep_patch(body, finished_workload=True)[pod_integration.MEMBERS]
     assert done == {"a": podgroup.DROP_FINALIZER, "b": podgroup.DROP_FINALIZER, "c": None}
 
 
 def test_the_workload_is_owned_by_every_member_and_named_after_the_group() -> None:
     body = group(pod("a"), pod("b"))
-    new, problems = integrations.new_workload(
+    new, problems = workload_body.new_workload(
         INTEG, body, priority.PriorityClasses(), uid=podgroup.group_uid("ml", "train")
     )
     assert problems == []
@@ -452,7 +459,7 @@ def _changed(**changes: Any) -> dict[str, Any]:
     [
         (_changed(ungate=True), False, "spec.schedulingGates"),
         (_changed(ungate=True), True, None),
-        (_changed(labels=[("labels", batchjob.QUEUE_LABEL, "other")]), True, batchjob.QUEUE_LABEL),
+        (_changed(labels=[("labels", QUEUE_LABEL, "other")]), True, QUEUE_LABEL),
         (_changed(labels=[("labels", podgroup.GROUP_LABEL, "other")]), False, podgroup.GROUP_LABEL),
         (
             _changed(labels=[("labels", podgroup.MANAGED_LABEL, None)]),
@@ -517,8 +524,8 @@ def test_berths_label_on_a_pod_berth_did_not_queue_is_refused(made: dict[str, An
 
 
 def test_the_pod_framework_makes_the_pod_group_integration() -> None:
-    made = integrations.make(configuration.Framework.POD)
-    assert isinstance(made, integrations.PodGroupJob)
+    made = registry.make(configuration.Framework.POD)
+    assert isinstance(made, pod_integration.PodGroupJob)
     assert (made.kind, made.api_version, made.plural) == ("Pod", "v1", "pods")
 
 

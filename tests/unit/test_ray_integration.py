@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
-from berth.api import configuration
-from berth.core import batchjob, integrations, job_kind, job_sync, job_updates, managed, ray
+from berth.api import configuration, labels
+from berth.jobs import ray, registry
+from berth.jobs.framework import merge, podsets, protocol, workload_body
+from berth.jobs.rules import job_sync, job_updates, managed
 
-RAYJOB = integrations.make(configuration.Framework.RAYJOB)
-RAYCLUSTER = integrations.make(configuration.Framework.RAYCLUSTER)
+RAYJOB = registry.make(configuration.Framework.RAYJOB)
+RAYCLUSTER = registry.make(configuration.Framework.RAYCLUSTER)
 H100_TOLERATION = {"key": "berth.dev/flavor", "operator": "Equal", "value": "h100"}
 
 
@@ -86,7 +88,7 @@ def raycluster(*groups: dict[str, Any], **spec: Any) -> dict[str, Any]:
 @dataclasses.dataclass(frozen=True)
 class PodSetCase:
     id: str
-    integ: job_kind.Integration
+    integ: protocol.Integration
     job: dict[str, Any]
     want: list[tuple[str, int]]
     want_errors: list[str] = dataclasses.field(default_factory=list)
@@ -223,20 +225,20 @@ def test_the_pod_priority_class_is_the_first_role_that_names_one(
     assert RAYJOB.pod_priority_class(job) == want
 
 
-def _runs() -> list[job_kind.PodSetRun]:
+def _runs() -> list[protocol.PodSetRun]:
     return [
-        job_kind.PodSetRun("head", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
-        job_kind.PodSetRun(
-            "gpu", 2, (batchjob.FlavorPlacement({"pool": "h100"}, (H100_TOLERATION,)),)
+        protocol.PodSetRun("head", 1, (podsets.FlavorPlacement({"pool": "cpu"}),)),
+        protocol.PodSetRun(
+            "gpu", 2, (podsets.FlavorPlacement({"pool": "h100"}, (H100_TOLERATION,)),)
         ),
-        job_kind.PodSetRun("submitter", 1, (batchjob.FlavorPlacement({"pool": "cpu"}),)),
+        protocol.PodSetRun("submitter", 1, (podsets.FlavorPlacement({"pool": "cpu"}),)),
     ]
 
 
-def _originals(job: dict[str, Any]) -> list[job_kind.PodSetOriginal]:
+def _originals(job: dict[str, Any]) -> list[protocol.PodSetOriginal]:
     obj, problems = RAYJOB.to_workload(job, uid="uid-rj")
     assert obj is not None, problems
-    return integrations.originals(obj.to_yaml_dict()["spec"]["podSets"])
+    return workload_body.originals(obj.to_yaml_dict()["spec"]["podSets"])
 
 
 @pytest.mark.parametrize("given_submitter", [True, False], ids=["given", "default"])
@@ -245,7 +247,7 @@ def test_start_places_every_role_and_restore_gives_the_job_back(given_submitter:
     job = rayjob(group("gpu", 2), **extra)
     submitted = copy.deepcopy(job)
     originals = _originals(job)
-    started = integrations.merge_patch(job, RAYJOB.start_patch(job, originals, _runs()))
+    started = merge.merge_patch(job, RAYJOB.start_patch(job, originals, _runs()))
 
     assert started["spec"]["suspend"] is False
     cluster = started["spec"]["rayClusterSpec"]
@@ -257,17 +259,17 @@ def test_start_places_every_role_and_restore_gives_the_job_back(given_submitter:
     assert worker["spec"]["tolerations"] == [H100_TOLERATION]
     assert cluster["workerGroupSpecs"][0]["rayStartParams"] == {}  # the group's other fields kept
     for tpl in (head, worker):
-        assert tpl["metadata"]["labels"][ray.JOB_UID_LABEL] == "uid-rj"
+        assert tpl["metadata"]["labels"][labels.JOB_UID_LABEL] == "uid-rj"
     # KubeRay's default submitter template is not in the RayJob: placed only when given (Kueue).
     assert ("submitterPodTemplate" in started["spec"]) is given_submitter
     if given_submitter:
         assert started["spec"]["submitterPodTemplate"]["spec"]["nodeSelector"] == {"pool": "cpu"}
-    assert RAYJOB.pod_selector(started) == f"{ray.JOB_UID_LABEL}=uid-rj"
+    assert RAYJOB.pod_selector(started) == f"{labels.JOB_UID_LABEL}=uid-rj"
 
-    stopped = integrations.merge_patch(started, RAYJOB.stop_patch(started))
+    stopped = merge.merge_patch(started, RAYJOB.stop_patch(started))
     restore = RAYJOB.restore_patch(stopped, originals)
     assert restore is not None
-    restored = integrations.merge_patch(stopped, restore)
+    restored = merge.merge_patch(stopped, restore)
     assert restored["spec"]["rayClusterSpec"] == submitted["spec"]["rayClusterSpec"]
     assert restored["spec"].get("submitterPodTemplate") == submitted["spec"].get(
         "submitterPodTemplate"
@@ -279,21 +281,21 @@ def test_a_raycluster_keeps_its_templates_at_the_top_of_its_spec() -> None:
     job = raycluster(group("gpu", 2))
     obj, _ = RAYCLUSTER.to_workload(job, uid="uid-rc")
     assert obj is not None
-    originals = integrations.originals(obj.to_yaml_dict()["spec"]["podSets"])
+    originals = workload_body.originals(obj.to_yaml_dict()["spec"]["podSets"])
     patch = RAYCLUSTER.start_patch(job, originals, _runs()[:2])
     assert set(patch["spec"]) == {"suspend", "headGroupSpec", "workerGroupSpecs"}
-    started = integrations.merge_patch(job, patch)
-    stopped = integrations.merge_patch(started, RAYCLUSTER.stop_patch(started))
+    started = merge.merge_patch(job, patch)
+    stopped = merge.merge_patch(started, RAYCLUSTER.stop_patch(started))
     assert RAYCLUSTER.is_suspended(stopped)
     restore = RAYCLUSTER.restore_patch(stopped, originals)
     assert restore is not None
-    assert integrations.merge_patch(stopped, restore)["spec"] == job["spec"]
+    assert merge.merge_patch(stopped, restore)["spec"] == job["spec"]
 
 
 @dataclasses.dataclass(frozen=True)
 class StatusCase:
     id: str
-    integ: job_kind.Integration
+    integ: protocol.Integration
     status: dict[str, Any]
     finished: tuple[bool, bool]
     ready: bool
@@ -407,7 +409,7 @@ def _child(kind: str, owner_kind: str = "RayJob", **meta: Any) -> dict[str, Any]
     }
 
 
-ALL_ON = integrations.for_configuration(
+ALL_ON = registry.for_configuration(
     configuration.Configuration.model_validate(
         {
             "apiVersion": "berth.dev/v1beta1",
@@ -433,9 +435,9 @@ def test_what_a_rayjob_makes_is_part_of_it_never_a_job_of_its_own(kind: str) -> 
 
 
 def test_a_rayjobs_children_follow_the_frameworks_enabled() -> None:
-    only_batch = {"Job": integrations.make(configuration.Framework.BATCH_JOB)}
+    only_batch = {"Job": registry.make(configuration.Framework.BATCH_JOB)}
     assert job_sync.parent(_child("Job"), only_batch) is None
-    [child] = [c for c in integrations.CHILD_KINDS if c.parent == "RayJob"]
+    [child] = [c for c in registry.CHILD_KINDS if c.parent == "RayJob"]
     assert child.label == ray.ORIGIN_KIND_LABEL
 
 

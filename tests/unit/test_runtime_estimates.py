@@ -8,8 +8,9 @@ import pytest
 
 import builders
 from berth.api import clusterqueue, names
-from berth.core import backfill, batchjob, estimates
+from berth.core import backfill, estimates
 from berth.core import workload as core_workload
+from berth.jobs import batchjob
 from berth.state import runtimes
 from worlds import World
 

@@ -15,8 +15,9 @@ import pytest
 from berth.api import configuration, kinds, resourceflavor, topology
 from berth.api import node as api_node
 from berth.api import workload as api_workload
-from berth.core import batchjob, integrations
+from berth.api.labels import POD_SET_LABEL, QUEUE_LABEL
 from berth.core import topology as core_topology
+from berth.jobs.framework import podsets, workload_body
 from berth.operator import placed_pods, ungater, webhooks
 from berth.operator import world as world_mod
 from berth.state import cache as cache_mod
@@ -74,7 +75,7 @@ def pod(
     placed_by: str | None = "job-uid",
     gpus: int = 8,
 ) -> dict[str, Any]:
-    labels = {batchjob.POD_SET_LABEL: "main"}
+    labels = {POD_SET_LABEL: "main"}
     if placed_by is not None:
         labels[topology.PLACED_LABEL] = placed_by
     if index is not None:
@@ -237,9 +238,9 @@ def test_a_topology_pod_set_labels_its_pods_with_the_job_that_placed_them() -> N
             }
         )
     }
-    (run,) = integrations.runs(admission, flavors, 3, job_uid="u-1")
+    (run,) = workload_body.runs(admission, flavors, 3, job_uid="u-1")
     assert run.topology == BY_HOST
-    labels, selector, _ = batchjob.placed({}, pod_set="main", flavors=list(run.placements))
+    labels, selector, _ = podsets.placed({}, pod_set="main", flavors=list(run.placements))
     assert labels[topology.PLACED_LABEL] == "u-1"
     assert selector == {"gpu": "h100"}
 
@@ -283,7 +284,7 @@ def test_a_restarted_operator_pins_the_pods_that_still_wait() -> None:
             "name": "gang",
             "namespace": "ml",
             "uid": "job-uid",
-            "labels": {batchjob.QUEUE_LABEL: "lq"},
+            "labels": {QUEUE_LABEL: "lq"},
         },
         "spec": {"suspend": False, "parallelism": 2, "template": {"spec": {"containers": []}}},
     }

@@ -19,7 +19,10 @@ import pydantic
 import pytest
 
 from berth.api import configuration
-from berth.core import batchjob, child_jobs, integrations, job_kind, job_updates, trainjob
+from berth.api.labels import POD_SET_LABEL
+from berth.jobs import jobset, registry, trainjob
+from berth.jobs.framework import merge, podsets, protocol, workload_body
+from berth.jobs.rules import child_jobs, job_updates
 
 ANCESTOR = trainjob.ANCESTOR_LABEL
 H100_TOLERATION = {"key": "berth.dev/flavor", "operator": "Equal", "value": "h100"}
@@ -216,7 +219,7 @@ POD_SET_CASES = [
 
 @pytest.mark.parametrize("case", POD_SET_CASES, ids=lambda c: c.id)
 def test_pod_sets_are_read_off_the_jobset_the_trainer_makes(case: PodSetCase) -> None:
-    wl, problems = integrations.TrainJobJob(runtimes=EVERY).to_workload(case.job, uid="tj-uid")
+    wl, problems = trainjob.TrainJobJob(runtimes=EVERY).to_workload(case.job, uid="tj-uid")
     assert problems == []
     assert wl is not None
     got = [(ps.name, ps.count, ps.template.spec.pod_requests()) for ps in wl.spec.pod_sets]
@@ -256,7 +259,7 @@ ERROR_CASES = [
 
 @pytest.mark.parametrize("case", ERROR_CASES, ids=lambda c: c.id)
 def test_a_trainjob_that_makes_no_workload_names_the_field(case: ErrorCase) -> None:
-    wl, problems = integrations.TrainJobJob(runtimes=EVERY).to_workload(case.job, uid="u")
+    wl, problems = trainjob.TrainJobJob(runtimes=EVERY).to_workload(case.job, uid="u")
     assert wl is None
     assert [p.path for p in problems] == [case.want]
 
@@ -269,7 +272,7 @@ def test_other_managers_patches_shape_the_pod_sets_and_berths_own_does_not() -> 
             patch(trainjob.PATCH_MANAGER, node={"nodeSelector": {"gpu": "h100"}}),
         ]
     )
-    wl, problems = integrations.TrainJobJob(runtimes=EVERY).to_workload(job, uid="u")
+    wl, problems = trainjob.TrainJobJob(runtimes=EVERY).to_workload(job, uid="u")
     assert problems == []
     assert wl is not None
     spec = wl.spec.pod_sets[0].template.spec
@@ -277,18 +280,18 @@ def test_other_managers_patches_shape_the_pod_sets_and_berths_own_does_not() -> 
     assert [t.to_yaml_dict() for t in spec.tolerations] == [SPOT_TOLERATION]
 
 
-def placement() -> dict[str, list[batchjob.FlavorPlacement]]:
-    return {"node": [batchjob.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,))]}
+def placement() -> dict[str, list[podsets.FlavorPlacement]]:
+    return {"node": [podsets.FlavorPlacement({"gpu": "h100"}, (H100_TOLERATION,))]}
 
 
 def test_start_writes_berths_runtime_patch_beside_the_others_and_unsuspends() -> None:
     other = patch("example.com/spot", node={"tolerations": [SPOT_TOLERATION]})
     job = train_job(trainer={"numNodes": 2, "resourcesPerNode": GPU4}, patches=[other])
-    integ = integrations.TrainJobJob(runtimes=EVERY)
+    integ = trainjob.TrainJobJob(runtimes=EVERY)
     wl, _ = integ.to_workload(job, uid="tj-uid")
     assert wl is not None
-    originals = integrations.originals([ps.to_yaml_dict() for ps in wl.spec.pod_sets])
-    runs = [job_kind.PodSetRun("node", 2, tuple(placement()["node"]))]
+    originals = workload_body.originals([ps.to_yaml_dict() for ps in wl.spec.pod_sets])
+    runs = [protocol.PodSetRun("node", 2, tuple(placement()["node"]))]
     start = integ.start_patch(job, originals, runs)
     assert start["spec"]["suspend"] is False
     patches = start["spec"]["runtimePatches"]
@@ -298,12 +301,12 @@ def test_start_writes_berths_runtime_patch_beside_the_others_and_unsuspends() ->
     [entry] = own["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     pod = entry["template"]["spec"]["template"]
     assert entry["name"] == "node"
-    assert pod["metadata"]["labels"][batchjob.POD_SET_LABEL] == "node"
+    assert pod["metadata"]["labels"][POD_SET_LABEL] == "node"
     assert pod["spec"]["nodeSelector"] == {"gpu": "h100"}
     # A strategic merge replaces the tolerations list: the other manager's stays in it.
     assert pod["spec"]["tolerations"] == [SPOT_TOLERATION, H100_TOLERATION]
 
-    running = integrations.merge_patch(job, start)
+    running = merge.merge_patch(job, start)
     assert not integ.is_suspended(running)
     # The JobSet as it runs carries the flavor; the Workload's pod sets still do not.
     made = integ.child_as_made(running, {"kind": "JobSet", "metadata": {"name": "train"}})
@@ -312,10 +315,10 @@ def test_start_writes_berths_runtime_patch_beside_the_others_and_unsuspends() ->
     assert made_pod["nodeSelector"] == {"gpu": "h100"}
     assert integ.to_workload(running, uid="tj-uid")[0] == wl
 
-    stopped = integrations.merge_patch(running, integ.stop_patch(running))
+    stopped = merge.merge_patch(running, integ.stop_patch(running))
     restore = integ.restore_patch(stopped, originals)
     assert restore == {"spec": {"runtimePatches": [other]}}
-    assert integrations.merge_patch(stopped, restore)["spec"] == job["spec"]
+    assert merge.merge_patch(stopped, restore)["spec"] == job["spec"]
     assert integ.restore_patch(job, originals) is None
 
 
@@ -347,7 +350,7 @@ def test_restore_drops_the_field_when_berths_patch_was_the_only_one() -> None:
 def test_trainjob_status(
     status: dict[str, Any], want_finished: tuple[bool, bool], want_ready: bool, active: int
 ) -> None:
-    integ = integrations.TrainJobJob(runtimes=EVERY)
+    integ = trainjob.TrainJobJob(runtimes=EVERY)
     job = {**train_job(), "status": status}
     assert integ.finished(job) == want_finished
     assert integ.pods_ready(job, 1) is want_ready
@@ -355,7 +358,7 @@ def test_trainjob_status(
 
 
 def jobset_child(job: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    made = integrations.TrainJobJob(runtimes=EVERY).child_as_made(
+    made = trainjob.TrainJobJob(runtimes=EVERY).child_as_made(
         job, {"kind": "JobSet", "metadata": {"name": "train"}}
     )
     assert isinstance(made, dict)
@@ -399,19 +402,19 @@ def jobset_child(job: dict[str, Any], **changes: Any) -> dict[str, Any]:
 def test_only_the_jobset_the_trainer_makes_may_run(
     changes: dict[str, Any], refused: str | None
 ) -> None:
-    integ = integrations.TrainJobJob(runtimes=EVERY)
+    integ = trainjob.TrainJobJob(runtimes=EVERY)
     job = train_job(trainer={"numNodes": 2, "resourcesPerNode": GPU4})
     wl, _ = integ.to_workload(job, uid="tj-uid")
     assert wl is not None
-    originals = integrations.originals([ps.to_yaml_dict() for ps in wl.spec.pod_sets])
-    running = integrations.merge_patch(
+    originals = workload_body.originals([ps.to_yaml_dict() for ps in wl.spec.pod_sets])
+    running = merge.merge_patch(
         job,
         integ.start_patch(
-            job, originals, [job_kind.PodSetRun("node", 2, tuple(placement()["node"]))]
+            job, originals, [protocol.PodSetRun("node", 2, tuple(placement()["node"]))]
         ),
     )
     child = jobset_child(running, **changes)
-    why = child_jobs.refusal(running, child, integrations.JobSetJob(), integ)
+    why = child_jobs.refusal(running, child, jobset.JobSetJob(), integ)
     if refused is None:
         assert why is None
     else:
@@ -427,7 +430,7 @@ def test_the_trainjob_integration_needs_the_jobset_one() -> None:
     )
     config = configuration.Configuration(integrations=both)
     runtimes = catalog(TORCH)
-    enabled = integrations.for_configuration(config, runtimes)
+    enabled = registry.for_configuration(config, runtimes)
     integ = enabled[trainjob.KIND]
     assert integ.pod_count(train_job(trainer={"numNodes": 3})) == 3
     runtimes.clear()  # the operator's watch forgets a deleted runtime: the integration sees it
@@ -444,7 +447,7 @@ def test_the_trainjob_integration_needs_the_jobset_one() -> None:
 def test_a_running_trainjob_may_not_grow_past_its_admission(
     change: dict[str, Any], field: str
 ) -> None:
-    integ = integrations.TrainJobJob(runtimes=EVERY)
+    integ = trainjob.TrainJobJob(runtimes=EVERY)
     old = train_job(trainer={"numNodes": 2, "resourcesPerNode": GPU4}, suspend=False)
     new = copy.deepcopy(old)
     new["spec"]["trainer"].update(change)
@@ -494,7 +497,7 @@ MALFORMED_SPECS = [
 @pytest.mark.parametrize("spec", MALFORMED_RUNTIMES)
 def test_a_malformed_runtime_is_a_field_error_on_the_trainjob(spec: Any) -> None:
     # An admin's bad runtime YAML (the simulator reads it unchecked by any CRD schema).
-    integ = integrations.TrainJobJob(runtimes=catalog(_malformed_runtime(spec)))
+    integ = trainjob.TrainJobJob(runtimes=catalog(_malformed_runtime(spec)))
     job = train_job(trainer={"numNodes": 2})
     wl, problems = integ.to_workload(job, uid="u")
     assert wl is None
@@ -510,7 +513,7 @@ def test_a_malformed_runtime_is_a_field_error_on_the_trainjob(spec: Any) -> None
 def test_a_malformed_trainjob_is_a_field_error(change: dict[str, Any]) -> None:
     job = train_job()
     job["spec"].update(change)
-    wl, problems = integrations.TrainJobJob(runtimes=EVERY).to_workload(job, uid="u")
+    wl, problems = trainjob.TrainJobJob(runtimes=EVERY).to_workload(job, uid="u")
     assert wl is None
     assert problems
     assert all(p.path.startswith("spec.") for p in problems)

@@ -1,6 +1,6 @@
 """A namespace Berth manages runs only queued work: every way a pod could start there is answered.
 
-``core.unqueued``'s rules, as the webhooks apply them with ``manageJobsWithoutQueueName`` on
+``jobs.rules.unqueued``'s rules, as the webhooks apply them with ``manageJobsWithoutQueueName`` on
 (the chart's default): a job or bare Pod naming no LocalQueue goes to the namespace's
 ``default`` one or is refused; Deployments and the other kinds Berth does not queue are
 refused; a Pod naming no queue runs only if a queued job's controller made it. Decisions come
@@ -18,7 +18,9 @@ import pytest
 
 import builders
 from berth.api import configuration, selector
-from berth.core import batchjob, jobset, podgroup
+from berth.api.labels import QUEUE_LABEL
+from berth.jobs import jobset
+from berth.jobs.pod import group as podgroup
 from berth.operator import webhooks
 from berth.operator import world as world_mod
 
@@ -110,14 +112,14 @@ def test_a_job_naming_no_queue_goes_to_the_default_localqueue_or_is_refused(
     world = _world(default_queue=default_queue)
     job = _job(namespace)
     mutated = _patched(job, webhooks.mutate_job(world, _review(job)))
-    assert (mutated["metadata"].get("labels") or {}).get(batchjob.QUEUE_LABEL) == labelled
+    assert (mutated["metadata"].get("labels") or {}).get(QUEUE_LABEL) == labelled
     if labelled is not None:
         assert mutated["spec"]["suspend"] is True  # queued like any labelled Job
     answer = webhooks.validate_job(world, _review(mutated))
     assert answer["allowed"] is allowed, answer
     if not allowed:
         message = answer["status"]["message"]
-        assert f"metadata.labels[{batchjob.QUEUE_LABEL}]" in message
+        assert f"metadata.labels[{QUEUE_LABEL}]" in message
         assert "this namespace's LocalQueues: lq" in message
         assert "LocalQueue named default" in message
 
@@ -138,7 +140,7 @@ def test_a_bare_pod_naming_no_queue_is_made_a_member_of_the_default_localqueue()
     world = _world(default_queue=True)
     pod = _pod()
     mutated = _patched(pod, webhooks.mutate_pod(world, _review(pod)))
-    assert mutated["metadata"]["labels"][batchjob.QUEUE_LABEL] == "default"
+    assert mutated["metadata"]["labels"][QUEUE_LABEL] == "default"
     assert mutated["metadata"]["labels"][podgroup.MANAGED_LABEL] == "true"
     assert {"name": podgroup.GATE} in mutated["spec"]["schedulingGates"]
 
@@ -196,7 +198,7 @@ def test_kinds_berth_does_not_queue_are_refused_in_a_managed_namespace(
     obj = {
         "apiVersion": "apps/v1",
         "kind": kind,
-        "metadata": {"name": "web", "namespace": namespace, "labels": {batchjob.QUEUE_LABEL: "lq"}},
+        "metadata": {"name": "web", "namespace": namespace, "labels": {QUEUE_LABEL: "lq"}},
         "spec": {},
     }
     answer = webhooks.validate_unqueued_kind(world, _review(obj))
@@ -281,7 +283,7 @@ def test_the_pods_of_a_rayjobs_cluster_run_by_the_rayjobs_label() -> None:
             "namespace": "team",
             "uid": "rj-uid",
             "resourceVersion": "1",
-            "labels": {batchjob.QUEUE_LABEL: "lq"},
+            "labels": {QUEUE_LABEL: "lq"},
         },
         "spec": {"suspend": False},
     }

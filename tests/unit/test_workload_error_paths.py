@@ -1,6 +1,6 @@
 """A Workload that does not load is refused with paths in the job's own terms, for every kind.
 
-``batchjob.build_workload`` maps ``spec.podSets[i].template...`` to where role ``i``'s template
+``workload_body.build_workload`` maps ``spec.podSets[i].template...`` to where role ``i``'s template
 lives in the job (a Job's ``spec.template``, a JobSet's replicated job, a training job's replica
 type, a Ray cluster's head or worker group), so the user is told which field of what they wrote.
 """
@@ -15,7 +15,7 @@ import pytest
 
 import builders
 from berth.api import configuration
-from berth.core import integrations
+from berth.jobs import registry
 
 BAD_CONTAINERS = "not a list"
 
@@ -110,7 +110,7 @@ def _raycluster() -> dict[str, Any]:
 def test_a_bad_template_is_named_where_the_user_wrote_it(
     framework: configuration.Framework, make: Callable[[], dict[str, Any]], want_prefix: str
 ) -> None:
-    obj, problems = integrations.make(framework).to_workload(make(), uid="u")
+    obj, problems = registry.make(framework).to_workload(make(), uid="u")
     assert obj is None
     assert problems
     assert all(p.path.startswith(want_prefix) for p in problems), [p.path for p in problems]

@@ -1,4 +1,4 @@
-"""What a Workload update may change (``core.workload_updates``), as its webhook decides."""
+"""What a Workload update may change (``jobs.rules.workload_updates``), as its webhook decides."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from berth.core import job_sync, workload_updates
+from berth.api import labels
+from berth.jobs.rules import workload_updates
 
 CLASSES = {"low": 10, "high": 1000}
 
@@ -67,7 +68,7 @@ class Row:
 ADMITTED = workload(admitted=True)
 PENDING = workload(admitted=False)
 HELD = copy.deepcopy(PENDING)
-HELD["metadata"]["labels"][job_sync.UNSUPPORTED_OWNER_LABEL] = "JobSet"
+HELD["metadata"]["labels"][labels.UNSUPPORTED_OWNER_LABEL] = "JobSet"
 ROWS = (
     Row(
         "raise its own priority",
@@ -129,8 +130,8 @@ ROWS = (
     Row(
         "release a child Job's Workload",
         HELD,
-        edit(lambda w: w["metadata"]["labels"].pop(job_sync.UNSUPPORTED_OWNER_LABEL)),
-        (f"metadata.labels[{job_sync.UNSUPPORTED_OWNER_LABEL}]",),
+        edit(lambda w: w["metadata"]["labels"].pop(labels.UNSUPPORTED_OWNER_LABEL)),
+        (f"metadata.labels[{labels.UNSUPPORTED_OWNER_LABEL}]",),
     ),
 )
 

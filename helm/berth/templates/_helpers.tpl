@@ -50,7 +50,7 @@ kind: Configuration
 
 {{- /*
 The job kinds beside batch/v1 Job, by their framework name in managerConfig.integrations.frameworks:
-[API group, version, resource]. berth.core.integrations holds the same table.
+[API group, version, resource]. berth.jobs.registry holds the same table.
 */ -}}
 {{- define "berth.jobKinds" -}}
 jobset.x-k8s.io/jobset: [jobset.x-k8s.io, v1alpha2, jobsets]

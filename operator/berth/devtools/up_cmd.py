@@ -31,14 +31,14 @@ from berth.adapters.kube import client
 from berth.adapters.kube import errors as kube_errors
 from berth.adapters.kube import jobs as kube_jobs
 from berth.api import base, crd, duration
-from berth.core import integrations
 from berth.devtools.devcluster import binaries, errors, kwok, launcher, processes
 from berth.entry import options
+from berth.jobs import batchjob
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "config" / "samples"
 SIM_PREFIX = "sim.berth.dev/"
-_BATCH = integrations.BatchJob()
+_BATCH = batchjob.BatchJob()
 _POLL = 0.5
 _DEFAULT_RUN = 600.0
 """Seconds a demo Job without ``sim.berth.dev/duration`` runs, before the speed-up."""

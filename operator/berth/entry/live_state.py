@@ -33,7 +33,8 @@ import click
 
 from berth.adapters.kube import errors
 from berth.api import conditions, configuration, names, workload_view
-from berth.core import admission, integrations, workload
+from berth.core import admission, workload
+from berth.jobs import registry
 from berth.operator import webhooks
 from berth.operator import world as world_mod
 
@@ -157,7 +158,7 @@ class Found:
     """Reason and message of its ``QuotaReserved=False`` condition, as the operator wrote them."""
 
 
-JOB_TARGETS = {i.kind.lower(): i.kind for i in integrations.EVERY_KIND}
+JOB_TARGETS = {i.kind.lower(): i.kind for i in registry.EVERY_KIND}
 """``berth explain`` targets that name a job, and the job kind each means."""
 
 

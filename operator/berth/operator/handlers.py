@@ -17,7 +17,7 @@ import kopf
 
 from berth.adapters.kube import client, informer
 from berth.api import base
-from berth.core import trainjob
+from berth.jobs import trainjob
 from berth.operator import world as world_mod
 
 WATCHED = (

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from berth.api import names
-from berth.core import podgroup
+from berth.jobs.pod import group as podgroup
 
 Body = dict[str, Any]
 
@@ -23,7 +23,7 @@ def owner_job_uid(body: Body) -> str | None:
     """The uid of the job that controls a Pod, if any.
 
     Its controller (a Job, a training job), else a ``batch`` Job it names; a pod group's member
-    counts for its group (``core.podgroup.group_uid``).
+    counts for its group (``jobs.pod.group.group_uid``).
     """
     if podgroup.is_member(body):
         member = podgroup.membership(body)

@@ -1,6 +1,6 @@
 """The job controller: keeps each managed job and its Workload in step (leader only).
 
-Every integrated kind (``batch/v1`` Job, JobSet; ``core.integrations``) goes through the same
+Every integrated kind (``batch/v1`` Job, JobSet; ``jobs.registry``) goes through the same
 steps, reading and patching the job through its integration. For every job a handler marked
 dirty, in Kueue's reconciler order (``jobframework/reconciler.go``):
 
@@ -11,8 +11,8 @@ dirty, in Kueue's reconciler order (``jobframework/reconciler.go``):
    setting ``Requeued`` as Kueue does (True only after a preemption);
 4. the Workload is admitted and the Job suspended: start it with the flavors' node labels and
    tolerations (the integration's start patch); once running, keep it at its admitted shape
-   (``core.job_sync.divergences``: held at its count, or evicted with ``JobChanged`` and queued
-   again at its new shape) and ``PodsReady`` current;
+   (``jobs.rules.job_sync.divergences``: held at its count, or evicted with ``JobChanged`` and
+   queued again at its new shape) and ``PodsReady`` current;
 5. the Job runs but its Workload is not admitted: suspend it.
 
 Handlers only mark Jobs; all writes happen here, through ``berth.adapters.kube``.
@@ -29,8 +29,11 @@ from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events, jobs, workloads
 from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
-from berth.core import integrations, job_sync, podgroup
-from berth.core.job_kind import Integration
+from berth.jobs.framework import workload_body
+from berth.jobs.framework.protocol import Integration
+from berth.jobs.pod import group as podgroup
+from berth.jobs.pod import integration as pod_integration
+from berth.jobs.rules import job_sync
 from berth.operator import ports, webhooks
 from berth.operator import world as world_mod
 
@@ -96,12 +99,12 @@ class JobController:
         if not (w.managed(job) or unfinished):
             return
         owner = job_sync.foreign_owner(job, w.integrations) if key.kind == "Job" else None
-        if isinstance(integ, integrations.PodGroupJob) and await self._members(integ, job, wl):
+        if isinstance(integ, pod_integration.PodGroupJob) and await self._members(integ, job, wl):
             return  # the members' events bring the group back
         if wl_key is None:
             if integ.finished(job)[0]:
                 return
-            if isinstance(integ, integrations.PodGroupJob) and podgroup.missing(job):
+            if isinstance(integ, pod_integration.PodGroupJob) and podgroup.missing(job):
                 return  # not whole yet: its Workload is made when its last member comes
             if not integ.is_suspended(job):
                 # Running before Berth managed it (a queue label added past the webhook): stop it
@@ -116,12 +119,12 @@ class JobController:
     async def _patch(self, integ: Integration, job: dict[str, Any], patch: dict[str, Any]) -> None:
         """Merge-patch a job and take in what the API server stored.
 
-        A pod group's patch is one per member (``integrations.MEMBERS``): a strategic merge
+        A pod group's patch is one per member (``pod_integration.MEMBERS``): a strategic merge
         patch, or None to delete the member.
         """
         meta = job["metadata"]
-        if isinstance(integ, integrations.PodGroupJob):
-            for name, member_patch in sorted(patch.get(integrations.MEMBERS, {}).items()):
+        if isinstance(integ, pod_integration.PodGroupJob):
+            for name, member_patch in sorted(patch.get(pod_integration.MEMBERS, {}).items()):
                 if member_patch is None:
                     await jobs.delete(self.kube, integ, meta["namespace"], name)
                     continue
@@ -136,7 +139,7 @@ class JobController:
 
     async def _members(
         self,
-        integ: integrations.PodGroupJob,
+        integ: pod_integration.PodGroupJob,
         group: dict[str, Any],
         wl: workload_view.WorkloadView | None,
     ) -> bool:
@@ -150,7 +153,7 @@ class JobController:
         done = integ.finished(group)[0]
         finished = (wl is not None and wl.is_true(_COND.FINISHED)) or (wl is None and done)
         upkeep = integ.upkeep_patch(group, finished_workload=finished)
-        if upkeep[integrations.MEMBERS]:
+        if upkeep[pod_integration.MEMBERS]:
             await self._patch(integ, group, upkeep)
             return True
         if wl is None or finished:
@@ -211,7 +214,7 @@ class JobController:
                 await self._track_ready(integ, job, wl_key, wl)
         elif not integ.is_suspended(job):
             meta = job["metadata"]
-            if isinstance(integ, integrations.PodGroupJob):
+            if isinstance(integ, pod_integration.PodGroupJob):
                 await self._patch(integ, job, integ.stop_patch(job))  # a patch per member
                 return
             await jobs.patch(
@@ -242,7 +245,7 @@ class JobController:
     ) -> None:
         w = self.world
         meta = job["metadata"]
-        new, problems = integrations.new_workload(integ, job, w.classes(), uid=meta["uid"])
+        new, problems = workload_body.new_workload(integ, job, w.classes(), uid=meta["uid"])
         if new is None:
             message = "; ".join(str(p) for p in problems)
             await self._event(
@@ -291,13 +294,13 @@ class JobController:
         The webhooks refuse those changes; this holds when one got past them (webhook down or
         bypassed). Returns whether it wrote.
         """
-        if isinstance(integ, integrations.PodGroupJob):
+        if isinstance(integ, pod_integration.PodGroupJob):
             return False  # members keep their own specs; extra ones are deleted (_members)
         w = self.world
         adm = wl.admission
         uid = str(job["metadata"].get("uid") or "")
-        runs = integrations.runs(adm, w.cache.flavors, integ.pod_count(job), job_uid=uid)
-        found = job_sync.divergences(job, integrations.originals(wl.pod_sets), runs, integ)
+        runs = workload_body.runs(adm, w.cache.flavors, integ.pod_count(job), job_uid=uid)
+        found = job_sync.divergences(job, workload_body.originals(wl.pod_sets), runs, integ)
         if not found:
             return False
         meta = job["metadata"]
@@ -489,9 +492,9 @@ class JobController:
         w = self.world
         adm = wl.admission
         uid = str(job["metadata"].get("uid") or "")
-        runs = integrations.runs(adm, w.cache.flavors, integ.pod_count(job), job_uid=uid)
+        runs = workload_body.runs(adm, w.cache.flavors, integ.pod_count(job), job_uid=uid)
         await self._patch(
-            integ, job, integ.start_patch(job, integrations.originals(wl.pod_sets), runs)
+            integ, job, integ.start_patch(job, workload_body.originals(wl.pod_sets), runs)
         )
         meta = job["metadata"]
         log.info("started %s %s/%s", integ.kind, meta["namespace"], meta["name"])
@@ -544,11 +547,11 @@ class JobController:
         w = self.world
         meta = job["metadata"]
         ns, name = meta["namespace"], meta["name"]
-        if isinstance(integ, integrations.PodGroupJob):
+        if isinstance(integ, pod_integration.PodGroupJob):
             # Pods are not suspended: the started members are deleted, and the quota goes once
             # none is left on a node (the members still gated wait for the next admission).
             stop = integ.stop_patch(job)
-            if stop[integrations.MEMBERS]:
+            if stop[pod_integration.MEMBERS]:
                 await self._patch(integ, job, stop)
                 await self._event(job, "Stopped", "The workload is evicted; its pods are deleted")
                 return
@@ -562,7 +565,7 @@ class JobController:
             return
         elif not await self._pods_gone(integ, job, key):
             return
-        restore = integ.restore_patch(job, integrations.originals(wl.pod_sets))
+        restore = integ.restore_patch(job, workload_body.originals(wl.pod_sets))
         if restore is not None:
             before = integ.before_restore(job)
             if before is not None:

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from berth.api import configuration, names, workload_view
-from berth.core import cycle, job_sync, job_updates, priority, workload
-from berth.core.job_kind import Integration
+from berth.core import cycle, priority, workload
+from berth.jobs.framework.protocol import Integration
+from berth.jobs.rules import job_sync, job_updates
 from berth.operator import mailbox
 from berth.state import cache as cache_mod
 from berth.state import lifecycle, priorities

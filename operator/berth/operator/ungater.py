@@ -23,7 +23,7 @@ from typing import Any
 from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, jobs
 from berth.api import conditions, topology
-from berth.core import batchjob
+from berth.api.labels import POD_SET_LABEL
 from berth.core import topology as core_topology
 from berth.operator import ports
 
@@ -85,7 +85,7 @@ class Ungater:
             assignment = core_topology.from_status(psa.topology_assignment)
             if assignment is None:
                 continue
-            mine = [p for p in pods if _labels(p).get(batchjob.POD_SET_LABEL) == psa.name]
+            mine = [p for p in pods if _labels(p).get(POD_SET_LABEL) == psa.name]
             for name, selector in pinned_now(assignment, mine).items():
                 await self._pin(name, selector)
 

@@ -23,7 +23,9 @@ from aiohttp import web
 
 from berth.adapters import tls
 from berth.adapters.kube import client, errors, jobs
-from berth.core import job_kind, job_sync, trainjob
+from berth.jobs import trainjob
+from berth.jobs.framework import protocol
+from berth.jobs.rules import job_sync
 from berth.operator import cluster_certs, webhooks
 from berth.operator import world as world_mod
 
@@ -76,7 +78,7 @@ class WebhookServer:
             return await read_runtime(kube, world, job)
 
         async def read_job(
-            integration: job_kind.Integration, namespace: str, name: str
+            integration: protocol.Integration, namespace: str, name: str
         ) -> dict[str, Any] | None:
             return await jobs.get(kube, integration, namespace, name)
 

@@ -6,17 +6,17 @@ Routes (AdmissionReview v1, served by aiohttp with a certificate this module iss
   created suspended; so is a child Job of an integrated parent (a JobSet's) that is not
   admitted, or whose owner reference names no job Berth knows.
 - ``/validate-job``: a new job must make a valid Workload (``berth.dev/job-min-parallelism``
-  included); an update must keep ``core.job_updates``' rules (no start by hand, no queue change
-  while it runs or holds quota, no queue removal while its Workload is unfinished, no pod set
-  above its admission, nothing its create would have been refused for). A child Job of an
-  integrated parent may not be started while its parent is not admitted, nor lose the label
-  that marks it as the parent's.
+  included); an update must keep the rules of ``jobs.rules.job_updates`` (no start by hand, no
+  queue change while it runs or holds quota, no queue removal while its Workload is
+  unfinished, no pod set above its admission, nothing its create would have been refused
+  for). A child Job of an integrated parent may not be started while its parent is not
+  admitted, nor lose the label that marks it as the parent's.
 - ``/validate-scale``: a change through a job's ``scale`` subresource (an HPA's, or ``kubectl
   scale``) is checked as the job would be at that size, by the same rules; it has no labels
   for an object selector, so every such request comes, and the job is read as stored now.
 - ``/mutate-berth``: Berth's kinds get their defaults filled in (the models' full dump of spec).
 - ``/validate-berth``: Berth's kinds are checked with ``berth.api.validation``, and a Workload
-  update with ``core.workload_updates`` (pod sets and queue fixed while quota is reserved,
+  update with ``jobs.rules.workload_updates`` (pod sets and queue fixed while quota is reserved,
   priority only through its class); every field error is returned.
 
 ``configurations`` builds the Mutating/ValidatingWebhookConfiguration objects pointing at a URL
@@ -37,19 +37,13 @@ from aiohttp import web
 from berth.adapters import tls
 from berth.adapters.kube import errors as kube_errors
 from berth.api import base, kinds, names, topology, validation
-from berth.core import (
-    batchjob,
-    child_jobs,
-    integrations,
-    job_kind,
-    job_sync,
-    job_updates,
-    managed,
-    podgroup,
-    unqueued,
-    workload_updates,
-)
+from berth.api.labels import KUEUE_QUEUE_LABEL, QUEUE_LABEL
 from berth.core import topology as core_topology
+from berth.jobs import registry
+from berth.jobs.framework import labelled, merge, protocol
+from berth.jobs.pod import group as podgroup
+from berth.jobs.pod import integration as pod_integration
+from berth.jobs.rules import child_jobs, job_sync, job_updates, managed, unqueued, workload_updates
 from berth.operator import ports
 from berth.operator import world as world_mod
 
@@ -119,8 +113,8 @@ def mutate_job(
     """Suspend a managed job at creation, and a child job that may not run (``why_child_waits``).
 
     A managed job naming no LocalQueue is queued in the namespace's ``default`` one, if any
-    (``core.unqueued`` rule 1). ``parent``: a child's parent as just read from the API, instead
-    of as last seen.
+    (``jobs.rules.unqueued`` rule 1). ``parent``: a child's parent as just read from the API,
+    instead of as last seen.
     """
     job = _job(request)
     if request.get("operation") != "CREATE":
@@ -129,7 +123,7 @@ def mutate_job(
     ops: list[dict[str, Any]] = []
     default = world.default_queue(job)
     if default is not None:
-        ops = _label_patch(job, batchjob.QUEUE_LABEL, default)
+        ops = _label_patch(job, QUEUE_LABEL, default)
     if integ.is_suspended(job):
         return _allow(ops)
     warnings = []
@@ -142,7 +136,7 @@ def mutate_job(
         return _allow(ops)
     # The whole spec, suspended where the job's kind keeps the switch (a Job's spec.suspend, a
     # training job's spec.runPolicy.suspend): one patch for every kind, parent fields included.
-    spec = integrations.suspended_spec(integ, job)
+    spec = merge.suspended_spec(integ, job)
     ops.append({"op": "add" if "spec" not in job else "replace", "path": "/spec", "value": spec})
     answer = _allow(ops)
     if warnings:
@@ -160,8 +154,8 @@ def why_child_waits(
     """Why a child job of an integrated parent may not run now ('' when it may).
 
     It runs only while its parent is admitted, and only if it is a child the parent's
-    controller makes, no larger (``core.child_jobs``). ``parent``: the parent as just read from
-    the API, instead of as last seen. ``running``: the child runs already and changes; its
+    controller makes, no larger (``jobs.rules.child_jobs``). ``parent``: the parent as just read
+    from the API, instead of as last seen. ``running``: the child runs already and changes; its
     parent's admission is not asked again (a parent gone or evicted stops it anyway).
     """
     ref = world.parent_of(job)
@@ -212,7 +206,7 @@ def _child_refusals(
             field, why = "spec", why_child_waits(world, job, parent, running=True)
         if why:
             problems.append(f"{field}: this {kind} is part of a job Berth queues: {why}")
-    for label in {c.label for c in integrations.CHILD_KINDS if c.label is not None}:
+    for label in {c.label for c in registry.CHILD_KINDS if c.label is not None}:
         had = label in ((old.get("metadata") or {}).get("labels") or {})
         if had and label not in ((job.get("metadata") or {}).get("labels") or {}):
             problems.append(
@@ -225,7 +219,7 @@ def _child_refusals(
 def validate_job(
     world: ports.WebhookWorld, request: dict[str, Any], parent: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Check a new job makes a valid Workload, and an update keeps ``core.job_updates``' rules.
+    """Check a new job makes a valid Workload, and an update keeps the rules of job updates.
 
     ``parent``: a child's parent as just read from the API, instead of as last seen.
     """
@@ -236,7 +230,7 @@ def validate_job(
         if not world.managed(job):
             return _allow()
         if integ.queue_name(job) is None:
-            # Managed without a queue, and no default LocalQueue took it (core.unqueued rule 1).
+            # Managed without a queue, and no default LocalQueue took it (jobs.rules.unqueued 1).
             namespace = str((job.get("metadata") or {}).get("namespace") or "default")
             no_queue = unqueued.no_queue(integ.kind, namespace, world.local_queue_names(namespace))
             return _deny(str(no_queue), 422)
@@ -260,7 +254,7 @@ def validate_job(
 
 def scaled_integration(
     world: ports.WebhookWorld, request: dict[str, Any]
-) -> job_kind.Integration | None:
+) -> protocol.Integration | None:
     """The enabled integration whose ``scale`` subresource a review is about, if any."""
     resource = request.get("resource") or {}
     for integ in world.integrations.values():
@@ -282,7 +276,7 @@ def validate_scale(
         request.get("operation") != "UPDATE"
         or request.get("subResource") != "scale"
         or job is None
-        or not isinstance(integ, job_kind.Scalable)
+        or not isinstance(integ, protocol.Scalable)
     ):
         return _allow()
     replicas = ((request.get("object") or {}).get("spec") or {}).get("replicas")
@@ -296,7 +290,7 @@ def validate_scale(
 
 
 def mutate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
-    """Make a new managed Pod a pod group's member: held by Berth's gate (``core.podgroup``).
+    """Make a new managed Pod a pod group's member: held by Berth's gate (``jobs.pod.group``).
 
     A pod a controller owns (a Job's) is its controller's business, never a member.
     """
@@ -308,10 +302,10 @@ def mutate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, 
     default = world.default_queue(pod)
     if default is None:
         return _allow(podgroup.webhook_patch(pod, honor_kueue=world.config.honor_kueue_labels))
-    # Queued in the namespace's default LocalQueue (core.unqueued rule 1), then made a member.
+    # Queued in the namespace's default LocalQueue (jobs.rules.unqueued rule 1), then made a member.
     labelled = copy.deepcopy(pod)
-    labelled.setdefault("metadata", {}).setdefault("labels", {})[batchjob.QUEUE_LABEL] = default
-    ops = _label_patch(pod, batchjob.QUEUE_LABEL, default)
+    labelled.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_LABEL] = default
+    ops = _label_patch(pod, QUEUE_LABEL, default)
     return _allow(
         ops + podgroup.webhook_patch(labelled, honor_kueue=world.config.honor_kueue_labels)
     )
@@ -320,12 +314,13 @@ def mutate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, 
 def validate_unqueued_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
     """Refuse a Pod naming no queue in a managed namespace unless a queued job's controller made it.
 
-    ``core.unqueued`` rule 3; the hook sees only namespaces Berth manages without a queue name.
+    ``jobs.rules.unqueued`` rule 3; the hook sees only namespaces Berth manages without a queue
+    name.
     """
     pod = _job(request)
     if request.get("operation") != "CREATE" or not world.config.manage_jobs_without_queue_name:
         return _allow()
-    if batchjob.queue_name(pod, honor_kueue=world.config.honor_kueue_labels) is not None:
+    if labelled.queue_name(pod, honor_kueue=world.config.honor_kueue_labels) is not None:
         return _allow()
     if not world.managed({"kind": podgroup.KIND, "metadata": _unlabelled(pod)}):
         return _allow()  # kube-system, the operator's namespace, or one the selector leaves out
@@ -334,7 +329,7 @@ def validate_unqueued_pod(world: ports.WebhookWorld, request: dict[str, Any]) ->
 
 
 def validate_unqueued_kind(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
-    """Refuse a workload kind Berth does not queue in a managed namespace (``core.unqueued`` 2)."""
+    """Refuse a workload kind Berth does not queue in a managed namespace (``unqueued`` rule 2)."""
     obj = _job(request)
     if request.get("operation") != "CREATE" or not world.config.manage_jobs_without_queue_name:
         return _allow()
@@ -349,8 +344,8 @@ def _unlabelled(obj: dict[str, Any]) -> dict[str, Any]:
     """An object's metadata without its queue labels: whether its namespace is managed at all."""
     meta = dict(obj.get("metadata") or {})
     labels = dict(meta.get("labels") or {})
-    labels.pop(batchjob.QUEUE_LABEL, None)
-    labels.pop(batchjob.KUEUE_QUEUE_LABEL, None)
+    labels.pop(QUEUE_LABEL, None)
+    labels.pop(KUEUE_QUEUE_LABEL, None)
     meta["labels"] = labels
     meta.pop("ownerReferences", None)
     return meta
@@ -369,7 +364,7 @@ def mutate_placed_pod(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
-    """Check a new member's group metadata, and that a change keeps ``core.podgroup``'s rules.
+    """Check a new member's group metadata, and that a change keeps ``jobs.pod.group``'s rules.
 
     Berth's scheduling gate comes off only while the member's group is admitted.
     """
@@ -431,9 +426,9 @@ def validate_berth(
     """Check a Berth object, and what a Workload update changes; deny with every field error.
 
     ``class_values`` are the WorkloadPriorityClasses' current values, and ``job_class`` tells
-    which class a Workload's Job names now (``core.workload_updates``). A ResourceFlavor naming
-    a Topology not among ``topologies`` is let through with a warning (it may come next in the
-    same apply), saying what its ClusterQueues do meanwhile.
+    which class a Workload's Job names now (``jobs.rules.workload_updates``). A ResourceFlavor
+    naming a Topology not among ``topologies`` is let through with a warning (it may come next
+    in the same apply), saying what its ClusterQueues do meanwhile.
     """
     if request.get("operation") == "DELETE":
         return _allow()
@@ -474,7 +469,7 @@ ParentReader = Callable[[job_sync.Parent, str], Awaitable[dict[str, Any] | None]
 """Reads a child's parent (named by its owner reference, in a namespace) as stored now."""
 RuntimeReader = Callable[[dict[str, Any]], Awaitable[bool]]
 """Reads the training runtime a TrainJob names into the World; True when it read one."""
-JobReader = Callable[[job_kind.Integration, str, str], Awaitable[dict[str, Any] | None]]
+JobReader = Callable[[protocol.Integration, str, str], Awaitable[dict[str, Any] | None]]
 """Reads a job of a kind by namespace and name as stored now (None: it does not exist); raises
 ``berth.adapters.kube.errors.KubeError`` when it cannot tell."""
 
@@ -603,11 +598,11 @@ class Certificates:
         return base64.b64encode(self.ca.cert_pem).decode()
 
 
-def scalable(enabled: Mapping[str, job_kind.Integration]) -> list[tuple[str, str, str]]:
+def scalable(enabled: Mapping[str, protocol.Integration]) -> list[tuple[str, str, str]]:
     """The API group, version and plural of each enabled kind with a ``scale`` subresource."""
     out = []
     for integ in enabled.values():
-        if isinstance(integ, job_kind.Scalable) and integ.scaled({}, 1) is not None:
+        if isinstance(integ, protocol.Scalable) and integ.scaled({}, 1) is not None:
             group, _, version = integ.api_version.rpartition("/")
             out.append((group, version, integ.plural))
     return out
@@ -641,23 +636,24 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
     def job_rules(operations: list[str]) -> list[dict[str, Any]]:
         out = []
         for integ in world.integrations.values():
-            if isinstance(integ, integrations.PodGroupJob):
+            if isinstance(integ, pod_integration.PodGroupJob):
                 continue  # pods have hooks of their own (below)
             group, _, version = integ.api_version.rpartition("/")
             out.append(rule(group, [integ.plural], operations, version))
         return out
 
-    queued = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "Exists"}]}
-    # core.managed's rule 1, stated to the API server too: these namespaces never reach the hooks.
+    queued = {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "Exists"}]}
+    # The managed rule 1 (jobs.rules.managed), stated to the API server too: these namespaces
+    # never reach the hooks.
     protected = {
         "key": "kubernetes.io/metadata.name",
         "operator": "NotIn",
         "values": sorted({*managed.NEVER_MANAGED_NAMESPACES, world.config.namespace}),
     }
     job_namespaces = {"matchExpressions": [protected]}
-    no_queue = {"matchExpressions": [{"key": batchjob.QUEUE_LABEL, "operator": "DoesNotExist"}]}
+    no_queue = {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "DoesNotExist"}]}
 
-    def selects(child: integrations.ChildKind) -> dict[str, Any]:
+    def selects(child: registry.ChildKind) -> dict[str, Any]:
         # A child its controller labels with nothing of its own: every one that names no queue
         # (one that does is sent by the job hooks below already).
         if child.label is None:
@@ -672,7 +668,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             objectSelector=selects(child),
             namespaceSelector=job_namespaces,
         )
-        for child in integrations.CHILD_KINDS
+        for child in registry.CHILD_KINDS
         if child.parent in world.integrations
         for prefix, path, operations in (
             ("m", "/mutate-job", ["CREATE"]),
@@ -690,7 +686,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
         *(h for h in children if h["name"].startswith("m")),
     ]
     selector = world.config.managed_jobs_namespace_selector
-    closed: list[dict[str, Any]] = []  # core.unqueued's: a managed namespace runs queued work
+    closed: list[dict[str, Any]] = []  # jobs.rules.unqueued's: a managed namespace runs queued work
 
     if world.config.manage_jobs_without_queue_name:
         managed_namespaces = selector.to_yaml_dict() if selector is not None else {}

@@ -30,27 +30,18 @@ from berth.api import (
     conditions,
     configuration,
     kinds,
+    labels,
     names,
     workload_view,
 )
 from berth.api import node as api_node
 from berth.api import workload as api_workload
 from berth.api.configuration import RequeueTimestamp
-from berth.core import (
-    admission,
-    cycle,
-    integrations,
-    job_kind,
-    job_sync,
-    job_updates,
-    managed,
-    podgroup,
-    priority,
-    topology,
-    trainjob,
-    unqueued,
-    workload,
-)
+from berth.core import admission, cycle, priority, topology, workload
+from berth.jobs import registry, trainjob
+from berth.jobs.framework import protocol
+from berth.jobs.pod import group as podgroup
+from berth.jobs.rules import job_sync, job_updates, managed, unqueued
 from berth.operator import job_index, mailbox, placed_pods, queue_objects
 from berth.state import lifecycle, priorities
 
@@ -99,7 +90,7 @@ class World:
         self.policy = cycle.Policy.from_configuration(config)
         self.runtimes: dict[trainjob.RuntimeKey, Body] = {}
         """The Kubeflow Trainer runtimes as last seen (what a TrainJob's pod sets are read from)."""
-        self.integrations = integrations.for_configuration(config, self.runtimes)
+        self.integrations = registry.for_configuration(config, self.runtimes)
         """The job integrations the Configuration enables, by kind, bound to it."""
         self.priorities = priorities.Registry()
         self.wake = Wakeups()
@@ -258,7 +249,7 @@ class World:
         """Keep a training runtime; the TrainJobs that name it are looked at again.
 
         One without a Workload may now get one; a queued one whose pod sets the runtime changed
-        gets its Workload made again (``core.job_sync.drift``), as Kueue's reconciler does.
+        gets its Workload made again (``jobs.rules.job_sync.drift``), as Kueue's reconciler does.
         """
         key = trainjob.key_of(body)
         if key is None:
@@ -310,12 +301,12 @@ class World:
         """Ask the job controller to look at a job again."""
         self.dirty_jobs.add(key)
 
-    def integration(self, job: Body) -> job_kind.Integration:
+    def integration(self, job: Body) -> protocol.Integration:
         """The integration of a job body (a body without ``kind`` is a ``batch/v1`` Job)."""
         return self.integrations.get(str(job.get("kind") or "Job"), self.integrations["Job"])
 
     def managed(self, job: Body) -> bool:
-        """Tell whether Berth manages a job (``core.managed``: the one predicate for every path)."""
+        """Tell whether Berth manages a job (``jobs.rules.managed``: one predicate, every path)."""
         namespace = str((job.get("metadata") or {}).get("namespace") or "default")
         labels = self.cache.namespace_labels(namespace)
         return managed.decide(job, labels, self.config, self.integrations).managed
@@ -325,7 +316,7 @@ class World:
         return sorted(name for ns, name in self.cache.local_queues if ns == namespace)
 
     def default_queue(self, job: Body) -> str | None:
-        """The LocalQueue a managed job naming none is queued in (``core.unqueued`` rule 1)."""
+        """The LocalQueue a managed job naming none is queued in (``jobs.rules.unqueued`` 1)."""
         if not self.managed(job) or self.integration(job).queue_name(job) is not None:
             return None
         namespace = str((job.get("metadata") or {}).get("namespace") or "default")
@@ -482,7 +473,7 @@ class World:
         self._queue_pending(key, view, info)
 
     def _unsupported_owner(self, view: workload_view.WorkloadView) -> bool:
-        if job_sync.UNSUPPORTED_OWNER_LABEL in view.labels:
+        if labels.UNSUPPORTED_OWNER_LABEL in view.labels:
             return True
         job_uid = view.owner_job_uid
         job = None if job_uid is None else self.index.job_of(job_uid)
@@ -493,7 +484,7 @@ class World:
     ) -> None:
         """Queue a pending workload, in the order and after the backoff its status says."""
         if self._unsupported_owner(view):
-            self.state.withdraw(key)  # never a gang of its own (core.job_sync.foreign_owner)
+            self.state.withdraw(key)  # never a gang of its own (jobs.rules.job_sync.foreign_owner)
             return
         now = self.clock()
         requeued = view.condition(_COND.REQUEUED)

@@ -17,7 +17,9 @@ import yaml
 
 from berth.api import base, duration, errors, kinds, kueue_convert, validation
 from berth.api import node as api_node
-from berth.core import integrations, job_kind, podgroup, trainjob
+from berth.jobs import registry, trainjob
+from berth.jobs.framework import protocol
+from berth.jobs.pod import group as podgroup
 
 AT = "sim.berth.dev/at"
 DELETE_AT = "sim.berth.dev/delete-at"
@@ -28,8 +30,8 @@ NAMESPACE = ("v1", "Namespace")
 NODE = (api_node.API_VERSION, api_node.KIND)
 """A node of a topology-aware flavor: its labels place it in domains, its allocatable is room."""
 JOB = ("batch/v1", "Job")
-JOBS: dict[tuple[str, str], job_kind.Integration] = {
-    (i.api_version, i.kind): i for i in integrations.EVERY_KIND
+JOBS: dict[tuple[str, str], protocol.Integration] = {
+    (i.api_version, i.kind): i for i in registry.EVERY_KIND
 }
 """The job kinds a scenario may hold, each with the integration that checks it at load time."""
 PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
@@ -178,7 +180,7 @@ def read_streams(sources: list[tuple[str, IO[str]]]) -> list[Document]:
 def _check_trainjobs(docs: list[Document]) -> list[tuple[Location | None, errors.FieldError]]:
     """Each TrainJob's Workload built against the scenario's runtimes, before the run starts."""
     runtimes = _runtimes_of(docs)
-    check = integrations.TrainJobJob(runtimes=runtimes)
+    check = trainjob.TrainJobJob(runtimes=runtimes)
     return [
         (doc.location, problem)
         for doc in docs

@@ -28,7 +28,10 @@ from typing import Any, Protocol
 from berth.adapters import collector
 from berth.api import conditions, configuration, duration, errors, names, priorityclass
 from berth.api import workload as api_workload
-from berth.core import cycle, integrations, job_kind, podgroup, podsready, trainjob, workload
+from berth.core import cycle, podsready, workload
+from berth.jobs import registry, trainjob
+from berth.jobs.framework import protocol, workload_body
+from berth.jobs.pod import group as podgroup
 from berth.sim import documents, events, intake, summary
 from berth.sim.workloads import Phase, SimWorkload
 from berth.state import cache as cache_mod
@@ -101,7 +104,7 @@ def _job_key(doc: documents.Document) -> names.JobKey:
 
 
 def _check_frameworks(
-    docs: Sequence[documents.Document], enabled: Mapping[str, job_kind.Integration]
+    docs: Sequence[documents.Document], enabled: Mapping[str, protocol.Integration]
 ) -> None:
     """Refuse job documents of a kind the Configuration does not integrate.
 
@@ -123,7 +126,7 @@ def _check_frameworks(
         raise documents.ScenarioError(problems)
 
 
-_FRAMEWORK_OF = {integrations.make(name).kind: name.value for name in configuration.Framework}
+_FRAMEWORK_OF = {registry.make(name).kind: name.value for name in configuration.Framework}
 """The framework name that enables each kind, for the error that names it."""
 
 
@@ -164,7 +167,7 @@ class Simulator:
         self.policy = cycle.Policy.from_configuration(self.config)
         self.runtimes: dict[trainjob.RuntimeKey, dict[str, Any]] = {}
         """The Kubeflow Trainer runtimes applied so far (TrainJobs read their pod sets there)."""
-        self.integrations = integrations.for_configuration(self.config, self.runtimes)
+        self.integrations = registry.for_configuration(self.config, self.runtimes)
         _check_frameworks(docs, self.integrations)
         self.state = lifecycle.Lifecycle()
         self.priorities = priorities.Registry()
@@ -438,7 +441,7 @@ class Simulator:
     def _create_workload(
         self,
         doc: documents.Document,
-        new: integrations.NewWorkload,
+        new: workload_body.NewWorkload,
         uid: str,
         job: names.WorkloadKey | None,
     ) -> None:

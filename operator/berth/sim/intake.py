@@ -1,7 +1,7 @@
 """Scenario documents that become workloads: a Job through its integration, or a Workload.
 
 Pure translation for the simulator: ``from_job`` builds a Job's Workload exactly as the operator's
-job controller does (the ``batch/v1`` integration, ``core.integrations``) and resolves its
+job controller does (the ``batch/v1`` integration, ``jobs.registry``) and resolves its
 priority; ``from_workload`` resolves a Workload document's priority; ``job_priority_change``
 tells what a replaced Job's priority-class label changes. Each raises ``ScenarioError`` naming the
 document and field that is wrong. Called by ``engine.Simulator``.
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from berth.api import errors
 from berth.api import workload as api_workload
-from berth.core import integrations, job_kind, priority
+from berth.core import priority
+from berth.jobs.framework import protocol, workload_body
 from berth.sim import documents
 
 
@@ -23,12 +24,12 @@ def _unknown_class(
 
 def from_job(
     doc: documents.Document,
-    job: job_kind.Integration,
+    job: protocol.Integration,
     classes: priority.PriorityClasses,
     uid: str,
-) -> integrations.NewWorkload:
+) -> workload_body.NewWorkload:
     """The Workload of a Job document (raises ``ScenarioError`` if it cannot be built)."""
-    new, problems = integrations.new_workload(job, doc.raw, classes, uid=uid)
+    new, problems = workload_body.new_workload(job, doc.raw, classes, uid=uid)
     if new is None:
         raise documents.ScenarioError([(doc.location, p) for p in problems])
     return new
@@ -36,7 +37,7 @@ def from_job(
 
 def from_workload(
     doc: documents.Document, obj: api_workload.Workload, classes: priority.PriorityClasses
-) -> integrations.NewWorkload:
+) -> workload_body.NewWorkload:
     """A Workload document with its priority.
 
     A Workload's priority is its spec.priority (Kueue resolves classes only for jobs); a
@@ -55,12 +56,12 @@ def from_workload(
         )
     except priority.UnknownPriorityClassError as err:
         raise _unknown_class(doc, "spec.priorityClassRef", err) from err
-    return integrations.NewWorkload(obj, resolved)
+    return workload_body.NewWorkload(obj, resolved)
 
 
 def job_priority_change(
     doc: documents.Document,
-    job: job_kind.Integration,
+    job: protocol.Integration,
     classes: priority.PriorityClasses,
     current: tuple[str | None, str | None],
 ) -> priority.Resolved | None:

@@ -1,6 +1,6 @@
 """Job reads and writes, for every integrated kind: one job read fresh, and merge patches.
 
-The patches themselves are computed by the job's integration (``berth.core.integrations``); this
+The patches themselves are computed by the job's integration (``berth.jobs.registry``); this
 module only sends them to the job's resource path. Called by the operator's job controller, and
 by the job webhooks (``get``: a child's parent as stored now, when the watch may lag).
 """

@@ -39,19 +39,16 @@ from typing import Any
 
 from berth.api import pod
 from berth.api import workload as api_workload
-from berth.core import integrations, job_kind, trainjob
+from berth.jobs import batchjob, registry, trainjob
+from berth.jobs.framework import merge, protocol
 
-_BATCH_JOB = integrations.BatchJob()
+_BATCH_JOB = batchjob.BatchJob()
 """The integration the rules read a Job through when the caller binds none (unit tables)."""
 
 Body = dict[str, Any]
 
 OWN_KINDS = frozenset({("batch", "CronJob")})
 """Controllers whose Jobs are ordinary Jobs."""
-
-UNSUPPORTED_OWNER_LABEL = integrations.UNSUPPORTED_OWNER_LABEL
-"""On the Workload of a Job whose controller is a kind Berth does not integrate: that kind.
-The World never queues such a Workload, and the Workload webhook keeps the label."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,12 +67,12 @@ def _controller(job: Body) -> dict[str, Any] | None:
     return None
 
 
-def parent(job: Body, enabled: Mapping[str, job_kind.Integration]) -> Parent | None:
+def parent(job: Body, enabled: Mapping[str, protocol.Integration]) -> Parent | None:
     """The Job's controller when it is another job kind Berth integrates, else None."""
     ref = _controller(job)
     if ref is None:
         return None
-    found = integrations.by_api_version(
+    found = registry.by_api_version(
         enabled, str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")
     )
     if found is None or found.kind == "Job":
@@ -83,7 +80,7 @@ def parent(job: Body, enabled: Mapping[str, job_kind.Integration]) -> Parent | N
     return Parent(found.kind, str(ref.get("name") or ""), str(ref.get("uid") or ""))
 
 
-def foreign_owner(job: Body, enabled: Mapping[str, job_kind.Integration] = {}) -> str | None:
+def foreign_owner(job: Body, enabled: Mapping[str, protocol.Integration] = {}) -> str | None:
     """``Kind/name`` of the Job's controller when it is a kind Berth does not integrate.
 
     None for any other Job: one whose controller is one of ``enabled`` is a parent's child.
@@ -113,7 +110,7 @@ class Drift(enum.Enum):
 def drift(
     job: Body,
     workload: api_workload.Workload,
-    integration: job_kind.Integration = _BATCH_JOB,
+    integration: protocol.Integration = _BATCH_JOB,
 ) -> tuple[Drift, str | None]:
     """How ``job`` differs from ``workload``, and the Job's queue."""
     queue = integration.queue_name(job)
@@ -166,7 +163,7 @@ _OWN = (
 the Workload recorded."""
 _TEMPLATES_FROM_ELSEWHERE = frozenset({trainjob.KIND})
 """Kinds whose running pods come from objects made at start (a TrainJob's JobSet, held by the
-child rules of ``core.child_jobs``): their templates, read through a training runtime that an
+child rules of ``jobs.rules.child_jobs``): their templates, read through a training runtime that an
 admin may edit, are not compared."""
 
 
@@ -186,9 +183,9 @@ def _differs(a: dict[str, Any], b: dict[str, Any], fields: tuple[str, ...]) -> l
 
 def divergences(
     job: Body,
-    originals: Sequence[job_kind.PodSetOriginal],
-    runs: Sequence[job_kind.PodSetRun],
-    integration: job_kind.Integration = _BATCH_JOB,
+    originals: Sequence[protocol.PodSetOriginal],
+    runs: Sequence[protocol.PodSetRun],
+    integration: protocol.Integration = _BATCH_JOB,
 ) -> list[Divergence]:
     """How a running job differs from what its admission started (empty: it is equivalent).
 
@@ -202,7 +199,7 @@ def divergences(
     admitted = {r.name: r.count for r in runs}
     recorded = {o.name: o.template for o in originals}
     started, _ = integration.to_workload(
-        integrations.merge_patch(job, integration.start_patch(job, list(originals), list(runs))),
+        merge.merge_patch(job, integration.start_patch(job, list(originals), list(runs))),
         uid=uid,
     )
     started_sets = {} if started is None else {str(ps.name): ps for ps in started.spec.pod_sets}

@@ -23,14 +23,14 @@ field and what to do instead; the validating webhook denies an update with any. 
    (``jobs/job/job_webhook.go``, ``validatePartialAdmissionUpdate``) and otherwise stops and
    requeues it (``jobframework/reconciler.go``, ``EquivalentToWorkload``); Berth refuses every
    raise, and past the webhook the job controller holds or stops the job
-   (``core.job_sync.divergences``).
+   (``jobs.rules.job_sync.divergences``).
 5. **The pods of a running job** — while the job is not suspended, no pod set's template may
    change: a Kubeflow training-operator makes pods from its templates for as long as the job
    runs (a deleted pod is made again), so an edit would run pods — more GPUs, another flavor's
    nodes — outside what was admitted. Kubernetes already keeps a started Job's template fixed
    and JobSet's webhook a running JobSet's; Kueue has no such rule for training jobs
    (docs/scheduling.md). While suspended the templates may change: Berth's own start and
-   restore write them, and a queued job's Workload follows an edit (``core.job_sync``).
+   restore write them, and a queued job's Workload follows an edit (``jobs.rules.job_sync``).
 6. **The runtime bound of a backfilled job** — while a Backfill queue's admission holds quota
    for the job, its ``activeDeadlineSeconds`` may not be removed or raised: the queue may have
    admitted it beside a reservation because that bound ends first. Lowering it is allowed. Kueue
@@ -54,9 +54,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from berth.api import duration, errors, validation, workload
-from berth.core import batchjob, integrations, job_kind
+from berth.api.labels import QUEUE_LABEL
+from berth.jobs import batchjob
+from berth.jobs.framework import protocol
 
-_BATCH_JOB = integrations.BatchJob()
+_BATCH_JOB = batchjob.BatchJob()
 """The integration the rules read a Job through when the caller binds none (unit tables)."""
 
 Body = dict[str, Any]
@@ -90,14 +92,14 @@ def refusals(
     old: Body,
     new: Body,
     state: WorkloadState,
-    integration: job_kind.Integration = _BATCH_JOB,
+    integration: protocol.Integration = _BATCH_JOB,
 ) -> list[errors.FieldError]:
     """Every rule the update ``old`` → ``new`` breaks (empty: allowed)."""
     out: list[errors.FieldError] = []
     name = f"{integration.kind} {_name(new)}"
     old_queue = integration.queue_name(old)
     new_queue = integration.queue_name(new)
-    label = f"metadata.labels[{batchjob.QUEUE_LABEL}]"
+    label = f"metadata.labels[{QUEUE_LABEL}]"
     suspended = integration.is_suspended(new)
     was_suspended = integration.is_suspended(old)
     if was_suspended and not suspended and not state.admitted and old_queue:
@@ -149,7 +151,7 @@ def refusals(
     return out
 
 
-def create_problems(job: Body, integration: job_kind.Integration) -> list[errors.FieldError]:
+def create_problems(job: Body, integration: protocol.Integration) -> list[errors.FieldError]:
     """What a create of ``job`` is refused for: no Workload made from it, or a placement rule."""
     obj, problems = integration.to_workload(
         job, uid=str((job.get("metadata") or {}).get("uid") or "new")
@@ -160,7 +162,7 @@ def create_problems(job: Body, integration: job_kind.Integration) -> list[errors
 
 
 def _invalid_refusals(
-    old: Body, new: Body, name: str, integration: job_kind.Integration
+    old: Body, new: Body, name: str, integration: protocol.Integration
 ) -> list[errors.FieldError]:
     """Rule 7: an update may not bring a problem its create would have been refused for."""
     before = {(p.path, p.message) for p in create_problems(old, integration)}
@@ -175,7 +177,7 @@ def _invalid_refusals(
     ]
 
 
-def _counts(job: Body, integration: job_kind.Integration) -> dict[str, int] | None:
+def _counts(job: Body, integration: protocol.Integration) -> dict[str, int] | None:
     """Pods each pod set runs at once, by name (None: the job makes no Workload)."""
     obj, _problems = integration.to_workload(job, uid="check")
     return None if obj is None else {ps.name: ps.count for ps in obj.spec.pod_sets}
@@ -186,7 +188,7 @@ def _size_refusals(
     new: Body,
     state: WorkloadState,
     name: str,
-    integration: job_kind.Integration,
+    integration: protocol.Integration,
 ) -> list[errors.FieldError]:
     """Rule 4: no pod set above what its admission (or, without one, the job before) counts."""
     before, after = _counts(old, integration), _counts(new, integration)
@@ -212,7 +214,7 @@ def _size_refusals(
 
 
 def _bound_refusals(
-    new: Body, planned: float, name: str, integration: job_kind.Integration
+    new: Body, planned: float, name: str, integration: protocol.Integration
 ) -> list[errors.FieldError]:
     """Rule 6: the bound a Backfill queue planned with may only come down."""
     obj, _problems = integration.to_workload(new, uid="check")
@@ -237,13 +239,13 @@ def _bound_refusals(
     ]
 
 
-def _templates(job: Body, integration: job_kind.Integration) -> dict[str, Any]:
+def _templates(job: Body, integration: protocol.Integration) -> dict[str, Any]:
     obj, _problems = integration.to_workload(job, uid="check")
     return {} if obj is None else {ps.name: ps.template for ps in obj.spec.pod_sets}
 
 
 def _template_refusals(
-    old: Body, new: Body, name: str, integration: job_kind.Integration
+    old: Body, new: Body, name: str, integration: protocol.Integration
 ) -> list[errors.FieldError]:
     """Rule 5: the pod templates of a running job are fixed."""
     before, after = _templates(old, integration), _templates(new, integration)

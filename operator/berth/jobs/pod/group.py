@@ -31,7 +31,7 @@ After Kueue's ``pkg/controller/jobs/pod`` (``pod_controller.go``, ``pod_webhook.
   ``total``).
 
 ``webhook_patch`` and ``create_problems``/``update_problems`` are the webhooks' rules. Used by
-``core.integrations.PodGroupJob`` (simulator and operator), the operator's World (which
+``jobs.pod.integration.PodGroupJob`` (simulator and operator), the operator's World (which
 assembles groups from Pod events), its job controller and its Pod webhooks.
 """
 
@@ -46,7 +46,8 @@ from typing import Any
 
 from berth.api import errors, quantity, workload
 from berth.api import topology as api_topology
-from berth.core import batchjob
+from berth.api.labels import KUEUE_QUEUE_LABEL, POD_SET_LABEL, QUEUE_LABEL
+from berth.jobs.framework import labelled, podsets, workload_body
 
 Body = dict[str, Any]
 
@@ -387,7 +388,7 @@ def consistency_problems(group: Body, *, honor_kueue: bool = False) -> list[erro
     if not members:
         return problems
     first = members[0]
-    queue = batchjob.queue_name(first, honor_kueue=honor_kueue)
+    queue = labelled.queue_name(first, honor_kueue=honor_kueue)
     size = membership(first, honor_kueue=honor_kueue)
     for pod in members:
         name = _meta(pod).get("name")
@@ -395,11 +396,11 @@ def consistency_problems(group: Body, *, honor_kueue: bool = False) -> list[erro
             errors.FieldError(f"pods[{name}].{p.path}", p.message)
             for p in metadata_problems(pod, honor_kueue=honor_kueue)
         ]
-        if batchjob.queue_name(pod, honor_kueue=honor_kueue) != queue:
+        if labelled.queue_name(pod, honor_kueue=honor_kueue) != queue:
             problems.append(
                 errors.FieldError(
-                    f"pods[{name}].metadata.labels[{batchjob.QUEUE_LABEL}]",
-                    f"names LocalQueue {batchjob.queue_name(pod, honor_kueue=honor_kueue)!r}, "
+                    f"pods[{name}].metadata.labels[{QUEUE_LABEL}]",
+                    f"names LocalQueue {labelled.queue_name(pod, honor_kueue=honor_kueue)!r}, "
                     f"another member {queue!r}: a group has one queue",
                 )
             )
@@ -433,7 +434,7 @@ def to_workload(
     first = runnable(group)[0]
     grouped = group_name(first, honor_kueue=honor_kueue) is not None
     name = str(_meta(group).get("name") or "")
-    return batchjob.build_workload(
+    return workload_body.build_workload(
         group,
         uid=uid,
         pod_sets=sets,
@@ -502,26 +503,24 @@ def start_patch(
     pod: Body,
     *,
     pod_set: str,
-    flavors: list[batchjob.FlavorPlacement],
+    flavors: list[podsets.FlavorPlacement],
     pinned: dict[str, str] | None = None,
 ) -> Body:
     """The strategic merge patch that starts a gated member on its pod set's flavors.
 
     Berth's gate goes; the pod set's label, the flavors' node labels and tolerations are added
-    (``batchjob.placed``), and with a topology placement the node labels of its domain
+    (``podsets.placed``), and with a topology placement the node labels of its domain
     (``pinned``) and the ``berth.dev/tas`` label. Tolerations have no merge key, so the list is
     sent whole.
     """
-    labels, selector, tolerations = batchjob.placed(
-        _template(pod), pod_set=pod_set, flavors=flavors
-    )
+    labels, selector, tolerations = podsets.placed(_template(pod), pod_set=pod_set, flavors=flavors)
     selector.update(pinned or {})
     spec: Body = {"schedulingGates": [{"$patch": "delete", "name": GATE}]}
     if selector:
         spec["nodeSelector"] = selector
     if tolerations:
         spec["tolerations"] = tolerations
-    added = {batchjob.POD_SET_LABEL: labels[batchjob.POD_SET_LABEL]}
+    added = {POD_SET_LABEL: labels[POD_SET_LABEL]}
     if api_topology.PLACED_LABEL in labels:
         added[api_topology.PLACED_LABEL] = labels[api_topology.PLACED_LABEL]
     return {"metadata": {"labels": added}, "spec": spec}
@@ -648,12 +647,11 @@ def create_problems(pod: Body, *, honor_kueue: bool = False) -> list[errors.Fiel
     """
     problems = metadata_problems(pod, honor_kueue=honor_kueue)
     claimed = MANAGED_LABEL in _labels(pod)
-    if claimed and (batchjob.queue_name(pod, honor_kueue=honor_kueue) is None or not is_gated(pod)):
+    if claimed and (labelled.queue_name(pod, honor_kueue=honor_kueue) is None or not is_gated(pod)):
         problems.append(
             errors.FieldError(
                 f"metadata.labels[{MANAGED_LABEL}]",
-                "is Berth's, on the pods it queues; name a LocalQueue with "
-                f"{batchjob.QUEUE_LABEL} instead",
+                f"is Berth's, on the pods it queues; name a LocalQueue with {QUEUE_LABEL} instead",
             )
         )
     if _spec(pod).get("nodeName"):
@@ -703,8 +701,8 @@ def update_problems(
     old_labels, new_labels = _labels(old), _labels(new)
     old_notes, new_notes = _annotations(old), _annotations(new)
     fixed = [
-        ("labels", old_labels, new_labels, batchjob.QUEUE_LABEL),
-        ("labels", old_labels, new_labels, batchjob.KUEUE_QUEUE_LABEL),
+        ("labels", old_labels, new_labels, QUEUE_LABEL),
+        ("labels", old_labels, new_labels, KUEUE_QUEUE_LABEL),
         ("labels", old_labels, new_labels, GROUP_LABEL),
         ("labels", old_labels, new_labels, KUEUE_GROUP_LABEL),
         ("labels", old_labels, new_labels, MANAGED_LABEL),

@@ -20,7 +20,7 @@ own runtime code; here its rules at Trainer v2.3.0, ``pkg/runtime/core/trainingr
 3. ``spec.trainer.resourcesPerNode`` is merged into the resources of the container named
    ``node`` of the trainer step (and of the ``node`` job of an MPI launcher-as-node runtime).
 
-One pod set per replicated job, as for a JobSet (``core.jobset``): replicas x pods per replica.
+One pod set per replicated job, as for a JobSet (``jobs.jobset``): replicas x pods per replica.
 Admitted whole only, as Kueue. **Start** writes Berth's ``runtimePatches`` entry (each replicated
 job's pod template: the ``berth.dev/podset`` label, node selector and tolerations, merged with the
 template's own since a patch replaces a list) and unsuspends in one write, which the Trainer's
@@ -29,20 +29,22 @@ or ``Failed`` condition; pods ready when every child Job is ready or succeeded.
 
 The runtimes are read from ``Runtimes`` (the objects as stored, by ``RuntimeKey``): the
 operator's watch of both runtime kinds, or the simulator's documents. Used through
-``core.integrations.TrainJobJob``.
+``jobs.trainjob.TrainJobJob``.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import types
 from collections.abc import Mapping
 from typing import Any
 
 from berth.api import errors, workload
-from berth.core import batchjob, jobset
+from berth.jobs import jobset
+from berth.jobs.framework import labelled, merge, podsets, workload_body
+from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 
-Body = dict[str, Any]
 KIND = "TrainJob"
 GROUP = "trainer.kubeflow.org"
 API_VERSION = f"{GROUP}/v1alpha1"
@@ -120,37 +122,6 @@ def runtime_ref(job: Body) -> RuntimeKey | errors.FieldError:
         else str((job.get("metadata") or {}).get("namespace") or "default")
     )
     return RuntimeKey(kind, namespace, str(ref["name"]))
-
-
-def _merge(target: Any, patch: Any, key: str | None = None) -> Any:  # noqa: ANN401 - JSON values
-    """``target`` with the strategic merge patch ``patch`` applied, as a new value."""
-    if isinstance(patch, dict) and isinstance(target, dict):
-        out = dict(target)
-        for name, value in patch.items():
-            if value is None:
-                out.pop(name, None)
-            else:
-                out[name] = _merge(out.get(name), value, name)
-        return out
-    merge_key = _MERGE_KEYS.get(key or "")
-    if merge_key and isinstance(patch, list) and isinstance(target, list):
-        merged = [copy.deepcopy(t) for t in target]
-        for item in patch:
-            ident = item.get(merge_key) if isinstance(item, dict) else None
-            at = next(
-                (
-                    i
-                    for i, t in enumerate(merged)
-                    if isinstance(t, dict) and t.get(merge_key) == ident
-                ),
-                None,
-            )
-            if at is None:
-                merged.append(copy.deepcopy(item))
-            else:
-                merged[at] = _merge(merged[at], item)
-        return merged
-    return copy.deepcopy(patch)
 
 
 def _patches(job: Body) -> list[Body]:
@@ -258,7 +229,7 @@ def jobset_spec(
         if patch is None:
             continue
         problems += _patch_problems(patch, names, f"spec.runtimePatches[{i}]")
-        spec = _merge(spec, patch)
+        spec = merge.strategic_merge_patch(spec, patch, _MERGE_KEYS)
     if not problems:
         # A patch may set what a runtime may not (a template that is no mapping, say).
         problems = [
@@ -323,7 +294,9 @@ def _size(job: Body, ml_policy: Any, rjobs: list[Body]) -> None:  # noqa: ANN401
             and container is not None
             and (trainer_step or launcher_node)
         ):
-            container["resources"] = _merge(container.get("resources") or {}, resources)
+            container["resources"] = merge.strategic_merge_patch(
+                container.get("resources") or {}, resources, _MERGE_KEYS
+            )
 
 
 def _runtime(job: Body, runtimes: Runtimes) -> tuple[Body | None, list[errors.FieldError]]:
@@ -374,7 +347,7 @@ def to_workload(
         }
         for rjob in made["spec"]["replicatedJobs"]
     ]
-    return batchjob.build_workload(
+    return workload_body.build_workload(
         job,
         uid=uid,
         pod_sets=pod_sets,
@@ -382,7 +355,7 @@ def to_workload(
         role=lambda i: (None, f"runtime replicatedJobs[{i}].template.spec.template"),
         kind=KIND,
         group=GROUP,
-        runtime_limit=batchjob.deadline(job.get("spec") or {}),
+        runtime_limit=workload_body.deadline(job.get("spec") or {}),
     )
 
 
@@ -434,7 +407,7 @@ def _own_entry(templates: Mapping[str, Body]) -> Body:
 def start_patch(
     job: Body,
     originals: Mapping[str, Body],
-    placements: Mapping[str, list[batchjob.FlavorPlacement]],
+    placements: Mapping[str, list[podsets.FlavorPlacement]],
 ) -> Body:
     """The merge patch that starts a TrainJob: Berth's runtime patch, and unsuspended.
 
@@ -444,7 +417,7 @@ def start_patch(
     """
     templates = {}
     for name, original in originals.items():
-        labels, selector, tolerations = batchjob.placed(
+        labels, selector, tolerations = podsets.placed(
             original, pod_set=name, flavors=placements.get(name, [])
         )
         spec: Body = {"nodeSelector": selector} if selector else {}
@@ -495,3 +468,104 @@ def pods_ready(job: Body, runtimes: Runtimes) -> bool:
 def active_jobs(job: Body) -> int:
     """Child Jobs that still have active pods, by the TrainJob's status."""
     return sum(_int(s.get("active"), 0) for s in _statuses(job))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TrainJobJob(labelled.Labelled):
+    """The Kubeflow Trainer v2 TrainJob: its runtime's JobSet, a pod set per replicated job.
+
+    ``jobs.trainjob`` reads the runtime the TrainJob names from ``runtimes``.
+    """
+
+    runtimes: Runtimes = dataclasses.field(
+        default_factory=lambda: types.MappingProxyType({}), compare=False
+    )
+    """The training runtimes known, by key (the operator's watch or the simulator's documents)."""
+
+    @property
+    def kind(self) -> str:
+        """The job's kind."""
+        return KIND
+
+    @property
+    def api_version(self) -> str:
+        """The job's apiVersion."""
+        return API_VERSION
+
+    @property
+    def plural(self) -> str:
+        """``trainjobs``."""
+        return PLURAL
+
+    @property
+    def size_field(self) -> str:
+        """``spec.trainer.numNodes`` (and the runtime's replicated jobs)."""
+        return "spec.trainer.numNodes"
+
+    def count_field(self, job: Body, pod_set: str) -> str:  # noqa: ARG002 - one field sizes all
+        """``spec.trainer.numNodes`` (the runtime's replicated jobs size the rest)."""
+        return "spec.trainer.numNodes"
+
+    def pod_selector(self, job: Body) -> str:
+        """The JobSet controller's label on every pod: the JobSet is named as the TrainJob."""
+        return f"{jobset.NAME_LABEL}={(job.get('metadata') or {}).get('name')}"
+
+    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - a suspended TrainJob's patches may change
+        """Nothing: the Trainer's webhook lets runtime patches change while suspended."""
+        return None
+
+    def pod_count(self, job: Body) -> int:
+        """Pods over every replicated job of the JobSet the Trainer makes."""
+        return pod_count(job, self.runtimes)
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The first replicated job's pod template that names a ``priorityClassName``."""
+        return priority_class(job, self.runtimes)
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The TrainJob's Workload, or the field errors that prevent it."""
+        return to_workload(job, self.runtimes, uid=uid, honor_kueue=self.honor_kueue_labels)
+
+    def child_as_made(self, job: Body, child: Body) -> Body | str:
+        """The JobSet the Trainer makes under the child's name, or why none is."""
+        return child_as_made(job, self.runtimes, child)
+
+    def start_patch(
+        self, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
+    ) -> Body:
+        """Berth's runtime patch (each pod set's flavors), unsuspended; whole only."""
+        return start_patch(
+            job,
+            {o.name: o.template for o in originals},
+            {r.name: list(r.placements) for r in runs},
+        )
+
+    def stop_patch(self, job: Body) -> Body:  # noqa: ARG002 - the same patch stops every TrainJob
+        """``spec.suspend`` (the Trainer suspends its JobSet)."""
+        return {"spec": {"suspend": True}}
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:  # noqa: ARG002 - Berth's patch is all it changed
+        """Berth's runtime patch removed."""
+        return restore_patch(job)
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - see below
+        """None: the Trainer does not resize a running JobSet."""
+        return None
+
+    def is_suspended(self, job: Body) -> bool:
+        """``spec.suspend``."""
+        return is_suspended(job)
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """A ``Complete`` or ``Failed`` condition."""
+        return finished(job)
+
+    def pods_ready(self, job: Body, count: int) -> bool:  # noqa: ARG002 - child Jobs report readiness
+        """Every child Job ready or succeeded."""
+        return pods_ready(job, self.runtimes)
+
+    def active_pods(self, job: Body) -> int:
+        """Child Jobs with active pods (the status counts Jobs, not pods)."""
+        return active_jobs(job)

@@ -16,7 +16,7 @@ After Kueue's ``pkg/controller/jobs/rayjob`` and ``pkg/controller/jobs/raycluste
   ``head`` (or ``submitter`` for a RayJob that submits with a Job).
 - **Priority class**: the first pod set's template, in that order, that names one.
 - **Start**: ``spec.suspend`` false, and each role's template gets its pod set's flavor node
-  labels and tolerations (``batchjob.placed``) and the ``berth.dev/job-uid`` label, which is how
+  labels and tolerations (``podsets.placed``) and the ``berth.dev/job-uid`` label, which is how
   Berth finds the job's pods once KubeRay forgets which cluster it made (``pod_selector``). The
   worker groups are a list, sent whole; the default submitter template is not in the RayJob,
   so (as in Kueue) it is placed only when ``submitterPodTemplate`` is given.
@@ -27,7 +27,7 @@ After Kueue's ``pkg/controller/jobs/rayjob`` and ``pkg/controller/jobs/raycluste
   when the cluster's state is ``ready``.
 
 The RayCluster a RayJob makes, and the submitter Job, are children of the RayJob
-(``core.job_sync.parent``): never queued on their own. Used through ``RayKind`` by the
+(``jobs.rules.job_sync.parent``): never queued on their own. Used through ``RayKind`` by the
 simulator and the operator.
 """
 
@@ -37,15 +37,15 @@ import copy
 import dataclasses
 
 from berth.api import errors, workload
-from berth.core import batchjob, job_kind
-from berth.core.job_kind import Body, Labelled, PodSetOriginal, PodSetRun
+from berth.api.labels import JOB_UID_LABEL
+from berth.jobs.framework import podsets, protocol, workload_body
+from berth.jobs.framework.labelled import Labelled
+from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 
 GROUP = "ray.io"
 API_VERSION = f"{GROUP}/v1"
 ORIGIN_KIND_LABEL = "ray.io/originated-from-crd"
 """Put by KubeRay on the submitter Job (and cluster) it makes for a RayJob."""
-JOB_UID_LABEL = batchjob.JOB_UID_LABEL
-"""Put by Berth on each role's template at start: the pods of the job, whatever cluster ran them."""
 HEAD = "head"
 SUBMITTER = "submitter"
 MAX_WORKER_GROUPS = 7
@@ -320,7 +320,7 @@ def to_workload(
     problems = _problems(shape, job)
     if problems:
         return None, problems
-    return batchjob.build_workload(
+    return workload_body.build_workload(
         job,
         uid=uid,
         pod_sets=[
@@ -331,7 +331,9 @@ def to_workload(
         role=lambda index: (None, _template_path(shape, job, index)),
         kind=shape.kind,
         group=GROUP,
-        runtime_limit=batchjob.deadline(job.get("spec") or {}),  # a RayJob's; a cluster has none
+        runtime_limit=workload_body.deadline(
+            job.get("spec") or {}
+        ),  # a RayJob's; a cluster has none
     )
 
 
@@ -350,7 +352,7 @@ _Fields = tuple[Body, Body, list[Body]]
 
 def _placed(original: Body, name: str, uid: str, runs: dict[str, PodSetRun]) -> _Fields:
     run = runs.get(name)
-    labels, selector, tolerations = batchjob.placed(
+    labels, selector, tolerations = podsets.placed(
         original, pod_set=name, flavors=[] if run is None else list(run.placements)
     )
     labels[JOB_UID_LABEL] = uid
@@ -377,7 +379,7 @@ def _templates_patch(shape: Shape, job: Body, wanted: dict[str, _Fields]) -> tup
     cluster_patch: Body = {}
     head = _head_template(shape, job)
     if HEAD in wanted:
-        head_patch = batchjob.template_patch(head, *wanted[HEAD])
+        head_patch = podsets.template_patch(head, *wanted[HEAD])
         if head_patch:
             cluster_patch["headGroupSpec"] = {"template": head_patch}
     groups = worker_groups(shape, job)
@@ -386,7 +388,7 @@ def _templates_patch(shape: Shape, job: Body, wanted: dict[str, _Fields]) -> tup
     for group in groups:
         current = group.get("template") or {}
         fields = wanted.get(str(group.get("groupName") or "").lower())
-        new_template = current if fields is None else batchjob.with_fields(current, *fields)
+        new_template = current if fields is None else podsets.with_fields(current, *fields)
         changed = changed or new_template != current
         rewritten.append({**group, "template": new_template})
     if changed:
@@ -398,7 +400,7 @@ def _templates_patch(shape: Shape, job: Body, wanted: dict[str, _Fields]) -> tup
             patch[shape.cluster_field] = cluster_patch
     given = spec.get("submitterPodTemplate")
     if isinstance(given, dict) and SUBMITTER in wanted and _submits_with_job(shape, job):
-        submitter_patch = batchjob.template_patch(given, *wanted[SUBMITTER])
+        submitter_patch = podsets.template_patch(given, *wanted[SUBMITTER])
         if submitter_patch:
             patch["submitterPodTemplate"] = submitter_patch
     return patch, bool(patch)
@@ -505,7 +507,7 @@ class RayKind(Labelled):
         """A RayJob's cluster or submitter Job as KubeRay makes it; a RayCluster makes no jobs."""
         if self.shape is RAYJOB:
             return child_as_made(job, child)
-        return job_kind.makes_no_children(job)
+        return protocol.makes_no_children(job)
 
     def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - templates of a suspended job may change
         """Nothing: KubeRay reads the templates only when it makes a cluster."""

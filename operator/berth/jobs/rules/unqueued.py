@@ -1,7 +1,7 @@
 """What becomes of work that names no LocalQueue in a namespace Berth manages.
 
 With ``manageJobsWithoutQueueName`` a namespace ``managedJobsNamespaceSelector`` selects is
-closed to work outside the queue (``core.managed`` rule 4 says which jobs that covers). Every
+closed to work outside the queue (``jobs.rules.managed`` rule 4 says which jobs that covers). Every
 way a pod could start there is answered, first match wins:
 
 1. **A job of an integrated kind, or a bare Pod with the pod integration on, naming no queue**
@@ -34,7 +34,10 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from berth.api import errors
-from berth.core import batchjob, job_kind, job_sync, ray
+from berth.api.labels import QUEUE_LABEL
+from berth.jobs import ray
+from berth.jobs.framework import protocol
+from berth.jobs.rules import job_sync
 
 Body = dict[str, Any]
 DEFAULT_LOCAL_QUEUE = "default"
@@ -60,7 +63,7 @@ UNQUEUED_KINDS = (
 )
 """Kinds that make pods and that no integration queues (the chart lists the same)."""
 
-_LABEL = f"metadata.labels[{batchjob.QUEUE_LABEL}]"
+_LABEL = f"metadata.labels[{QUEUE_LABEL}]"
 
 
 def default_queue(namespace_queues: Collection[str]) -> str | None:
@@ -79,7 +82,7 @@ def no_queue(kind: str, namespace: str, namespace_queues: Collection[str]) -> er
     return errors.FieldError(
         _LABEL,
         f"required: Berth queues every {kind} in namespace {namespace}; name a LocalQueue with "
-        f"the label {batchjob.QUEUE_LABEL} ({_queues(namespace_queues)}), or ask an admin for "
+        f"the label {QUEUE_LABEL} ({_queues(namespace_queues)}), or ask an admin for "
         f"a LocalQueue named {DEFAULT_LOCAL_QUEUE}, which takes the jobs that name none",
     )
 
@@ -94,7 +97,7 @@ def unqueued_kind(kind: str, namespace: str) -> errors.FieldError:
     )
 
 
-def pod_owner_kinds(enabled: Mapping[str, job_kind.Integration]) -> frozenset[str]:
+def pod_owner_kinds(enabled: Mapping[str, protocol.Integration]) -> frozenset[str]:
     """Controllers whose pods are a queued job's: the enabled kinds, and a RayJob's cluster."""
     kinds = set(enabled)
     if ray.RAYJOB.kind in enabled:
@@ -112,7 +115,7 @@ def _controller(pod: Body) -> dict[str, Any] | None:
 
 def pod_refusal(
     pod: Body,
-    enabled: Mapping[str, job_kind.Integration],
+    enabled: Mapping[str, protocol.Integration],
     seen: Callable[[str], Body | None],
 ) -> errors.FieldError | None:
     """Rule 3: why a Pod naming no queue may not run here (None: it is a queued job's).
@@ -126,7 +129,7 @@ def pod_refusal(
         return errors.FieldError(
             _LABEL,
             f"required: namespace {namespace} runs only queued work; a Pod of its own must "
-            f"name a LocalQueue with the label {batchjob.QUEUE_LABEL} (Berth's pod integration "
+            f"name a LocalQueue with the label {QUEUE_LABEL} (Berth's pod integration "
             "queues it), or run as a queued job",
         )
     kind, name, uid = str(ref.get("kind")), str(ref.get("name")), str(ref.get("uid"))
@@ -164,6 +167,6 @@ def pod_refusal(
     return None
 
 
-def _selector(integration: job_kind.Integration, job: Body) -> dict[str, str]:
+def _selector(integration: protocol.Integration, job: Body) -> dict[str, str]:
     """The labels an integration's controller puts on every pod of ``job``."""
     return dict(p.split("=", 1) for p in integration.pod_selector(job).split(",") if "=" in p)

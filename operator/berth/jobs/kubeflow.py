@@ -1,4 +1,4 @@
-"""The pure half of the Kubeflow training-operator v1 integrations (``kubeflow.org/v1``).
+"""The pure half of the Kubeflow training-operator v1 integrations (``org/v1``).
 
 PyTorchJob, TFJob, PaddleJob, XGBoostJob and JAXJob share one shape — a map of replica specs
 by replica type, ``spec.runPolicy.suspend``, and the training-operator's common status — and so
@@ -11,23 +11,22 @@ one integration, after Kueue's ``pkg/controller/jobs/kubeflow/kubeflowjob``:
 - **Priority class**: ``spec.runPolicy.schedulingPolicy.priorityClass``, else the first replica
   template in that order that names one (Kueue's ``KubeflowJob.PriorityClass``).
 - **Start / stop**: ``spec.runPolicy.suspend``, and each replica's pod template gets its pod
-  set's flavor node labels and tolerations (``batchjob.placed``); the replica specs are a map, so
+  set's flavor node labels and tolerations (``podsets.placed``); the replica specs are a map, so
   the merge patches name only the templates they change. Restore gives those fields back.
 - **Status**: finished on a ``Succeeded`` or ``Failed`` condition; pods ready while ``Running``
   is True (Kueue's ``PodsReady``); active pods from ``status.replicaStatuses``.
 
-Used through ``core.integrations.KubeflowJob`` by the simulator and the operator.
+Used through ``jobs.kubeflow.KubeflowJob`` by the simulator and the operator.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from berth.api import configuration, errors, workload
-from berth.core import batchjob
+from berth.jobs.framework import labelled, podsets, protocol, workload_body
+from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 
-Body = dict[str, Any]
 GROUP = "kubeflow.org"
 API_VERSION = f"{GROUP}/v1"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
@@ -184,7 +183,7 @@ def to_workload(
         path = f"spec.{kind.replica_specs}[{present[index][0]}]"
         return path, f"{path}.template"
 
-    return batchjob.build_workload(
+    return workload_body.build_workload(
         job,
         uid=uid,
         pod_sets=[
@@ -194,7 +193,7 @@ def to_workload(
         role=role,
         kind=kind.kind,
         group=GROUP,
-        runtime_limit=batchjob.deadline(job.get("spec", {}).get("runPolicy") or {}),
+        runtime_limit=workload_body.deadline(job.get("spec", {}).get("runPolicy") or {}),
     )
 
 
@@ -224,7 +223,7 @@ def start_patch(
     kind: Kind,
     job: Body,
     originals: dict[str, Body],
-    placements: dict[str, list[batchjob.FlavorPlacement]],
+    placements: dict[str, list[podsets.FlavorPlacement]],
 ) -> Body:
     """Resume the job with each replica's template on its pod set's flavors."""
     patch = suspend_patch(suspended=False)
@@ -232,10 +231,10 @@ def start_patch(
     for t, replica in replicas(kind, job):
         name = t.lower()
         current = replica.get("template") or {}
-        labels, selector, tolerations = batchjob.placed(
+        labels, selector, tolerations = podsets.placed(
             originals.get(name) or current, pod_set=name, flavors=placements.get(name, [])
         )
-        template = batchjob.template_patch(current, labels, selector, tolerations)
+        template = podsets.template_patch(current, labels, selector, tolerations)
         if template:
             changed[t] = {"template": template}
     if changed:
@@ -251,7 +250,7 @@ def restore_patch(kind: Kind, job: Body, originals: dict[str, Body]) -> Body | N
         if original is None:
             continue
         spec = original.get("spec") or {}
-        template = batchjob.template_patch(
+        template = podsets.template_patch(
             replica.get("template") or {},
             dict((original.get("metadata") or {}).get("labels") or {}),
             dict(spec.get("nodeSelector") or {}),
@@ -293,3 +292,104 @@ def pod_selector(kind: Kind, job: Body) -> str:
     """The training-operator's labels on the job's pods."""
     name = (job.get("metadata") or {}).get("name")
     return f"{JOB_NAME_LABEL}={name},{OPERATOR_NAME_LABEL}={kind.operator_name}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KubeflowJob(labelled.Labelled):
+    """A training-operator v1 kind (PyTorchJob, TFJob, ...): a pod set per replica type."""
+
+    spec: Kind = PYTORCH
+    """Which kind, with its replica specs field and replica order."""
+
+    @property
+    def kind(self) -> str:
+        """The job's kind."""
+        return self.spec.kind
+
+    @property
+    def api_version(self) -> str:
+        """``org/v1``."""
+        return API_VERSION
+
+    @property
+    def plural(self) -> str:
+        """``pytorchjobs`` and so on."""
+        return self.spec.plural
+
+    @property
+    def size_field(self) -> str:
+        """The replica specs (each type's ``replicas``)."""
+        return f"spec.{self.spec.replica_specs}"
+
+    def count_field(self, job: Body, pod_set: str) -> str:
+        """That replica type's ``replicas``."""
+        return count_field(self.spec, job, pod_set)
+
+    def scaled(self, job: Body, replicas: int) -> Body | None:
+        """The job with its scale role's replicas set (None: this kind's CRD has no scale)."""
+        return scaled(self.spec, job, replicas)
+
+    def pod_selector(self, job: Body) -> str:
+        """The training-operator's job-name and operator-name labels."""
+        return pod_selector(self.spec, job)
+
+    def child_as_made(self, job: Body, child: Body) -> Body | str:  # noqa: ARG002 - none is made
+        """None: the training-operator makes pods and Services, not jobs."""
+        return protocol.makes_no_children(job)
+
+    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - a suspended job's templates may change
+        """Nothing: the operator makes pods from the templates only while it runs."""
+        return None
+
+    def pod_count(self, job: Body) -> int:
+        """Replicas over every replica type."""
+        return pod_count(self.spec, job)
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The run policy's ``schedulingPolicy.priorityClass``, else the first template's."""
+        return priority_class(self.spec, job)
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The training job's Workload, or the field errors that prevent it."""
+        return to_workload(self.spec, job, uid=uid, honor_kueue=self.honor_kueue_labels)
+
+    def start_patch(
+        self, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
+    ) -> Body:
+        """Resume, each replica's template on its pod set's flavors (whole only)."""
+        return start_patch(
+            self.spec,
+            job,
+            {o.name: o.template for o in originals},
+            {r.name: list(r.placements) for r in runs},
+        )
+
+    def stop_patch(self, job: Body) -> Body:  # noqa: ARG002 - the same patch stops every job
+        """``spec.runPolicy.suspend`` (the training-operator deletes the pods)."""
+        return suspend_patch(suspended=True)
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
+        """The recorded templates back."""
+        return restore_patch(self.spec, job, {o.name: o.template for o in originals})
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - see below
+        """None: a raise of replicas is refused by the webhook; it is not undone here."""
+        return None
+
+    def is_suspended(self, job: Body) -> bool:
+        """``spec.runPolicy.suspend``."""
+        return is_suspended(job)
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """A ``Succeeded`` or ``Failed`` condition."""
+        return finished(job)
+
+    def pods_ready(self, job: Body, count: int) -> bool:  # noqa: ARG002 - the operator reports it
+        """``Running`` is True."""
+        return pods_ready(job)
+
+    def active_pods(self, job: Body) -> int:
+        """Active pods over every replica type."""
+        return active_pods(job)

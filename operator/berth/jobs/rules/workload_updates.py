@@ -30,8 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from berth.api import errors
-from berth.core import job_sync
+from berth.api import errors, labels
 
 Body = dict[str, Any]
 
@@ -93,7 +92,7 @@ def refusals(
                     + (f" (the class's value is {current})" if current is not None else ""),
                 )
             )
-    label = job_sync.UNSUPPORTED_OWNER_LABEL
+    label = labels.UNSUPPORTED_OWNER_LABEL
     old_labels = (old.get("metadata") or {}).get("labels") or {}
     new_labels = meta.get("labels") or {}
     if label in old_labels and old_labels.get(label) != new_labels.get(label):

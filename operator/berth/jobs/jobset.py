@@ -1,4 +1,4 @@
-"""The pure half of the JobSet integration (``jobset.x-k8s.io/v1alpha2`` JobSet).
+"""The pure half of the JobSet integration (``x-k8s.io/v1alpha2`` JobSet).
 
 After Kueue's ``pkg/controller/jobs/jobset/jobset_controller.go``:
 
@@ -7,7 +7,7 @@ After Kueue's ``pkg/controller/jobs/jobset/jobset_controller.go``:
   at once (``parallelism``, bounded by ``completions``). No ``minCount``: Kueue admits a JobSet
   whole only, and so does Berth.
 - **Start**: ``spec.suspend`` false, and each replicated job's pod template gets its pod set's
-  flavor node labels and tolerations (``batchjob.placed``). JobSet's own webhook lets exactly
+  flavor node labels and tolerations (``podsets.placed``). JobSet's own webhook lets exactly
   these fields (labels, annotations, node selector, tolerations, scheduling gates) change while
   the JobSet is suspended; the JobSet controller carries them onto child Jobs it already made.
 - **Stop**: ``spec.suspend`` true (the JobSet controller suspends its child Jobs); **restore**:
@@ -18,18 +18,20 @@ After Kueue's ``pkg/controller/jobs/jobset/jobset_controller.go``:
 
 ``replicatedJobs`` is a list, so a JSON merge patch replaces it whole: the start and restore
 patches carry every replicated job as last read, changed only in those fields. Used through
-``core.integrations.JobSetJob`` by the simulator and the operator.
+``jobs.jobset.JobSetJob`` by the simulator and the operator.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from berth.api import errors, workload
-from berth.core import batchjob
+from berth.jobs import batchjob
+from berth.jobs.framework import labelled, podsets, workload_body
+from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 
-Body = dict[str, Any]
 KIND = "JobSet"
 GROUP = "jobset.x-k8s.io"
 API_VERSION = f"{GROUP}/v1alpha2"
@@ -153,7 +155,7 @@ def to_workload(
         }
         for rjob in _replicated(js)
     ]
-    return batchjob.build_workload(
+    return workload_body.build_workload(
         js,
         uid=uid,
         pod_sets=pod_sets,
@@ -185,7 +187,7 @@ def _rewritten(js: Body, templates: dict[str, Body]) -> list[Body] | None:
 
 
 def start_patch(
-    js: Body, originals: dict[str, Body], placements: dict[str, list[batchjob.FlavorPlacement]]
+    js: Body, originals: dict[str, Body], placements: dict[str, list[podsets.FlavorPlacement]]
 ) -> Body:
     """The merge patch that starts a JobSet: each pod set on its flavors, unsuspended.
 
@@ -197,10 +199,10 @@ def start_patch(
         name = str(rjob.get("name"))
         current: Body = _job_spec(rjob).get("template") or {}
         original = originals.get(name) or current
-        labels, selector, tolerations = batchjob.placed(
+        labels, selector, tolerations = podsets.placed(
             original, pod_set=name, flavors=placements.get(name, [])
         )
-        templates[name] = batchjob.with_fields(current, labels, selector, tolerations)
+        templates[name] = podsets.with_fields(current, labels, selector, tolerations)
     patch: Body = {"spec": {"suspend": False}}
     rjobs = _rewritten(js, templates)
     if rjobs is not None:
@@ -216,7 +218,7 @@ def restore_patch(js: Body, originals: dict[str, Body]) -> Body | None:
         current: Body = _job_spec(rjob).get("template") or {}
         original = originals.get(name) or current
         spec = original.get("spec") or {}
-        templates[name] = batchjob.with_fields(
+        templates[name] = podsets.with_fields(
             current,
             dict((original.get("metadata") or {}).get("labels") or {}),
             dict(spec.get("nodeSelector") or {}),
@@ -249,3 +251,98 @@ def pods_ready(js: Body) -> bool:
 def active_jobs(js: Body) -> int:
     """Child Jobs that still have active pods, by the JobSet's status."""
     return sum(int(s.get("active") or 0) for s in _statuses(js))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobSetJob(labelled.Labelled):
+    """The JobSet integration: one pod set per replicated job (``jobs.jobset``)."""
+
+    @property
+    def kind(self) -> str:
+        """The job's kind."""
+        return KIND
+
+    @property
+    def api_version(self) -> str:
+        """The job's apiVersion."""
+        return API_VERSION
+
+    @property
+    def plural(self) -> str:
+        """``jobsets``."""
+        return PLURAL
+
+    @property
+    def size_field(self) -> str:
+        """The replicated jobs (their replicas and each child Job's parallelism)."""
+        return "spec.replicatedJobs"
+
+    def count_field(self, job: Body, pod_set: str) -> str:
+        """The replicated job of that name (its replicas and its Job's parallelism)."""
+        return count_field(job, pod_set)
+
+    def pod_selector(self, job: Body) -> str:
+        """The JobSet controller's label on every child Job and pod: the JobSet's name."""
+        return f"{NAME_LABEL}={(job.get('metadata') or {}).get('name')}"
+
+    def child_as_made(self, job: Body, child: Body) -> Body | str:
+        """The child Job the JobSet controller makes under the child's name, or why none."""
+        return child_as_made(job, child)
+
+    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - JobSet's webhook allows it while suspended
+        """Nothing: a suspended JobSet's templates may change."""
+        return None
+
+    def pod_count(self, job: Body) -> int:
+        """Pods over all replicated jobs."""
+        return pod_count(job)
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The first replicated job's pod template that names a ``priorityClassName``."""
+        return priority_class(job)
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The JobSet's Workload, or the field errors that prevent it."""
+        return to_workload(job, uid=uid, honor_kueue=self.honor_kueue_labels)
+
+    def start_patch(
+        self, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
+    ) -> Body:
+        """Unsuspend, each replicated job's template on its pod set's flavors (whole only)."""
+        return start_patch(
+            job,
+            {o.name: o.template for o in originals},
+            {r.name: list(r.placements) for r in runs},
+        )
+
+    def stop_patch(self, job: Body) -> Body:  # noqa: ARG002 - the same patch stops every JobSet
+        """Suspend the JobSet (its controller suspends the child Jobs)."""
+        return {"spec": {"suspend": True}}
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
+        """The recorded templates back."""
+        if not originals:
+            return None
+        return restore_patch(job, {o.name: o.template for o in originals})
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - a JobSet cannot grow
+        """None: JobSet's webhook keeps replicated jobs (and so the pod count) immutable."""
+        return None
+
+    def is_suspended(self, job: Body) -> bool:
+        """``spec.suspend``."""
+        return bool((job.get("spec") or {}).get("suspend"))
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """A ``Completed`` or ``Failed`` condition."""
+        return finished(job)
+
+    def pods_ready(self, job: Body, count: int) -> bool:  # noqa: ARG002 - child Jobs report readiness
+        """Every child Job ready or succeeded."""
+        return pods_ready(job)
+
+    def active_pods(self, job: Body) -> int:
+        """Child Jobs with active pods (the JobSet's status counts Jobs, not pods)."""
+        return active_jobs(job)

@@ -20,7 +20,7 @@ RayCluster of an admitted parent may run.
 from __future__ import annotations
 
 from berth.api import quantity, workload
-from berth.core.job_kind import Body, Integration
+from berth.jobs.framework.protocol import Body, Integration
 
 
 def refusal(

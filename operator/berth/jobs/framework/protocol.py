@@ -3,11 +3,13 @@
 After Kueue's ``GenericJob`` (``pkg/controller/jobframework``): what Berth needs to know about
 a kind of job — its queue and priority class, its Workload (one pod set per role), the merge
 patches that start, stop and restore it, and finished, pods-ready and active pods from its
-status — pure and over the job's raw body. ``Labelled`` is what every kind reads alike (the
-queue and priority class from the job's labels).
+status — pure and over the job's raw body. Beside it, capabilities only some kinds have, in
+the way of Kueue's ``JobWith*`` interfaces: ``Scalable`` (a ``scale`` subresource) and
+``Composed`` (a job made of many objects, as a pod group is).
 
-Implemented by the kinds in ``core.integrations`` (batch Job, JobSet, Kubeflow) and
-``core.ray`` (RayJob, RayCluster); ``core.integrations`` makes them by framework name.
+Implemented by one module per kind (``jobs.batchjob``, ``jobs.jobset``, ``jobs.kubeflow``,
+``jobs.trainjob``, ``jobs.ray``, ``jobs.pod.integration``); ``jobs.registry`` makes them by
+framework name.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import dataclasses
 from typing import Any, Protocol, runtime_checkable
 
 from berth.api import errors, workload
-from berth.core import batchjob, topology
+from berth.core import topology
+from berth.jobs.framework import podsets
 
 Body = dict[str, Any]
 
@@ -27,7 +30,7 @@ class PodSetRun:
 
     name: str
     count: int
-    placements: tuple[batchjob.FlavorPlacement, ...] = ()
+    placements: tuple[podsets.FlavorPlacement, ...] = ()
     topology: topology.Assignment | None = None
     """Where its pods go, when its flavor is topology-aware."""
 
@@ -69,7 +72,7 @@ class Integration(Protocol):
     def child_as_made(self, job: Body, child: Body) -> Body | str:
         """The child the job's controller makes under the child's name, or why it makes none.
 
-        ``core.child_jobs`` checks a child against it (no larger, same node selector).
+        ``jobs.rules.child_jobs`` checks a child against it (no larger, same node selector).
         """
 
     def before_restore(self, job: Body) -> Body | None:
@@ -127,22 +130,18 @@ class Scalable(Protocol):
         """The job once ``/scale`` set its replicas to ``replicas`` (None: this kind has none)."""
 
 
+@runtime_checkable
+class Composed(Protocol):
+    """A job made of many objects, as a pod group is (Kueue's ``ComposableJob``).
+
+    Its Workload is owned by every object, and each of its patches is a map from an object's
+    name to that object's patch (``jobs.pod.integration.MEMBERS``).
+    """
+
+    def owner_references(self, job: Body) -> list[Body]:
+        """The owner references its Workload gets: one per object the job is made of."""
+
+
 def makes_no_children(job: Body) -> str:
     """Why a child of a job whose controller makes no jobs is none it makes."""
     return f"metadata.ownerReferences: a {job.get('kind')}'s controller makes no jobs"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Labelled:
-    """What every kind reads alike: the queue and priority class from the job's labels."""
-
-    honor_kueue_labels: bool = False
-    """Also read Kueue's ``kueue.x-k8s.io/*`` labels and annotations (migration)."""
-
-    def queue_name(self, job: Body) -> str | None:
-        """The LocalQueue the job names, if any."""
-        return batchjob.queue_name(job, honor_kueue=self.honor_kueue_labels)
-
-    def priority_class(self, job: Body) -> str | None:
-        """The WorkloadPriorityClass the job names, if any."""
-        return batchjob.priority_class(job, honor_kueue=self.honor_kueue_labels)

@@ -6,7 +6,7 @@ Numbered rules, the first that applies decides:
    labels: Berth must never hold back the cluster's own work or itself.
 2. A job controlled by another kind Berth integrates (a JobSet's child Job, a RayJob's
    RayCluster or submitter Job) is not managed on its own: its parent is
-   (``core.job_sync.parent``; Kueue's ``IsOwnerManagedByKueue``). The webhooks still keep it
+   (``jobs.rules.job_sync.parent``; Kueue's ``IsOwnerManagedByKueue``). The webhooks still keep it
    from running while its parent is not admitted (``operator.webhooks``).
 3. A Job that names a LocalQueue (``berth.dev/queue-name``, and ``kueue.x-k8s.io/queue-name``
    when ``honorKueueLabels``) is managed.
@@ -25,7 +25,9 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
-from berth.core import batchjob, integrations, job_kind, job_sync
+from berth.jobs import registry
+from berth.jobs.framework import labelled, protocol
+from berth.jobs.rules import job_sync
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -59,7 +61,7 @@ def decide(
     job: Mapping[str, Any],
     namespace_labels: Mapping[str, str] | None,
     config: configuration.Configuration,
-    enabled: Mapping[str, job_kind.Integration] | None = None,
+    enabled: Mapping[str, protocol.Integration] | None = None,
 ) -> Decision:
     """Decide whether Berth manages ``job``; ``namespace_labels`` are its namespace's labels.
 
@@ -72,10 +74,10 @@ def decide(
     if namespace in NEVER_MANAGED_NAMESPACES or namespace == config.namespace:
         return Decision(managed=False, why=Why.PROTECTED_NAMESPACE)
     if job_sync.parent(
-        dict(job), integrations.for_configuration(config) if enabled is None else enabled
+        dict(job), registry.for_configuration(config) if enabled is None else enabled
     ):
         return Decision(managed=False, why=Why.PART_OF_PARENT)
-    if batchjob.queue_name(dict(job), honor_kueue=config.honor_kueue_labels) is not None:
+    if labelled.queue_name(dict(job), honor_kueue=config.honor_kueue_labels) is not None:
         return Decision(managed=True, why=Why.NAMES_A_QUEUE)
     if not config.manage_jobs_without_queue_name:
         return Decision(managed=False, why=Why.NO_QUEUE_NOT_MANAGED)

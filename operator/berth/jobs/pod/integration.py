@@ -1,0 +1,158 @@
+"""The pod integration's ``Integration``: a group of plain Pods, every patch one per member.
+
+``PodGroupJob`` reads the group ``group.group_body`` assembles from its pods; its patches map
+each member's name to its strategic merge patch, or None to delete it (``MEMBERS``). Made by
+``jobs.registry`` for the ``pod`` framework.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from berth.api import errors, workload
+from berth.core import topology
+from berth.jobs.framework import labelled, protocol
+from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
+from berth.jobs.pod import group as podgroup
+
+MEMBERS = "pods"
+"""The key of a pod group's patches: a map from each member's name to its strategic merge patch,
+or None to delete it (a group is many objects; ``PodGroupJob``)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PodGroupJob(labelled.Labelled):
+    """The pod integration: plain Pods admitted as a group, one pod set per role.
+
+    The job is the group ``jobs.pod.group.group_body`` assembles from its pods, and every patch
+    is a map of member patches under ``MEMBERS`` (``jobs.pod.group``).
+    """
+
+    @property
+    def kind(self) -> str:
+        """``Pod``."""
+        return podgroup.KIND
+
+    @property
+    def api_version(self) -> str:
+        """``v1``."""
+        return podgroup.API_VERSION
+
+    @property
+    def plural(self) -> str:
+        """``pods``."""
+        return podgroup.PLURAL
+
+    @property
+    def size_field(self) -> str:
+        """The group's size annotation."""
+        return f"metadata.annotations[{podgroup.TOTAL_ANNOTATION}]"
+
+    def count_field(self, job: Body, pod_set: str) -> str:  # noqa: ARG002 - one size for the group
+        """The group's size annotation."""
+        return f"metadata.annotations[{podgroup.TOTAL_ANNOTATION}]"
+
+    def owner_references(self, job: Body) -> list[Body]:
+        """Every member owns the group's Workload (Kueue's ``EnsureWorkloadOwnedByAllMembers``)."""
+        return podgroup.owner_references(job)
+
+    def pod_selector(self, job: Body) -> str:  # noqa: ARG002 - one label marks every member
+        """Berth's label on every member (the group's own members are ``job['pods']``)."""
+        return f"{podgroup.MANAGED_LABEL}=true"
+
+    def child_as_made(self, job: Body, child: Body) -> Body | str:  # noqa: ARG002 - none is made
+        """None: pods make no jobs."""
+        return protocol.makes_no_children(job)
+
+    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - pods are never restored
+        """Nothing: a stopped member is deleted, not restored."""
+        return None
+
+    def pod_count(self, job: Body) -> int:
+        """The group's size."""
+        return podgroup.total(job, honor_kueue=self.honor_kueue_labels)
+
+    def pod_priority_class(self, job: Body) -> str | None:
+        """The first member's ``priorityClassName``."""
+        members = podgroup.pods(job)
+        spec = (members[0].get("spec") or {}) if members else {}
+        return spec.get("priorityClassName") or None
+
+    def to_workload(
+        self, job: Body, *, uid: str
+    ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
+        """The group's Workload, or why it cannot be made (yet)."""
+        return podgroup.to_workload(job, uid=uid, honor_kueue=self.honor_kueue_labels)
+
+    def start_patch(
+        self,
+        job: Body,
+        originals: list[PodSetOriginal],  # noqa: ARG002 - a member keeps its own template
+        runs: list[PodSetRun],
+    ) -> Body:
+        """Each gated member of the group, ungated on its role's flavors.
+
+        A role placed by topology pins each member to its domain at once: the members exist
+        already, so none waits at the topology gate.
+        """
+        by_role = {r.name: r for r in runs}
+        size = self.pod_count(job)
+        gated = [p for p in podgroup.runnable(job)[:size] if podgroup.is_gated(p)]
+        pinned: dict[str, dict[str, str]] = {}
+        for role, run in by_role.items():
+            if run.topology is not None:
+                members = sorted(
+                    str(p["metadata"]["name"]) for p in gated if podgroup.role_of(p) == role
+                )
+                pinned.update(topology.pin(run.topology, (), members))
+        out: dict[str, Body] = {}
+        for pod in gated:
+            name, role = str(pod["metadata"]["name"]), podgroup.role_of(pod)
+            found = by_role.get(role)
+            out[name] = podgroup.start_patch(
+                pod,
+                pod_set=role,
+                flavors=[] if found is None else list(found.placements),
+                pinned=pinned.get(name),
+            )
+        return {MEMBERS: out}
+
+    def stop_patch(self, job: Body) -> Body:
+        """Delete the members that were started and still run."""
+        return {MEMBERS: {str(p["metadata"]["name"]): None for p in podgroup.to_stop(job)}}
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:  # noqa: ARG002 - deleted, not restored
+        """None: pods are deleted, never restored."""
+        return None
+
+    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - a group cannot grow
+        """None: the size annotation is fixed and excess members are deleted."""
+        return None
+
+    def upkeep_patch(self, job: Body, *, finished_workload: bool) -> Body:
+        """Excess members deleted, and finalizers off the members that may go."""
+        out: dict[str, Body | None] = {
+            str(p["metadata"]["name"]): podgroup.DROP_FINALIZER
+            for p in podgroup.finalizer_drops(
+                job, finished_workload=finished_workload, honor_kueue=self.honor_kueue_labels
+            )
+        }
+        for pod in podgroup.excess(job, honor_kueue=self.honor_kueue_labels):
+            out[str(pod["metadata"]["name"])] = None
+        return {MEMBERS: out}
+
+    def is_suspended(self, job: Body) -> bool:
+        """A member that counts is still gated."""
+        return podgroup.is_suspended(job, honor_kueue=self.honor_kueue_labels)
+
+    def finished(self, job: Body) -> tuple[bool, bool]:
+        """``total`` members succeeded, or an unretriable group stopped."""
+        return podgroup.finished(job, honor_kueue=self.honor_kueue_labels)
+
+    def pods_ready(self, job: Body, count: int) -> bool:
+        """Ready + succeeded members >= count."""
+        return podgroup.pods_ready(job, count)
+
+    def active_pods(self, job: Body) -> int:
+        """Members bound and not finished."""
+        return podgroup.active_pods(job)
