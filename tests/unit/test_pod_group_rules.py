@@ -343,8 +343,8 @@ def test_stop_deletes_the_started_members_and_keeps_the_gated_and_finished() -> 
         running("going", total=4, deleted=True),
     )
     assert INTEG.stop_patch(body) == {pod_integration.MEMBERS: {"run": None}}
-    assert INTEG.restore_patch(body, []) is None
-    assert INTEG.hold_patch(body, 4) is None
+    assert not isinstance(INTEG, protocol.Restorable)  # a member is deleted, never restored
+    assert not isinstance(INTEG, protocol.HeldAtCount)  # the size is fixed, extras deleted
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from typing import Any
 
 from berth.api import errors, workload
 from berth.api.labels import KUEUE_MIN_PARALLELISM, MIN_PARALLELISM
-from berth.jobs.framework import labelled, podsets, protocol, workload_body
+from berth.jobs.framework import labelled, podsets, workload_body
 from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 
 
@@ -211,10 +211,6 @@ class BatchJob(labelled.Labelled):
         """The Job controller's label on its pods: the Job's uid."""
         return f"batch.kubernetes.io/controller-uid={(job.get('metadata') or {}).get('uid')}"
 
-    def child_as_made(self, job: Body, child: Body) -> Body | str:  # noqa: ARG002 - none is made
-        """None: a Job's controller makes pods, not jobs."""
-        return protocol.makes_no_children(job)
-
     def before_restore(self, job: Body) -> Body | None:
         """A Job that started keeps an immutable template until its ``startTime`` is cleared."""
         if (job.get("status") or {}).get("startTime"):
@@ -262,7 +258,7 @@ class BatchJob(labelled.Labelled):
             return None
         return restore_patch(job, originals[0].template, count=originals[0].count)
 
-    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - any Job is held alike
+    def hold_patch(self, job: Body, count: int) -> Body:  # noqa: ARG002 - any Job is held alike
         """``spec.parallelism`` back to the admitted count."""
         return {"spec": {"parallelism": count}}
 

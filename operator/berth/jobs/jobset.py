@@ -289,10 +289,6 @@ class JobSetJob(labelled.Labelled):
         """The child Job the JobSet controller makes under the child's name, or why none."""
         return child_as_made(job, child)
 
-    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - JobSet's webhook allows it while suspended
-        """Nothing: a suspended JobSet's templates may change."""
-        return None
-
     def pod_count(self, job: Body) -> int:
         """Pods over all replicated jobs."""
         return pod_count(job)
@@ -326,10 +322,6 @@ class JobSetJob(labelled.Labelled):
         if not originals:
             return None
         return restore_patch(job, {o.name: o.template for o in originals})
-
-    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - a JobSet cannot grow
-        """None: JobSet's webhook keeps replicated jobs (and so the pod count) immutable."""
-        return None
 
     def is_suspended(self, job: Body) -> bool:
         """``spec.suspend``."""

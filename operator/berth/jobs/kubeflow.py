@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 
 from berth.api import configuration, errors, workload
-from berth.jobs.framework import labelled, podsets, protocol, workload_body
+from berth.jobs.framework import labelled, podsets, workload_body
 from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 
 GROUP = "kubeflow.org"
@@ -333,14 +333,6 @@ class KubeflowJob(labelled.Labelled):
         """The training-operator's job-name and operator-name labels."""
         return pod_selector(self.spec, job)
 
-    def child_as_made(self, job: Body, child: Body) -> Body | str:  # noqa: ARG002 - none is made
-        """None: the training-operator makes pods and Services, not jobs."""
-        return protocol.makes_no_children(job)
-
-    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - a suspended job's templates may change
-        """Nothing: the operator makes pods from the templates only while it runs."""
-        return None
-
     def pod_count(self, job: Body) -> int:
         """Replicas over every replica type."""
         return pod_count(self.spec, job)
@@ -373,10 +365,6 @@ class KubeflowJob(labelled.Labelled):
     def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
         """The recorded templates back."""
         return restore_patch(self.spec, job, {o.name: o.template for o in originals})
-
-    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - see below
-        """None: a raise of replicas is refused by the webhook; it is not undone here."""
-        return None
 
     def is_suspended(self, job: Body) -> bool:
         """``spec.runPolicy.suspend``."""

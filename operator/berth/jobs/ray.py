@@ -509,10 +509,6 @@ class RayKind(Labelled):
             return child_as_made(job, child)
         return protocol.makes_no_children(job)
 
-    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - templates of a suspended job may change
-        """Nothing: KubeRay reads the templates only when it makes a cluster."""
-        return None
-
     def pod_count(self, job: Body) -> int:
         """Pods over every role."""
         return pod_count(self.shape, job)
@@ -540,10 +536,6 @@ class RayKind(Labelled):
     def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
         """The recorded templates back."""
         return restore_patch(self.shape, job, originals)
-
-    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - see below
-        """None: a raise of replicas is refused by the webhook; it is not undone here."""
-        return None
 
     def is_suspended(self, job: Body) -> bool:
         """``spec.suspend``."""

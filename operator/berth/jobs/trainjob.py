@@ -510,10 +510,6 @@ class TrainJobJob(labelled.Labelled):
         """The JobSet controller's label on every pod: the JobSet is named as the TrainJob."""
         return f"{jobset.NAME_LABEL}={(job.get('metadata') or {}).get('name')}"
 
-    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - a suspended TrainJob's patches may change
-        """Nothing: the Trainer's webhook lets runtime patches change while suspended."""
-        return None
-
     def pod_count(self, job: Body) -> int:
         """Pods over every replicated job of the JobSet the Trainer makes."""
         return pod_count(job, self.runtimes)
@@ -549,10 +545,6 @@ class TrainJobJob(labelled.Labelled):
     def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:  # noqa: ARG002 - Berth's patch is all it changed
         """Berth's runtime patch removed."""
         return restore_patch(job)
-
-    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - see below
-        """None: the Trainer does not resize a running JobSet."""
-        return None
 
     def is_suspended(self, job: Body) -> bool:
         """``spec.suspend``."""

@@ -29,7 +29,7 @@ from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events, jobs, workloads
 from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
-from berth.jobs.framework import workload_body
+from berth.jobs.framework import protocol, workload_body
 from berth.jobs.framework.protocol import Integration
 from berth.jobs.pod import group as podgroup
 from berth.jobs.pod import integration as pod_integration
@@ -305,18 +305,18 @@ class JobController:
             return False
         meta = job["metadata"]
         what = "; ".join(d.message for d in found)
-        if all(d.remedy is job_sync.Remedy.HOLD for d in found):
+        if isinstance(integ, protocol.HeldAtCount) and all(
+            d.remedy is job_sync.Remedy.HOLD for d in found
+        ):
             count = sum(r.count for r in runs)
-            hold = integ.hold_patch(job, count)
-            if hold is not None:
-                await self._patch(integ, job, hold)
-                message = (
-                    f"{integ.size_field} was raised past the admission ({what}): held at "
-                    f"{count}; resubmit the {integ.kind} at its new size"
-                )
-                log.warning("job %s/%s: %s", meta["namespace"], meta["name"], message)
-                await self._event(job, "ExceedsAdmission", message, warning=True)
-                return True
+            await self._patch(integ, job, integ.hold_patch(job, count))
+            message = (
+                f"{integ.size_field} was raised past the admission ({what}): held at "
+                f"{count}; resubmit the {integ.kind} at its new size"
+            )
+            log.warning("job %s/%s: %s", meta["namespace"], meta["name"], message)
+            await self._event(job, "ExceedsAdmission", message, warning=True)
+            return True
         message = (
             f"The {integ.kind} changed while it ran, past Berth's webhooks ({what}): it is "
             "stopped and queued again at its new shape"
@@ -565,9 +565,14 @@ class JobController:
             return
         elif not await self._pods_gone(integ, job, key):
             return
-        restore = integ.restore_patch(job, workload_body.originals(wl.pod_sets))
+        originals = workload_body.originals(wl.pod_sets)
+        restore = (
+            integ.restore_patch(job, originals) if isinstance(integ, protocol.Restorable) else None
+        )
         if restore is not None:
-            before = integ.before_restore(job)
+            before = (
+                integ.before_restore(job) if isinstance(integ, protocol.RestoresStatus) else None
+            )
             if before is not None:
                 await jobs.patch_status(self.kube, integ, ns, name, before)
             await self._patch(integ, job, restore)

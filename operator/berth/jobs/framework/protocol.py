@@ -69,15 +69,6 @@ class Integration(Protocol):
     def pod_selector(self, job: Body) -> str:
         """A label selector for every pod the job runs, through its children if it has any."""
 
-    def child_as_made(self, job: Body, child: Body) -> Body | str:
-        """The child the job's controller makes under the child's name, or why it makes none.
-
-        ``jobs.rules.child_jobs`` checks a child against it (no larger, same node selector).
-        """
-
-    def before_restore(self, job: Body) -> Body | None:
-        """A status merge patch the job needs before its templates may change, if any."""
-
     def queue_name(self, job: Body) -> str | None:
         """The LocalQueue the job names, if any."""
 
@@ -103,12 +94,6 @@ class Integration(Protocol):
     def stop_patch(self, job: Body) -> Body:
         """The merge patch that stops (suspends) the job."""
 
-    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
-        """The merge patch that gives a stopped job its recorded templates back (None if none)."""
-
-    def hold_patch(self, job: Body, count: int) -> Body | None:
-        """The merge patch that holds a running job at ``count`` pods (None: it cannot grow)."""
-
     def is_suspended(self, job: Body) -> bool:
         """Tell whether the job is suspended."""
 
@@ -120,6 +105,45 @@ class Integration(Protocol):
 
     def active_pods(self, job: Body) -> int:
         """Pods of the job that run or are still terminating, by its status."""
+
+
+# Capabilities: what only some kinds do, each a Protocol checked with isinstance (Kueue's
+# JobWith* interfaces), so a kind implements what it has and nothing stands in for the rest.
+
+
+@runtime_checkable
+class Parent(Protocol):
+    """A kind whose controller makes other jobs (a JobSet its Jobs, a RayJob its RayCluster)."""
+
+    def child_as_made(self, job: Body, child: Body) -> Body | str:
+        """The child the job's controller makes under the child's name, or why it makes none.
+
+        ``jobs.rules.child_jobs`` checks a child against it (no larger, same node selector).
+        """
+
+
+@runtime_checkable
+class Restorable(Protocol):
+    """A kind whose stopped job gets its recorded templates back (every kind but pods)."""
+
+    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:
+        """The merge patch that gives a stopped job its recorded templates back (None if none)."""
+
+
+@runtime_checkable
+class RestoresStatus(Protocol):
+    """A kind whose job needs its status patched before its templates may change (a Job)."""
+
+    def before_restore(self, job: Body) -> Body | None:
+        """The status merge patch the job needs before its templates may change, if any."""
+
+
+@runtime_checkable
+class HeldAtCount(Protocol):
+    """A kind whose running job can be held at its admitted count in place (a batch Job)."""
+
+    def hold_patch(self, job: Body, count: int) -> Body:
+        """The merge patch that holds a running job at ``count`` pods."""
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ import dataclasses
 
 from berth.api import errors, workload
 from berth.core import topology
-from berth.jobs.framework import labelled, protocol
+from berth.jobs.framework import labelled
 from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 from berth.jobs.pod import group as podgroup
 
@@ -59,14 +59,6 @@ class PodGroupJob(labelled.Labelled):
     def pod_selector(self, job: Body) -> str:  # noqa: ARG002 - one label marks every member
         """Berth's label on every member (the group's own members are ``job['pods']``)."""
         return f"{podgroup.MANAGED_LABEL}=true"
-
-    def child_as_made(self, job: Body, child: Body) -> Body | str:  # noqa: ARG002 - none is made
-        """None: pods make no jobs."""
-        return protocol.makes_no_children(job)
-
-    def before_restore(self, job: Body) -> Body | None:  # noqa: ARG002 - pods are never restored
-        """Nothing: a stopped member is deleted, not restored."""
-        return None
 
     def pod_count(self, job: Body) -> int:
         """The group's size."""
@@ -120,14 +112,6 @@ class PodGroupJob(labelled.Labelled):
     def stop_patch(self, job: Body) -> Body:
         """Delete the members that were started and still run."""
         return {MEMBERS: {str(p["metadata"]["name"]): None for p in podgroup.to_stop(job)}}
-
-    def restore_patch(self, job: Body, originals: list[PodSetOriginal]) -> Body | None:  # noqa: ARG002 - deleted, not restored
-        """None: pods are deleted, never restored."""
-        return None
-
-    def hold_patch(self, job: Body, count: int) -> Body | None:  # noqa: ARG002 - a group cannot grow
-        """None: the size annotation is fixed and excess members are deleted."""
-        return None
 
     def upkeep_patch(self, job: Body, *, finished_workload: bool) -> Body:
         """Excess members deleted, and finalizers off the members that may go."""

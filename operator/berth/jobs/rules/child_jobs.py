@@ -20,6 +20,7 @@ RayCluster of an admitted parent may run.
 from __future__ import annotations
 
 from berth.api import quantity, workload
+from berth.jobs.framework import protocol
 from berth.jobs.framework.protocol import Body, Integration
 
 
@@ -27,7 +28,11 @@ def refusal(
     parent: Body, child: Body, child_kind: Integration, parent_kind: Integration
 ) -> str | None:
     """Why ``child`` is not a child ``parent``'s controller makes, no larger (None: it is)."""
-    expected = parent_kind.child_as_made(parent, child)
+    expected = (
+        parent_kind.child_as_made(parent, child)
+        if isinstance(parent_kind, protocol.Parent)
+        else protocol.makes_no_children(parent)
+    )
     if isinstance(expected, str):
         return expected
     wanted, _ = child_kind.to_workload(expected, uid="as-made")

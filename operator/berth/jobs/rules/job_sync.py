@@ -212,7 +212,7 @@ def divergences(
                 out.append(Divergence(name, message, Remedy.STOP))
             continue
         if ps.count > admitted[name]:
-            held = Remedy.HOLD if integration.hold_patch(job, admitted[name]) else Remedy.STOP
+            held = Remedy.HOLD if isinstance(integration, protocol.HeldAtCount) else Remedy.STOP
             message = f"pod set {name} runs {ps.count} pod(s), its admission {admitted[name]}"
             out.append(Divergence(name, message, held))
         if integration.kind in _TEMPLATES_FROM_ELSEWHERE:
