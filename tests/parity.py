@@ -447,7 +447,7 @@ class Driver:
         self, job: dict[str, Any], action: _Do, key: names.WorkloadKey
     ) -> dict[str, Any]:
         """A TrainJob's status as the Trainer reports it: its JobSet's child Jobs."""
-        made, _ = trainjob.as_jobset(job, self.world.runtimes)
+        made, _ = trainjob.as_jobset(job, self.world.watched)
         status = _jobset_status(made or {}, action, self._running, key)
         out: dict[str, Any] = {"jobsStatus": status["replicatedJobsStatus"]}
         if action == _Do.JOB_FINISH:

@@ -165,7 +165,7 @@ NEEDS = (
             "clustertrainingruntimes trainingruntimes",
             "get list watch",
         ),
-        "berth.operator.webhook_server:read_runtime",
+        "berth.operator.webhook_server:read_watched",
         "a TrainJob's pod sets are read from its runtime (watched; read when the watch lags)",
     ),
     Need(

@@ -14,10 +14,11 @@ The simulator (``sim.intake``), the operator's World, job controller and webhook
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from berth.api import configuration
 from berth.jobs import batchjob, jobset, kubeflow, ray, trainjob
+from berth.jobs.framework import protocol
 from berth.jobs.framework.protocol import Integration
 from berth.jobs.pod import integration as pod_integration
 
@@ -48,34 +49,48 @@ CHILD_KINDS = (
 """The children the webhooks see, so a child cannot be started before its parent is admitted
 (the Helm chart's webhook template lists the same, in this order)."""
 
-_KUBEFLOW = {k.framework: k for k in kubeflow.KINDS}
+
+_Factory = Callable[[bool, protocol.Watched | None], Integration]
+
+
+def _kubeflow(kind: kubeflow.Kind) -> _Factory:
+    return lambda honor, _watched: kubeflow.KubeflowJob(honor_kueue_labels=honor, spec=kind)
+
+
+def _trainjob(honor: bool, watched: protocol.Watched | None) -> Integration:
+    if watched is None:
+        return trainjob.TrainJobJob(honor_kueue_labels=honor)
+    return trainjob.TrainJobJob(honor_kueue_labels=honor, runtimes=watched)
+
+
+_KINDS: dict[configuration.Framework, _Factory] = {
+    configuration.Framework.BATCH_JOB: lambda h, _w: batchjob.BatchJob(honor_kueue_labels=h),
+    configuration.Framework.JOBSET: lambda h, _w: jobset.JobSetJob(honor_kueue_labels=h),
+    **{k.framework: _kubeflow(k) for k in kubeflow.KINDS},
+    configuration.Framework.TRAINJOB: _trainjob,
+    configuration.Framework.RAYJOB: lambda h, _w: ray.RayKind(
+        honor_kueue_labels=h, shape=ray.RAYJOB
+    ),
+    configuration.Framework.RAYCLUSTER: lambda h, _w: ray.RayKind(
+        honor_kueue_labels=h, shape=ray.RAYCLUSTER
+    ),
+    configuration.Framework.POD: lambda h, _w: pod_integration.PodGroupJob(honor_kueue_labels=h),
+}
+"""Every kind by its framework name: adding a kind is its module and one entry here."""
 
 
 def make(
     framework: configuration.Framework,
     *,
     honor_kueue_labels: bool = False,
-    runtimes: trainjob.Runtimes | None = None,
+    watched: protocol.Watched | None = None,
 ) -> Integration:
     """The integration a framework name in ``integrations.frameworks`` names (Kueue's names).
 
-    ``runtimes``: the training runtimes a TrainJob integration reads (none known by default).
+    ``watched``: the objects a ``Watching`` kind reads (a TrainJob's runtimes; none known by
+    default), kept current by the caller.
     """
-    if framework is configuration.Framework.TRAINJOB:
-        if runtimes is None:
-            return trainjob.TrainJobJob(honor_kueue_labels=honor_kueue_labels)
-        return trainjob.TrainJobJob(honor_kueue_labels=honor_kueue_labels, runtimes=runtimes)
-    if framework is configuration.Framework.BATCH_JOB:
-        return batchjob.BatchJob(honor_kueue_labels=honor_kueue_labels)
-    if framework is configuration.Framework.JOBSET:
-        return jobset.JobSetJob(honor_kueue_labels=honor_kueue_labels)
-    if framework is configuration.Framework.POD:
-        return pod_integration.PodGroupJob(honor_kueue_labels=honor_kueue_labels)
-    if framework is configuration.Framework.RAYJOB:
-        return ray.RayKind(honor_kueue_labels=honor_kueue_labels, shape=ray.RAYJOB)
-    if framework is configuration.Framework.RAYCLUSTER:
-        return ray.RayKind(honor_kueue_labels=honor_kueue_labels, shape=ray.RAYCLUSTER)
-    return kubeflow.KubeflowJob(honor_kueue_labels=honor_kueue_labels, spec=_KUBEFLOW[framework])
+    return _KINDS[framework](honor_kueue_labels, watched)
 
 
 EVERY_KIND: tuple[Integration, ...] = tuple(make(f) for f in configuration.Framework)
@@ -83,21 +98,36 @@ EVERY_KIND: tuple[Integration, ...] = tuple(make(f) for f in configuration.Frame
 a Configuration enables."""
 
 
+def every_kind(watched: protocol.Watched) -> tuple[Integration, ...]:
+    """``EVERY_KIND``, reading ``watched`` (a scenario's runtimes, to check its TrainJobs)."""
+    return tuple(make(f, watched=watched) for f in configuration.Framework)
+
+
 def for_configuration(
-    config: configuration.Configuration, runtimes: trainjob.Runtimes | None = None
+    config: configuration.Configuration, watched: protocol.Watched | None = None
 ) -> dict[str, Integration]:
     """The integrations the Configuration enables, by job kind, bound to its settings.
 
-    ``runtimes``: the training runtimes TrainJobs name, read live (the caller keeps it current).
+    ``watched``: the objects ``Watching`` kinds read, kept current by the caller.
 
     ``batch/job`` is always on: Berth's own guards (the Job webhooks, the child-Job rules) rest
     on it. Unknown names are refused when the Configuration is loaded (``api.configuration``).
     """
     out: dict[str, Integration] = {}
     for name in [configuration.Framework.BATCH_JOB, *config.integrations.frameworks]:
-        made = make(name, honor_kueue_labels=config.honor_kueue_labels, runtimes=runtimes)
+        made = make(name, honor_kueue_labels=config.honor_kueue_labels, watched=watched)
         out[made.kind] = made
     return out
+
+
+def watched_kinds(enabled: Mapping[str, Integration]) -> dict[str, protocol.WatchingIntegration]:
+    """Each kind of object the enabled kinds read, with the kind that reads it."""
+    return {
+        w.kind: integ
+        for integ in enabled.values()
+        if isinstance(integ, protocol.WatchingIntegration)
+        for w in integ.watched
+    }
 
 
 def by_api_version(

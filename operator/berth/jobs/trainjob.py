@@ -42,7 +42,7 @@ from typing import Any
 
 from berth.api import errors, workload
 from berth.jobs import jobset
-from berth.jobs.framework import labelled, merge, podsets, workload_body
+from berth.jobs.framework import labelled, merge, podsets, protocol, workload_body
 from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 
 KIND = "TrainJob"
@@ -76,21 +76,15 @@ _MERGE_KEYS = {
 """The lists a runtime patch merges by key (Kubernetes' ``patchMergeKey``s on these fields)."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True, order=True)
-class RuntimeKey:
-    """A runtime: its kind, its namespace ('' for a ClusterTrainingRuntime) and its name."""
-
-    kind: str
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind} {where}"
-
-
-Runtimes = Mapping[RuntimeKey, Body]
+RuntimeKey = protocol.ObjectKey
+"""A runtime: its kind, its namespace ('' for a ClusterTrainingRuntime) and its name."""
+Runtimes = protocol.Watched
 """The runtimes known, as stored, by key."""
+WATCHED = tuple(
+    protocol.WatchedKind(kind, API_VERSION, plural, namespaced=kind != CLUSTER_RUNTIME)
+    for kind, plural in RUNTIME_PLURALS.items()
+)
+"""The runtimes, as the operator watches them."""
 
 
 def key_of(runtime: Body) -> RuntimeKey | None:
@@ -474,13 +468,39 @@ def active_jobs(job: Body) -> int:
 class TrainJobJob(labelled.Labelled):
     """The Kubeflow Trainer v2 TrainJob: its runtime's JobSet, a pod set per replicated job.
 
-    ``jobs.trainjob`` reads the runtime the TrainJob names from ``runtimes``.
+    It reads the runtime the TrainJob names from ``runtimes``: it is ``Watching`` them.
     """
 
     runtimes: Runtimes = dataclasses.field(
         default_factory=lambda: types.MappingProxyType({}), compare=False
     )
     """The training runtimes known, by key (the operator's watch or the simulator's documents)."""
+
+    @property
+    def watched(self) -> tuple[protocol.WatchedKind, ...]:
+        """ClusterTrainingRuntimes and TrainingRuntimes."""
+        return WATCHED
+
+    def key_of(self, obj: Body) -> protocol.ObjectKey | None:
+        """A runtime's key (None for anything else)."""
+        return key_of(obj)
+
+    def reads(self, job: Body) -> protocol.ObjectKey | None:
+        """The runtime a TrainJob names (None when its reference is invalid)."""
+        found = runtime_ref(job)
+        return found if isinstance(found, protocol.ObjectKey) else None
+
+    def object_problems(self, obj: Body) -> list[errors.FieldError]:
+        """A runtime's template must be a JobSet spec with replicated jobs."""
+        replicated = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if isinstance(replicated.get("replicatedJobs"), list):
+            return []
+        return [
+            errors.FieldError(
+                "spec.template.spec.replicatedJobs",
+                "required; a runtime's template is a JobSet spec",
+            )
+        ]
 
     @property
     def kind(self) -> str:

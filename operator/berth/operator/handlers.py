@@ -17,7 +17,6 @@ import kopf
 
 from berth.adapters.kube import client, informer
 from berth.api import base
-from berth.jobs import trainjob
 from berth.operator import world as world_mod
 
 WATCHED = (
@@ -36,7 +35,7 @@ WATCHED = (
 )
 """(kind, group, version, plural) of everything the operator always watches, in priming order;
 ``watched`` adds the job kinds the Configuration integrates beside ``batch/v1`` Job (and the
-Kubeflow Trainer's runtimes, with TrainJobs)."""
+objects those kinds read: a TrainJob's training runtimes)."""
 
 
 def watched(world: world_mod.World) -> list[tuple[str, str, str, str]]:
@@ -51,12 +50,13 @@ def watched(world: world_mod.World) -> list[tuple[str, str, str, str]]:
         entry = (integ.kind, group, version, integ.plural)
         if entry not in out:
             out.insert(out.index(("Pod", "", "v1", "pods")), entry)
-    if trainjob.KIND in world.integrations:
-        # Before the TrainJobs: a TrainJob's pod sets are read from the runtime it names.
-        group, _, version = trainjob.API_VERSION.rpartition("/")
-        at = out.index(("Job", "batch", "v1", "jobs"))
-        for kind, plural in trainjob.RUNTIME_PLURALS.items():
-            out.insert(at, (kind, group, version, plural))
+    for kind, reader in world.watched_kinds.items():
+        # Before the jobs: a job's pod sets may be read from what it names (a TrainJob's runtime).
+        watched = next(w for w in reader.watched if w.kind == kind)
+        group, _, version = watched.api_version.rpartition("/")
+        out.insert(
+            out.index(("Job", "batch", "v1", "jobs")), (kind, group, version, watched.plural)
+        )
     return out
 
 

@@ -23,7 +23,6 @@ from aiohttp import web
 
 from berth.adapters import tls
 from berth.adapters.kube import client, errors, jobs
-from berth.jobs import trainjob
 from berth.jobs.framework import protocol
 from berth.jobs.rules import job_sync
 from berth.operator import cluster_certs, webhooks
@@ -74,8 +73,8 @@ class WebhookServer:
                 log.warning("could not read %s %s/%s: %s", ref.kind, namespace, ref.name, e)
                 return None
 
-        async def read_runtimes(job: dict[str, Any]) -> bool:
-            return await read_runtime(kube, world, job)
+        async def read_object(job: dict[str, Any]) -> bool:
+            return await read_watched(kube, world, job)
 
         async def read_job(
             integration: protocol.Integration, namespace: str, name: str
@@ -83,7 +82,7 @@ class WebhookServer:
             return await jobs.get(kube, integration, namespace, name)
 
         runner = web.AppRunner(
-            webhooks.app(world, read_parent, read_runtimes, read_job), access_log=None
+            webhooks.app(world, read_parent, read_object, read_job), access_log=None
         )
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=context)
@@ -137,28 +136,31 @@ class WebhookServer:
         await self.runner.cleanup()
 
 
-async def read_runtime(kube: client.Kube, world: world_mod.World, job: dict[str, Any]) -> bool:
-    """Read the training runtime a TrainJob names into the World, if the watch has not shown it.
+async def read_watched(kube: client.Kube, world: world_mod.World, job: dict[str, Any]) -> bool:
+    """Read the object a job reads into the World, if the watch has not shown it yet.
 
-    True when it was read (the decision may change): a runtime applied just before its
-    TrainJob may not have reached the watch yet.
+    True when it was read (the decision may change): a TrainJob's runtime applied just before
+    the TrainJob may not have reached the watch yet.
     """
-    if job.get("kind") != trainjob.KIND or trainjob.KIND not in world.integrations:
+    reader = world.integrations.get(str(job.get("kind") or ""))
+    if not isinstance(reader, protocol.Watching):
         return False
-    key = trainjob.runtime_ref(job)
-    if isinstance(key, trainjob.RuntimeKey) and key not in world.runtimes:
-        group, _, version = trainjob.API_VERSION.rpartition("/")
-        where = f"/namespaces/{key.namespace}" if key.namespace else ""
-        plural = trainjob.RUNTIME_PLURALS[key.kind]
-        try:
-            found = await kube.request("GET", f"/apis/{group}/{version}{where}/{plural}/{key.name}")
-        except errors.NotFoundError:
-            return False  # the refusal names the missing runtime; nothing to log
-        except errors.KubeError as e:
-            log.warning("could not read %s: %s", key, e)
-            return False
-        found.setdefault("apiVersion", trainjob.API_VERSION)
-        found.setdefault("kind", key.kind)
-        world.apply(key.kind, found)
-        return True
-    return False
+    key = reader.reads(job)
+    if key is None or key in world.watched:
+        return False
+    watched = next(w for w in reader.watched if w.kind == key.kind)
+    group, _, version = watched.api_version.rpartition("/")
+    where = f"/namespaces/{key.namespace}" if watched.namespaced else ""
+    try:
+        found = await kube.request(
+            "GET", f"/apis/{group}/{version}{where}/{watched.plural}/{key.name}"
+        )
+    except errors.NotFoundError:
+        return False  # the refusal names the missing object; nothing to log
+    except errors.KubeError as e:
+        log.warning("could not read %s: %s", key, e)
+        return False
+    found.setdefault("apiVersion", watched.api_version)
+    found.setdefault("kind", watched.kind)
+    world.apply(watched.kind, found)
+    return True

@@ -467,8 +467,8 @@ def _content(body: dict[str, Any] | None) -> dict[str, Any]:
 
 ParentReader = Callable[[job_sync.Parent, str], Awaitable[dict[str, Any] | None]]
 """Reads a child's parent (named by its owner reference, in a namespace) as stored now."""
-RuntimeReader = Callable[[dict[str, Any]], Awaitable[bool]]
-"""Reads the training runtime a TrainJob names into the World; True when it read one."""
+WatchedReader = Callable[[dict[str, Any]], Awaitable[bool]]
+"""Reads the object a job reads (a TrainJob's runtime) into the World; True when it read one."""
 JobReader = Callable[[protocol.Integration, str, str], Awaitable[dict[str, Any] | None]]
 """Reads a job of a kind by namespace and name as stored now (None: it does not exist); raises
 ``berth.adapters.kube.errors.KubeError`` when it cannot tell."""
@@ -477,7 +477,7 @@ JobReader = Callable[[protocol.Integration, str, str], Awaitable[dict[str, Any] 
 def app(
     world: world_mod.World,
     read_parent: ParentReader | None = None,
-    read_runtime: RuntimeReader | None = None,
+    read_watched: WatchedReader | None = None,
     read_job: JobReader | None = None,
 ) -> web.Application:
     """The aiohttp application serving every route.
@@ -489,7 +489,7 @@ def app(
     A child job that its parent as last seen would hold back is decided again on its parent as
     ``read_parent`` reads it now: the watch may lag behind the parent's controller (KubeRay names
     the cluster in the RayJob's status just before it makes it). A TrainJob refused for a runtime
-    not seen yet is decided again once ``read_runtime`` has read it.
+    not seen yet is decided again once ``read_watched`` has read it.
     """
 
     def route(decide: Any) -> Any:  # noqa: ANN401 - an aiohttp handler
@@ -505,7 +505,7 @@ def app(
             review = await request.json()
             req = review.get("request") or {}
             answer = decide(world, req)
-            if not answer["allowed"] and read_runtime is not None and await read_runtime(_job(req)):
+            if not answer["allowed"] and read_watched is not None and await read_watched(_job(req)):
                 answer = decide(world, req)
             held = not answer["allowed"] or "patch" in answer
             if held and read_parent is not None:  # only a held-back job: most pass untouched

@@ -38,7 +38,7 @@ from berth.api import node as api_node
 from berth.api import workload as api_workload
 from berth.api.configuration import RequeueTimestamp
 from berth.core import admission, cycle, priority, topology, workload
-from berth.jobs import registry, trainjob
+from berth.jobs import registry
 from berth.jobs.framework import protocol
 from berth.jobs.pod import group as podgroup
 from berth.jobs.rules import job_sync, job_updates, managed, unqueued
@@ -88,10 +88,12 @@ class World:
         self.cache = self.state.cache
         self.queues = self.state.queues
         self.policy = cycle.Policy.from_configuration(config)
-        self.runtimes: dict[trainjob.RuntimeKey, Body] = {}
-        """The Kubeflow Trainer runtimes as last seen (what a TrainJob's pod sets are read from)."""
-        self.integrations = registry.for_configuration(config, self.runtimes)
+        self.watched: dict[protocol.ObjectKey, Body] = {}
+        """The objects ``Watching`` kinds read, as last seen (a TrainJob's training runtimes)."""
+        self.integrations = registry.for_configuration(config, self.watched)
         """The job integrations the Configuration enables, by kind, bound to it."""
+        self.watched_kinds = registry.watched_kinds(self.integrations)
+        """Each kind of watched object, with the integration that reads it."""
         self.priorities = priorities.Registry()
         self.wake = Wakeups()
         self.workloads: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
@@ -179,8 +181,8 @@ class World:
                 self.mark_job(job)
         elif kind == "Workload":
             self._workload(body, deleted=deleted)
-        elif kind in trainjob.RUNTIME_PLURALS:
-            self._runtime(body, deleted=deleted)
+        elif kind in self.watched_kinds:
+            self._watched(kind, body, deleted=deleted)
         else:
             self._react(self.queue_objects.take(kind, body, deleted=deleted))
 
@@ -245,21 +247,23 @@ class World:
         namespace = str((pod.get("metadata") or {}).get("namespace") or "")
         return self.jobs.get(names.JobKey(podgroup.KIND, namespace, member.name))
 
-    def _runtime(self, body: Body, *, deleted: bool) -> None:
-        """Keep a training runtime; the TrainJobs that name it are looked at again.
+    def _watched(self, kind: str, body: Body, *, deleted: bool) -> None:
+        """Keep an object a kind's jobs read; the jobs that read it are looked at again.
 
-        One without a Workload may now get one; a queued one whose pod sets the runtime changed
-        gets its Workload made again (``jobs.rules.job_sync.drift``), as Kueue's reconciler does.
+        One without a Workload may now get one (a TrainJob whose runtime arrived); a queued one
+        whose pod sets it changed gets its Workload made again (``jobs.rules.job_sync.drift``),
+        as Kueue's reconciler does.
         """
-        key = trainjob.key_of(body)
+        reader = self.watched_kinds[kind]
+        key = reader.key_of(body)
         if key is None:
             return
         if deleted:
-            self.runtimes.pop(key, None)
+            self.watched.pop(key, None)
             return
-        self.runtimes[key] = body
+        self.watched[key] = body
         for job_key, job in self.jobs.items():
-            if job_key.kind == trainjob.KIND and trainjob.runtime_ref(job) == key:
+            if job_key.kind == reader.kind and reader.reads(job) == key:
                 self.mark_job(job_key)
 
     def _react(self, changed: queue_objects.Changed) -> None:

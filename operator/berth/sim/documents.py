@@ -17,7 +17,7 @@ import yaml
 
 from berth.api import base, duration, errors, kinds, kueue_convert, validation
 from berth.api import node as api_node
-from berth.jobs import registry, trainjob
+from berth.jobs import registry
 from berth.jobs.framework import protocol
 from berth.jobs.pod import group as podgroup
 
@@ -35,9 +35,14 @@ JOBS: dict[tuple[str, str], protocol.Integration] = {
 }
 """The job kinds a scenario may hold, each with the integration that checks it at load time."""
 PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
-RUNTIMES = frozenset((trainjob.API_VERSION, kind) for kind in trainjob.RUNTIME_PLURALS)
-"""The Kubeflow Trainer's runtimes: kept as written, read by the TrainJobs that name them."""
-TRAINJOB = (trainjob.API_VERSION, trainjob.KIND)
+WATCHED: dict[tuple[str, str], protocol.WatchingIntegration] = {
+    (w.api_version, w.kind): integ
+    for integ in registry.EVERY_KIND
+    if isinstance(integ, protocol.WatchingIntegration)
+    for w in integ.watched
+}
+"""Objects some jobs read (a TrainJob's runtimes), with the kind that reads them: kept as
+written, read by the jobs that name them."""
 POD = (podgroup.API_VERSION, podgroup.KIND)
 """A plain Pod: a member of a pod group (or a group of one); the engine assembles groups."""
 
@@ -170,22 +175,25 @@ def read_streams(sources: list[tuple[str, IO[str]]]) -> list[Document]:
                             (loc, errors.FieldError("kind", "at most one Configuration is allowed"))
                         )
                 docs.append(doc)
-    problems += _check_trainjobs(docs)
+    problems += _check_watching(docs)
     problems += _check_pod_groups(docs)
     if problems:
         raise ScenarioError(problems)
     return docs
 
 
-def _check_trainjobs(docs: list[Document]) -> list[tuple[Location | None, errors.FieldError]]:
-    """Each TrainJob's Workload built against the scenario's runtimes, before the run starts."""
-    runtimes = _runtimes_of(docs)
-    check = trainjob.TrainJobJob(runtimes=runtimes)
+def _check_watching(docs: list[Document]) -> list[tuple[Location | None, errors.FieldError]]:
+    """Each job that reads other objects built against the scenario's, before the run starts."""
+    readers = {
+        (i.api_version, i.kind): i
+        for i in registry.every_kind(_watched_of(docs))
+        if isinstance(i, protocol.Watching)
+    }
     return [
         (doc.location, problem)
         for doc in docs
-        if doc.kind == TRAINJOB
-        for problem in check.to_workload(doc.raw, uid="load-check")[1]
+        if doc.kind in readers
+        for problem in readers[doc.kind].to_workload(doc.raw, uid="load-check")[1]
     ]
 
 
@@ -212,11 +220,11 @@ def _check_pod_groups(docs: list[Document]) -> list[tuple[Location | None, error
     return out
 
 
-def _runtimes_of(docs: list[Document]) -> dict[trainjob.RuntimeKey, dict[str, Any]]:
-    """Every runtime document of a scenario, by key."""
+def _watched_of(docs: list[Document]) -> dict[protocol.ObjectKey, dict[str, Any]]:
+    """Every document of a scenario some jobs read, by key."""
     out = {}
     for doc in docs:
-        key = trainjob.key_of(doc.raw) if doc.kind in RUNTIMES else None
+        key = WATCHED[doc.kind].key_of(doc.raw) if doc.kind in WATCHED else None
         if key is not None:
             out[key] = doc.raw
     return out
@@ -246,23 +254,15 @@ def read_files(paths: list[str], stdin: IO[str]) -> list[Document]:
 
 
 def _raw_problems(kind: tuple[str, str], raw: dict[str, Any]) -> list[errors.FieldError]:
-    """What is wrong with a job or runtime document, which is kept as written."""
-    if kind in RUNTIMES:
-        replicated = ((raw.get("spec") or {}).get("template") or {}).get("spec") or {}
-        if isinstance(replicated.get("replicatedJobs"), list):
-            return []
-        return [
-            errors.FieldError(
-                "spec.template.spec.replicatedJobs",
-                "required; a runtime's template is a JobSet spec",
-            )
-        ]
+    """What is wrong with a job or watched document, which is kept as written."""
+    if kind in WATCHED:
+        return WATCHED[kind].object_problems(raw)
     if kind not in JOBS:
         return []
     if not isinstance(raw.get("spec"), dict):
         return [errors.FieldError("spec", f"required; a {kind[1]} needs a spec")]
-    if kind == TRAINJOB:
-        return []  # checked once every runtime is read (``_check_trainjobs``)
+    if isinstance(JOBS[kind], protocol.Watching):
+        return []  # checked once every object it may read is read (``_check_watching``)
     if kind == POD:
         return podgroup.create_problems(raw)  # each group is checked whole (``_check_pod_groups``)
     # Build its Workload once now, so a bad job is reported with every other problem before
@@ -306,7 +306,7 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
     problems += [err] if err else []
     kind = (str(raw.get("apiVersion")), str(raw.get("kind")))
     obj: base.Object | None = None
-    if kind == NAMESPACE or kind in JOBS or kind in RUNTIMES:
+    if kind == NAMESPACE or kind in JOBS or kind in WATCHED:
         if not (metadata or {}).get("name"):
             problems.append(errors.FieldError("metadata.name", "required; give the object a name"))
         problems += _raw_problems(kind, raw)

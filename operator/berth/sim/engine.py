@@ -29,7 +29,7 @@ from berth.adapters import collector
 from berth.api import conditions, configuration, duration, errors, names, priorityclass
 from berth.api import workload as api_workload
 from berth.core import cycle, podsready, workload
-from berth.jobs import registry, trainjob
+from berth.jobs import registry
 from berth.jobs.framework import protocol, workload_body
 from berth.jobs.pod import group as podgroup
 from berth.sim import documents, events, intake, summary
@@ -165,9 +165,9 @@ class Simulator:
             if isinstance(doc.obj, configuration.Configuration):
                 self.config = doc.obj
         self.policy = cycle.Policy.from_configuration(self.config)
-        self.runtimes: dict[trainjob.RuntimeKey, dict[str, Any]] = {}
-        """The Kubeflow Trainer runtimes applied so far (TrainJobs read their pod sets there)."""
-        self.integrations = registry.for_configuration(self.config, self.runtimes)
+        self.watched: dict[protocol.ObjectKey, dict[str, Any]] = {}
+        """The objects jobs read, applied so far (a TrainJob reads its pod sets off its runtime)."""
+        self.integrations = registry.for_configuration(self.config, self.watched)
         _check_frameworks(docs, self.integrations)
         self.state = lifecycle.Lifecycle()
         self.priorities = priorities.Registry()
@@ -287,8 +287,8 @@ class Simulator:
             self._apply_pod(doc)
         elif doc.kind in documents.JOBS:
             self._apply_job(doc)
-        elif doc.kind in documents.RUNTIMES:
-            self._runtime(doc, deleted=False)
+        elif doc.kind in documents.WATCHED:
+            self._watched(doc, deleted=False)
         elif isinstance(obj, priorityclass.PriorityClass):
             self.priorities.set_pod_class(obj.name, obj.value, global_default=obj.global_default)
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
@@ -309,8 +309,8 @@ class Simulator:
             key = self.job_to_workload.pop(_job_key(doc), None)
             if key is not None:
                 self._delete_workload(key)
-        elif doc.kind in documents.RUNTIMES:
-            self._runtime(doc, deleted=True)
+        elif doc.kind in documents.WATCHED:
+            self._watched(doc, deleted=True)
         elif isinstance(obj, priorityclass.PriorityClass):
             self.priorities.drop_pod_class(obj.name)
         elif isinstance(obj, priorityclass.WorkloadPriorityClass):
@@ -330,12 +330,12 @@ class Simulator:
                 if (sim.class_kind, sim.info.priority_class) == (obj.kind, obj.name):
                     self._set_priority(sim, obj.value)
 
-    def _runtime(self, doc: documents.Document, *, deleted: bool) -> None:
-        runtime = trainjob.key_of(doc.raw)
-        if runtime is not None and deleted:
-            self.runtimes.pop(runtime, None)
-        elif runtime is not None:
-            self.runtimes[runtime] = doc.raw
+    def _watched(self, doc: documents.Document, *, deleted: bool) -> None:
+        key = documents.WATCHED[doc.kind].key_of(doc.raw)
+        if key is not None and deleted:
+            self.watched.pop(key, None)
+        elif key is not None:
+            self.watched[key] = doc.raw
 
     def _ensure_namespace(self, namespace: str) -> None:
         # Namespaces referenced but never declared exist, with no labels.

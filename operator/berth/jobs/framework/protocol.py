@@ -15,6 +15,7 @@ framework name.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from berth.api import errors, workload
@@ -144,6 +145,60 @@ class HeldAtCount(Protocol):
 
     def hold_patch(self, job: Body, count: int) -> Body:
         """The merge patch that holds a running job at ``count`` pods."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, order=True)
+class ObjectKey:
+    """An object beside the jobs: its kind, its namespace ('' when cluster-scoped), its name."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WatchedKind:
+    """A kind of object some jobs read, as the API serves it."""
+
+    kind: str
+    api_version: str
+    plural: str
+    namespaced: bool
+
+
+Watched = Mapping[ObjectKey, Body]
+"""The objects the jobs read, as stored, by key (the operator's watch or a scenario keeps it)."""
+
+
+@runtime_checkable
+class Watching(Protocol):
+    """A kind whose jobs read other objects, as a TrainJob reads its training runtime.
+
+    It is made with the ``Watched`` mapping its driver keeps current: the operator watches each
+    ``WatchedKind`` into it, and looks at a job again when the object it ``reads`` arrives.
+    """
+
+    @property
+    def watched(self) -> tuple[WatchedKind, ...]:
+        """The kinds of object its jobs read."""
+
+    def key_of(self, obj: Body) -> ObjectKey | None:
+        """The key of one such object (None when it is none of them)."""
+
+    def reads(self, job: Body) -> ObjectKey | None:
+        """The object a job reads (None: it names none it could read)."""
+
+    def object_problems(self, obj: Body) -> list[errors.FieldError]:
+        """What keeps one such object from being read, as written (a scenario's, say)."""
+
+
+@runtime_checkable
+class WatchingIntegration(Integration, Watching, Protocol):
+    """An ``Integration`` that is ``Watching``: what the drivers keep the watched objects for."""
 
 
 @runtime_checkable
