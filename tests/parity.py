@@ -55,6 +55,7 @@ from berth.jobs import jobset, kubeflow, ray, trainjob
 from berth.jobs.framework import merge
 from berth.jobs.pod import group as podgroup
 from berth.jobs.pod import integration as pod_integration
+from berth.jobs.pod import rules as pod_rules
 from berth.operator import jobcontroller, lifecycle, scheduler, world
 from berth.sim import documents
 
@@ -251,7 +252,7 @@ class Driver:
         if doc.kind != documents.NAMESPACE and (doc.obj is None or doc.obj.NAMESPACED):
             meta.setdefault("namespace", doc.namespace)
         body["metadata"] = meta
-        if doc.kind == documents.POD:
+        if doc.kind in documents.COMPOSED:
             self.members[names.WorkloadKey(doc.namespace, doc.name)] = doc
             body = self._made(body)
         elif doc.kind in documents.JOBS or doc.kind[1] == "Workload":
@@ -260,7 +261,7 @@ class Driver:
             ns = doc.namespace
             if self.fake.store.get(("Namespace", "", ns)) is None:
                 self.fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-            if doc.kind != documents.POD and self.world.managed(body):
+            if doc.kind not in documents.COMPOSED and self.world.managed(body):
                 # the mutating webhook (webhooks.mutate_job)
                 body["spec"] = merge.suspended_spec(self.world.integration(body), body)
         key = (doc.kind[1], meta.get("namespace", "") or "", doc.name)
@@ -280,7 +281,7 @@ class Driver:
         if not self.world.managed(pod):
             return pod
         out = copy.deepcopy(pod)
-        for op in podgroup.webhook_patch(out, honor_kueue=self.config.honor_kueue_labels):
+        for op in pod_rules.webhook_patch(out, honor_kueue=self.config.honor_kueue_labels):
             # Every operation adds, at a path of map keys or at a list's end ("-").
             *parents, last = [
                 p.replace("~1", "/").replace("~0", "~") for p in op["path"][1:].split("/")
@@ -295,7 +296,7 @@ class Driver:
         return out
 
     async def _delete(self, doc: documents.Document) -> None:
-        if doc.kind == documents.POD:
+        if doc.kind in documents.COMPOSED:
             self.members.pop(names.WorkloadKey(doc.namespace, doc.name), None)  # not made again
         meta = doc.raw.get("metadata") or {}
         ns = doc.namespace if doc.kind != documents.NAMESPACE else ""

@@ -23,6 +23,7 @@ from berth.jobs import registry
 from berth.jobs.framework import podsets, protocol, workload_body
 from berth.jobs.pod import group as podgroup
 from berth.jobs.pod import integration as pod_integration
+from berth.jobs.pod import rules as pod_rules
 
 GPU = "nvidia.com/gpu"
 H100 = podsets.FlavorPlacement({"gpu": "h100"}, ({"key": "h100", "operator": "Exists"},))
@@ -126,7 +127,7 @@ def test_kueues_group_label_and_size_are_read_only_when_honored() -> None:
     }
     assert podgroup.membership(body) == podgroup.Membership("p", 1, grouped=False)
     assert podgroup.membership(body, honor_kueue=True) == podgroup.Membership("g", 4, grouped=True)
-    patch = podgroup.webhook_patch({**body, "spec": {}}, honor_kueue=True)
+    patch = pod_rules.webhook_patch({**body, "spec": {}}, honor_kueue=True)
     written = {op["path"]: op["value"] for op in patch}
     assert written["/metadata/labels/berth.dev~1pod-group-name"] == "g"
     assert written["/metadata/annotations/berth.dev~1pod-group-total-count"] == "4"
@@ -191,7 +192,7 @@ def test_the_role_recorded_by_the_webhook_wins_over_the_spec_now() -> None:
 def test_the_webhook_writes_the_role_from_the_spec_replacing_a_forged_one() -> None:
     forged = pod("big", gpus=8, gated=False, finalizer=False, notes={podgroup.ROLE_ANNOTATION: "x"})
     del forged["metadata"]["labels"][podgroup.MANAGED_LABEL]
-    ops = podgroup.webhook_patch(forged)
+    ops = pod_rules.webhook_patch(forged)
     written = {op["path"]: op["value"] for op in ops}
     assert written["/metadata/annotations/berth.dev~1role-hash"] == podgroup.role_hash(
         forged["spec"]
@@ -483,7 +484,7 @@ def _changed(**changes: Any) -> dict[str, Any]:
 def test_a_member_keeps_its_queue_group_size_role_and_gate_until_admitted(
     new: dict[str, Any], admitted: bool, field: str | None
 ) -> None:
-    problems = podgroup.update_problems(pod("a"), new, admitted=admitted)
+    problems = pod_rules.update_problems(pod("a"), new, admitted=admitted)
     text = " ".join(str(p) for p in problems)
     assert (field is None) == (not problems), text
     assert field is None or field in text
@@ -491,7 +492,7 @@ def test_a_member_keeps_its_queue_group_size_role_and_gate_until_admitted(
 
 def test_an_unretriable_group_stays_unretriable() -> None:
     old = pod("a", notes={podgroup.RETRIABLE_ANNOTATION: "false"})
-    problems = podgroup.update_problems(old, pod("a"), admitted=False)
+    problems = pod_rules.update_problems(old, pod("a"), admitted=False)
     assert [p.path for p in problems] == [f"metadata.annotations[{podgroup.RETRIABLE_ANNOTATION}]"]
 
 
@@ -501,14 +502,14 @@ def test_berths_finalizer_comes_off_only_when_the_group_no_longer_counts_the_mem
 ) -> None:
     # Off a gated member its group still counts, a user's removal is refused; once
     # finalizer_drops lets it go (the same rule the job controller drops it by), it is not.
-    problems = podgroup.update_problems(
+    problems = pod_rules.update_problems(
         pod("a"), pod("a", finalizer=False), admitted=False, may_drop_finalizer=may_drop
     )
     assert [p.path for p in problems] == (["metadata.finalizers"] if refused else [])
 
 
 def test_a_queued_pod_may_not_name_its_node() -> None:
-    problems = podgroup.create_problems(pod("a", node="n1"))
+    problems = pod_rules.create_problems(pod("a", node="n1"))
     assert [p.path for p in problems] == ["spec.nodeName"]
 
 
@@ -516,7 +517,7 @@ def test_a_queued_pod_may_not_name_its_node() -> None:
     "made", [pod("a", queue=None), pod("a", gated=False)], ids=["no queue", "not gated"]
 )
 def test_berths_label_on_a_pod_berth_did_not_queue_is_refused(made: dict[str, Any]) -> None:
-    problems = podgroup.create_problems(made)
+    problems = pod_rules.create_problems(made)
     assert [p.path for p in problems] == [f"metadata.labels[{podgroup.MANAGED_LABEL}]"]
 
 

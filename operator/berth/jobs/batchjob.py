@@ -20,19 +20,13 @@ from typing import Any
 
 from berth.api import errors, workload
 from berth.api.labels import KUEUE_MIN_PARALLELISM, MIN_PARALLELISM
-from berth.jobs.framework import labelled, podsets, workload_body
+from berth.jobs.framework import jobspec, labelled, podsets, workload_body
 from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 
 
 def pod_count(job: dict[str, Any]) -> int:
     """Pods the Job runs at once: ``parallelism`` (default 1), bounded by ``completions``."""
-    spec = job.get("spec") or {}
-    parallelism = spec.get("parallelism")
-    count = 1 if parallelism is None else int(parallelism)
-    completions = spec.get("completions")
-    if completions is not None:
-        count = min(count, int(completions))
-    return count
+    return jobspec.pod_count(job.get("spec") or {})
 
 
 def to_workload(
@@ -41,7 +35,7 @@ def to_workload(
     """Build the Workload of a Job, or return the field errors that prevent it."""
     meta = job.get("metadata") or {}
     spec = job.get("spec") or {}
-    problems = spec_problems(spec)
+    problems = jobspec.spec_problems(spec)
     if problems:
         return None, problems
     count = pod_count(job)
@@ -59,20 +53,6 @@ def to_workload(
         role=lambda _: (None, "spec.template"),
         runtime_limit=workload_body.deadline(spec),
     )
-
-
-def spec_problems(spec: dict[str, Any]) -> list[errors.FieldError]:
-    """What keeps a Job spec from making a pod set: bad sizes, no template (paths from spec)."""
-    problems: list[errors.FieldError] = []
-    for field in ("parallelism", "completions"):
-        value = spec.get(field)
-        if value is not None and (
-            not isinstance(value, int) or isinstance(value, bool) or value < 0
-        ):
-            problems.append(errors.FieldError(f"spec.{field}", "must be a non-negative integer"))
-    if "template" not in spec:
-        problems.append(errors.FieldError("spec.template", "required; give the Job a pod template"))
-    return problems
 
 
 def _min_count(

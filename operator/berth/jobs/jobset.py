@@ -28,8 +28,7 @@ import dataclasses
 from typing import Any
 
 from berth.api import errors, workload
-from berth.jobs import batchjob
-from berth.jobs.framework import labelled, podsets, workload_body
+from berth.jobs.framework import jobspec, labelled, podsets, workload_body
 from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 
 KIND = "JobSet"
@@ -61,7 +60,7 @@ def replicas(rjob: Body) -> int:
 
 def pod_set_count(rjob: Body) -> int:
     """Pods a replicated job runs at once: replicas x each child Job's pods at once."""
-    return replicas(rjob) * batchjob.pod_count({"spec": _job_spec(rjob)})
+    return replicas(rjob) * jobspec.pod_count(_job_spec(rjob))
 
 
 def count_field(js: Body, pod_set: str) -> str:
@@ -135,7 +134,7 @@ def problems(js: Body) -> list[errors.FieldError]:
             out.append(errors.FieldError(f"{path}.replicas", "must be a non-negative integer"))
         out += [
             errors.FieldError(f"{path}.template.{p.path}", p.message)
-            for p in batchjob.spec_problems(_job_spec(rjob))
+            for p in jobspec.spec_problems(_job_spec(rjob))
         ]
     return out
 

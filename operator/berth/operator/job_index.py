@@ -11,26 +11,26 @@ Workload. Read by the job controller
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from berth.api import names
-from berth.jobs.pod import group as podgroup
+from berth.jobs.framework import protocol
 
 Body = dict[str, Any]
 
 
-def owner_job_uid(body: Body) -> str | None:
+def owner_job_uid(body: Body, composed: Sequence[protocol.Composed] = ()) -> str | None:
     """The uid of the job that controls a Pod, if any.
 
-    Its controller (a Job, a training job), else a ``batch`` Job it names; a pod group's member
-    counts for its group (``jobs.pod.group.group_uid``).
+    Its controller (a Job, a training job), else a ``batch`` Job it names; a member of a
+    ``composed`` kind's job (a pod group's) counts for its job.
     """
-    if podgroup.is_member(body):
-        member = podgroup.membership(body)
-        meta = _meta(body)
-        return (
-            None if member is None else podgroup.group_uid(str(meta.get("namespace")), member.name)
-        )
+    for kind in composed:
+        if body.get("kind", kind.member_kind) == kind.member_kind:
+            key = kind.group_of(body)
+            if key is not None:
+                return kind.job_uid(key)
     refs = [
         r for r in (body.get("metadata") or {}).get("ownerReferences") or [] if isinstance(r, dict)
     ]
@@ -51,7 +51,9 @@ def _meta(body: Body) -> dict[str, Any]:
 class JobIndex:
     """Jobs by key and uid, the Workload of each job, and each job's unfinished pods."""
 
-    def __init__(self) -> None:
+    def __init__(self, composed: Sequence[protocol.Composed] = ()) -> None:
+        self.composed = tuple(composed)
+        """The composed kinds whose members' pods count for their job (a pod group's)."""
         self.jobs: dict[names.JobKey, Body] = {}
         self.job_of_uid: dict[str, names.JobKey] = {}
         self.workload_of_job: dict[str, names.WorkloadKey] = {}
@@ -117,7 +119,7 @@ class JobIndex:
 
     def take_pod(self, body: Body, *, deleted: bool) -> names.JobKey | None:
         """Count a job's pod in or out; return its job (to reconcile), if the job is known."""
-        job_uid = owner_job_uid(body)
+        job_uid = owner_job_uid(body, self.composed)
         if job_uid is None:
             return None
         name = str(_meta(body).get("name") or "")

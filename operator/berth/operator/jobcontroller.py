@@ -31,8 +31,6 @@ from berth.api import conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
 from berth.jobs.framework import protocol, workload_body
 from berth.jobs.framework.protocol import Integration
-from berth.jobs.pod import group as podgroup
-from berth.jobs.pod import integration as pod_integration
 from berth.jobs.rules import job_sync
 from berth.operator import ports, webhooks
 from berth.operator import world as world_mod
@@ -99,12 +97,12 @@ class JobController:
         if not (w.managed(job) or unfinished):
             return
         owner = job_sync.foreign_owner(job, w.integrations) if key.kind == "Job" else None
-        if isinstance(integ, pod_integration.PodGroupJob) and await self._members(integ, job, wl):
-            return  # the members' events bring the group back
+        if isinstance(integ, protocol.ComposedIntegration) and await self._members(integ, job, wl):
+            return  # the members' events bring the job back
         if wl_key is None:
             if integ.finished(job)[0]:
                 return
-            if isinstance(integ, pod_integration.PodGroupJob) and podgroup.missing(job):
+            if isinstance(integ, protocol.Composed) and not integ.whole(job):
                 return  # not whole yet: its Workload is made when its last member comes
             if not integ.is_suspended(job):
                 # Running before Berth managed it (a queue label added past the webhook): stop it
@@ -119,12 +117,12 @@ class JobController:
     async def _patch(self, integ: Integration, job: dict[str, Any], patch: dict[str, Any]) -> None:
         """Merge-patch a job and take in what the API server stored.
 
-        A pod group's patch is one per member (``pod_integration.MEMBERS``): a strategic merge
-        patch, or None to delete the member.
+        A composed job's patch (a pod group's) is one per member: a strategic merge patch, or
+        None to delete the member.
         """
         meta = job["metadata"]
-        if isinstance(integ, pod_integration.PodGroupJob):
-            for name, member_patch in sorted(patch.get(pod_integration.MEMBERS, {}).items()):
+        if isinstance(integ, protocol.Composed):
+            for name, member_patch in sorted(integ.member_patches(patch).items()):
                 if member_patch is None:
                     await jobs.delete(self.kube, integ, meta["namespace"], name)
                     continue
@@ -139,11 +137,11 @@ class JobController:
 
     async def _members(
         self,
-        integ: pod_integration.PodGroupJob,
+        integ: protocol.ComposedIntegration,
         group: dict[str, Any],
         wl: workload_view.WorkloadView | None,
     ) -> bool:
-        """Keep a pod group's members, and its Workload owned by every member.
+        """Keep a composed job's members (a pod group's), and its Workload owned by every one.
 
         Excess members are deleted and finalizers come off those that may go; every member owns
         the Workload (Kueue's ``EnsureWorkloadOwnedByAllMembers``).
@@ -153,12 +151,12 @@ class JobController:
         done = integ.finished(group)[0]
         finished = (wl is not None and wl.is_true(_COND.FINISHED)) or (wl is None and done)
         upkeep = integ.upkeep_patch(group, finished_workload=finished)
-        if upkeep[pod_integration.MEMBERS]:
+        if integ.member_patches(upkeep):
             await self._patch(integ, group, upkeep)
             return True
         if wl is None or finished:
             return False
-        owners = podgroup.owners(group, wl.metadata.get("ownerReferences"))
+        owners = integ.owners(group, wl.metadata.get("ownerReferences"))
         if owners is None:
             return False
         stored = await workloads.patch_metadata(
@@ -213,13 +211,7 @@ class JobController:
             elif not await self._keep_admitted_shape(integ, job, wl):
                 await self._track_ready(integ, job, wl_key, wl)
         elif not integ.is_suspended(job):
-            meta = job["metadata"]
-            if isinstance(integ, pod_integration.PodGroupJob):
-                await self._patch(integ, job, integ.stop_patch(job))  # a patch per member
-                return
-            await jobs.patch(
-                self.kube, integ, meta["namespace"], meta["name"], integ.stop_patch(job)
-            )
+            await self._patch(integ, job, integ.stop_patch(job))
         elif not has_admission and owner is None:
             await self._follow(integ, job, wl_key, wl)
 
@@ -228,10 +220,12 @@ class JobController:
     ) -> None:
         """Post an Event on the Job or Workload; best effort (a failure loses only the Event).
 
-        A pod group's Events go on its first member (the group is no object of its own).
+        A composed job's Events (a pod group's) go on its first member: the job is no object of
+        its own.
         """
-        if involved.get("kind") == podgroup.KIND and "pods" in involved:
-            members = podgroup.pods(involved)
+        integ = self.world.integrations.get(str(involved.get("kind") or ""))
+        if isinstance(integ, protocol.Composed) and integ.is_assembled(involved):
+            members = integ.members(involved)
             if not members:
                 return
             involved = members[0]
@@ -294,7 +288,7 @@ class JobController:
         The webhooks refuse those changes; this holds when one got past them (webhook down or
         bypassed). Returns whether it wrote.
         """
-        if isinstance(integ, pod_integration.PodGroupJob):
+        if isinstance(integ, protocol.Composed):
             return False  # members keep their own specs; extra ones are deleted (_members)
         w = self.world
         adm = wl.admission
@@ -547,11 +541,11 @@ class JobController:
         w = self.world
         meta = job["metadata"]
         ns, name = meta["namespace"], meta["name"]
-        if isinstance(integ, pod_integration.PodGroupJob):
-            # Pods are not suspended: the started members are deleted, and the quota goes once
+        if isinstance(integ, protocol.Composed):
+            # Members are not suspended: the started ones are deleted, and the quota goes once
             # none is left on a node (the members still gated wait for the next admission).
             stop = integ.stop_patch(job)
-            if stop[pod_integration.MEMBERS]:
+            if integ.member_patches(stop):
                 await self._patch(integ, job, stop)
                 await self._event(job, "Stopped", "The workload is evicted; its pods are deleted")
                 return

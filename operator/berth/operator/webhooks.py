@@ -41,8 +41,6 @@ from berth.api.labels import KUEUE_QUEUE_LABEL, QUEUE_LABEL
 from berth.core import topology as core_topology
 from berth.jobs import registry
 from berth.jobs.framework import labelled, merge, protocol
-from berth.jobs.pod import group as podgroup
-from berth.jobs.pod import integration as pod_integration
 from berth.jobs.rules import child_jobs, job_sync, job_updates, managed, unqueued, workload_updates
 from berth.operator import ports
 from berth.operator import world as world_mod
@@ -289,26 +287,35 @@ def validate_scale(
     return _allow()
 
 
+def _composed_of(
+    world: ports.WebhookWorld, member: dict[str, Any]
+) -> protocol.ComposedIntegration | None:
+    """The enabled composed kind whose jobs are made of objects like ``member`` (pods), if any."""
+    kind = str(member.get("kind") or "")
+    for integ in world.integrations.values():
+        if isinstance(integ, protocol.ComposedIntegration) and integ.member_kind == kind:
+            return integ
+    return None
+
+
 def mutate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
-    """Make a new managed Pod a pod group's member: held by Berth's gate (``jobs.pod.group``).
+    """Make a new managed Pod a pod group's member: held by Berth's gate (the pod integration).
 
     A pod a controller owns (a Job's) is its controller's business, never a member.
     """
     pod = _job(request)
-    if request.get("operation") != "CREATE" or world.integration(pod).kind != podgroup.KIND:
+    integ = _composed_of(world, pod)
+    if request.get("operation") != "CREATE" or integ is None:
         return _allow()  # not a create, or the pod integration is off
-    if podgroup.controlled(pod) or not world.managed(pod):
+    if integ.group_of_new(pod) is None or not world.managed(pod):
         return _allow()
     default = world.default_queue(pod)
     if default is None:
-        return _allow(podgroup.webhook_patch(pod, honor_kueue=world.config.honor_kueue_labels))
-    # Queued in the namespace's default LocalQueue (jobs.rules.unqueued rule 1), then made a member.
+        return _allow(integ.admit_member(pod))
+    # Queued in the namespace's default LocalQueue (jobs.rules.unqueued 1), then made a member.
     labelled = copy.deepcopy(pod)
     labelled.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_LABEL] = default
-    ops = _label_patch(pod, QUEUE_LABEL, default)
-    return _allow(
-        ops + podgroup.webhook_patch(labelled, honor_kueue=world.config.honor_kueue_labels)
-    )
+    return _allow(_label_patch(pod, QUEUE_LABEL, default) + integ.admit_member(labelled))
 
 
 def validate_unqueued_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str, Any]:
@@ -322,7 +329,7 @@ def validate_unqueued_pod(world: ports.WebhookWorld, request: dict[str, Any]) ->
         return _allow()
     if labelled.queue_name(pod, honor_kueue=world.config.honor_kueue_labels) is not None:
         return _allow()
-    if not world.managed({"kind": podgroup.KIND, "metadata": _unlabelled(pod)}):
+    if not world.managed({"kind": "Pod", "metadata": _unlabelled(pod)}):
         return _allow()  # kube-system, the operator's namespace, or one the selector leaves out
     refused = unqueued.pod_refusal(pod, world.integrations, world.job_seen)
     return _allow() if refused is None else _deny(str(refused), 422)
@@ -370,15 +377,16 @@ def validate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str
     """
     pod = _job(request)
     old = _job(request, "oldObject")
-    if not (podgroup.is_member(pod) or podgroup.is_member(old)):
+    integ = _composed_of(world, pod)
+    if integ is None or not (integ.is_member(pod) or integ.is_member(old)):
         return _allow()
     if request.get("operation") == "CREATE":
-        problems = podgroup.create_problems(pod)
+        problems = integ.new_member_problems(pod)
     elif request.get("operation") == "UPDATE":
         group = world.pod_group(old)
         admitted = group is not None and world.admitted_for_job(group)
-        problems = podgroup.update_problems(
-            old, pod, admitted=admitted, may_drop_finalizer=_may_drop(world, group, old)
+        problems = integ.member_update_problems(
+            old, pod, admitted=admitted, may_drop_finalizer=_may_drop(world, integ, group, old)
         )
     else:
         return _allow()
@@ -387,17 +395,18 @@ def validate_pod(world: ports.WebhookWorld, request: dict[str, Any]) -> dict[str
     return _allow()
 
 
-def _may_drop(world: ports.WebhookWorld, group: dict[str, Any] | None, pod: dict[str, Any]) -> bool:
+def _may_drop(
+    world: ports.WebhookWorld,
+    integ: protocol.ComposedIntegration,
+    group: dict[str, Any] | None,
+    pod: dict[str, Any],
+) -> bool:
     """Tell whether a member's finalizer may come off now (the job controller's own rule)."""
     if group is None:
         return True  # no group to count it any more
-    integ = world.integration(group)
     state = world.workload_state(group)
     done = state.exists_finished or (not state.exists_unfinished and integ.finished(group)[0])
-    honor = world.config.honor_kueue_labels
-    name = (pod.get("metadata") or {}).get("name")
-    drops = podgroup.finalizer_drops(group, finished_workload=done, honor_kueue=honor)
-    return any((p.get("metadata") or {}).get("name") == name for p in drops)
+    return integ.may_drop_finalizer(group, pod, finished_workload=done)
 
 
 def _load(request: dict[str, Any]) -> tuple[base.Object | None, list[str]]:
@@ -636,13 +645,14 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
     def job_rules(operations: list[str]) -> list[dict[str, Any]]:
         out = []
         for integ in world.integrations.values():
-            if isinstance(integ, pod_integration.PodGroupJob):
-                continue  # pods have hooks of their own (below)
+            if isinstance(integ, protocol.Composed):
+                continue  # members have hooks of their own (below)
             group, _, version = integ.api_version.rpartition("/")
             out.append(rule(group, [integ.plural], operations, version))
         return out
 
     queued = {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "Exists"}]}
+    pod_kind = _composed_of(world, {"kind": "Pod"})
     # The managed rule 1 (jobs.rules.managed), stated to the API server too: these namespaces
     # never reach the hooks.
     protected = {
@@ -699,7 +709,7 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             hook("mjob-managed-namespaces", "/mutate-job", job_rules(["CREATE"]), **unqueued_in)
         )
         pods = [rule("", ["pods"], ["CREATE"], "v1")]
-        if podgroup.KIND in world.integrations:
+        if pod_kind is not None:
             job_hooks.append(hook("mpod-managed-namespaces", "/mutate-pod", pods, **unqueued_in))
         kinds = [rule(k.group, [k.plural], ["CREATE"], k.version) for k in unqueued.UNQUEUED_KINDS]
         closed = [
@@ -718,7 +728,6 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
             ),
         ]
     berth_rules = [rule(base.GROUP, list(BERTH_PLURALS), ["CREATE", "UPDATE"])]
-    members = {"matchExpressions": [{"key": podgroup.MANAGED_LABEL, "operator": "Exists"}]}
     pod_hooks = (
         [
             hook(
@@ -732,11 +741,13 @@ def configurations(base_url: str, ca_bundle: str, world: world_mod.World) -> lis
                 "vpod",
                 "/validate-pod",
                 [rule("", ["pods"], ["CREATE", "UPDATE"], "v1")],
-                objectSelector=members,
+                objectSelector={
+                    "matchExpressions": [{"key": pod_kind.member_label, "operator": "Exists"}]
+                },
                 namespaceSelector=job_namespaces,
             ),
         ]
-        if podgroup.KIND in world.integrations
+        if pod_kind is not None
         else []
     )
     # A Scale has no labels of its own: no object selector could pick the queued ones.

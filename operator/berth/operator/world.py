@@ -39,8 +39,7 @@ from berth.api import workload as api_workload
 from berth.api.configuration import RequeueTimestamp
 from berth.core import admission, cycle, priority, topology, workload
 from berth.jobs import registry
-from berth.jobs.framework import protocol
-from berth.jobs.pod import group as podgroup
+from berth.jobs.framework import composed, protocol
 from berth.jobs.rules import job_sync, job_updates, managed, unqueued
 from berth.operator import job_index, mailbox, placed_pods, queue_objects
 from berth.state import lifecycle, priorities
@@ -99,9 +98,13 @@ class World:
         self.workloads: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
         """The latest stored body of every Workload, read through its view."""
         self.infos: dict[names.WorkloadKey, workload.WorkloadInfo] = {}
-        self.index = job_index.JobIndex()
-        self.pod_groups: dict[names.JobKey, dict[str, Body]] = {}
-        """Each pod group's members as last seen, by pod name (``_pod``)."""
+        self.assemblies: dict[str, composed.Assembly[Body]] = {
+            integ.member_kind: composed.Assembly(integ, lambda body: body)
+            for integ in self.integrations.values()
+            if isinstance(integ, protocol.ComposedIntegration)
+        }
+        """The members of each composed job (a pod group) as last seen, by member kind."""
+        self.index = job_index.JobIndex([a.kind for a in self.assemblies.values()])
         self.jobs = self.index.jobs
         self.job_of_uid = self.index.job_of_uid
         self.queue_objects = queue_objects.QueueObjects(self.cache, self.priorities)
@@ -219,33 +222,25 @@ class World:
             self.to_pin.add(placed_by)
         if freed:
             self._react(queue_objects.Changed(queues=True))
-        if podgroup.KIND not in self.integrations or not podgroup.is_member(body):
+        assembly = self.assemblies.get("Pod")
+        key = None if assembly is None else assembly.kind.group_of(body)
+        if assembly is None or key is None:
             return
-        member = podgroup.membership(body)
-        meta = body.get("metadata") or {}
-        if member is None:
-            return
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        key = names.JobKey(podgroup.KIND, namespace, member.name)
-        members = self.pod_groups.setdefault(key, {})
+        name = str((body.get("metadata") or {}).get("name") or "")
+        gone = False
         if deleted:
-            members.pop(name, None)
+            gone = assembly.leave(key, name)
         else:
-            members[name] = body
-        if not members:
-            del self.pod_groups[key]
-        group = podgroup.group_body(namespace, member.name, members.values())
-        job = self.index.take_job(podgroup.KIND, group, deleted=not members)
+            assembly.join(key, name, body)
+        job = self.index.take_job(key.kind, assembly.job(key), deleted=gone)
         if job is not None:
             self.mark_job(job)
 
     def pod_group(self, pod: Body) -> Body | None:
         """The group a member pod belongs to, as assembled now (None: not a member, or none yet)."""
-        member = podgroup.membership(pod) if podgroup.is_member(pod) else None
-        if member is None:
-            return None
-        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        return self.jobs.get(names.JobKey(podgroup.KIND, namespace, member.name))
+        assembly = self.assemblies.get("Pod")
+        key = None if assembly is None else assembly.kind.group_of(pod)
+        return None if key is None else self.jobs.get(key)
 
     def _watched(self, kind: str, body: Body, *, deleted: bool) -> None:
         """Keep an object a kind's jobs read; the jobs that read it are looked at again.

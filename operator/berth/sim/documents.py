@@ -15,11 +15,10 @@ from typing import IO, Any
 
 import yaml
 
-from berth.api import base, duration, errors, kinds, kueue_convert, validation
+from berth.api import base, duration, errors, kinds, kueue_convert, names, validation
 from berth.api import node as api_node
 from berth.jobs import registry
 from berth.jobs.framework import protocol
-from berth.jobs.pod import group as podgroup
 
 AT = "sim.berth.dev/at"
 DELETE_AT = "sim.berth.dev/delete-at"
@@ -43,7 +42,11 @@ WATCHED: dict[tuple[str, str], protocol.WatchingIntegration] = {
 }
 """Objects some jobs read (a TrainJob's runtimes), with the kind that reads them: kept as
 written, read by the jobs that name them."""
-POD = (podgroup.API_VERSION, podgroup.KIND)
+COMPOSED: dict[tuple[str, str], protocol.ComposedIntegration] = {
+    (i.api_version, i.member_kind): i
+    for i in registry.EVERY_KIND
+    if isinstance(i, protocol.ComposedIntegration)
+}
 """A plain Pod: a member of a pod group (or a group of one); the engine assembles groups."""
 
 
@@ -203,18 +206,19 @@ def _check_pod_groups(docs: list[Document]) -> list[tuple[Location | None, error
     A problem is reported on the group's last document. A group with fewer pods than its size
     is no problem: its Workload is never made, as in Kueue.
     """
-    groups: dict[tuple[str, str], list[Document]] = {}
+    groups: dict[names.JobKey, tuple[protocol.ComposedIntegration, list[Document]]] = {}
     for doc in docs:
-        member = podgroup.membership(doc.raw) if doc.kind == POD else None
-        if member is not None and not podgroup.controlled(doc.raw):
-            groups.setdefault((doc.namespace, member.name), []).append(doc)
+        kind = COMPOSED.get(doc.kind)
+        key = None if kind is None else kind.group_of_new(doc.raw)
+        if kind is not None and key is not None:
+            groups.setdefault(key, (kind, []))[1].append(doc)
     out: list[tuple[Location | None, errors.FieldError]] = []
-    for (namespace, name), members in sorted(groups.items()):
-        body = podgroup.group_body(namespace, name, [d.raw for d in members])
-        if podgroup.missing(body):
-            out += [(members[-1].location, p) for p in podgroup.consistency_problems(body)]
+    for key, (kind, members) in sorted(groups.items()):
+        body = kind.assemble(key.namespace, key.name, [d.raw for d in members])
+        if not kind.whole(body):
+            out += [(members[-1].location, p) for p in kind.parts_problems(body)]
             continue
-        obj, problems = podgroup.to_workload(body, uid="load-check")
+        obj, problems = kind.to_workload(body, uid="load-check")
         out += [(members[-1].location, p) for p in problems]
         del obj
     return out
@@ -263,8 +267,9 @@ def _raw_problems(kind: tuple[str, str], raw: dict[str, Any]) -> list[errors.Fie
         return [errors.FieldError("spec", f"required; a {kind[1]} needs a spec")]
     if isinstance(JOBS[kind], protocol.Watching):
         return []  # checked once every object it may read is read (``_check_watching``)
-    if kind == POD:
-        return podgroup.create_problems(raw)  # each group is checked whole (``_check_pod_groups``)
+    if kind in COMPOSED:
+        # A member alone; each job is checked whole (``_check_pod_groups``).
+        return COMPOSED[kind].new_member_problems(raw)
     # Build its Workload once now, so a bad job is reported with every other problem before
     # the run starts rather than when its time comes.
     obj, problems = JOBS[kind].to_workload(raw, uid="load-check")

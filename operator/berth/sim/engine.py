@@ -30,8 +30,7 @@ from berth.api import conditions, configuration, duration, errors, names, priori
 from berth.api import workload as api_workload
 from berth.core import cycle, podsready, workload
 from berth.jobs import registry
-from berth.jobs.framework import protocol, workload_body
-from berth.jobs.pod import group as podgroup
+from berth.jobs.framework import composed, protocol, workload_body
 from berth.sim import documents, events, intake, summary
 from berth.sim.workloads import Phase, SimWorkload
 from berth.state import cache as cache_mod
@@ -176,8 +175,12 @@ class Simulator:
         self.out.listeners.extend(functools.partial(o.on_event, self) for o in self.observers)
         self.workloads: dict[names.WorkloadKey, SimWorkload] = {}
         self.job_to_workload: dict[names.JobKey, names.WorkloadKey] = {}
-        self.pod_groups: dict[names.JobKey, dict[str, documents.Document]] = {}
-        """Each pod group's members so far, by name (``_apply_pod``)."""
+        self.assemblies: dict[tuple[str, str], composed.Assembly[documents.Document]] = {
+            (integ.api_version, integ.member_kind): composed.Assembly(integ, lambda d: d.raw)
+            for integ in self.integrations.values()
+            if isinstance(integ, protocol.ComposedIntegration)
+        }
+        """Each composed job's member documents so far (a pod group's), by member kind."""
         self.usage_tracker = events.UsageTracker()
         self._timers: list[_Timer] = []
         self._queues_due = False
@@ -283,8 +286,8 @@ class Simulator:
             labels = (doc.raw.get("metadata") or {}).get("labels") or {}
             self.cache.upsert_namespace(doc.name, {str(k): str(v) for k, v in labels.items()})
             self._queues_due = True
-        elif doc.kind == documents.POD:
-            self._apply_pod(doc)
+        elif doc.kind in documents.COMPOSED:
+            self._apply_member(doc)
         elif doc.kind in documents.JOBS:
             self._apply_job(doc)
         elif doc.kind in documents.WATCHED:
@@ -303,8 +306,8 @@ class Simulator:
         obj = doc.obj
         if doc.kind == documents.NAMESPACE:
             self.cache.delete_namespace(doc.name)
-        elif doc.kind == documents.POD:
-            self._delete_pod(doc)
+        elif doc.kind in documents.COMPOSED:
+            self._delete_member(doc)
         elif doc.kind in documents.JOBS:
             key = self.job_to_workload.pop(_job_key(doc), None)
             if key is not None:
@@ -363,34 +366,31 @@ class Simulator:
         self._create_workload(doc, new, uid, job_key.object_key)
 
     def _member(self, doc: documents.Document) -> names.JobKey | None:
-        """The pod group a Pod document is a member of (None: not Berth's pod)."""
-        integ = self.integrations[podgroup.KIND]
-        if podgroup.controlled(doc.raw):
-            return None  # a controller's pod (a Job's): never a member
+        """The composed job (a pod group) a member document joins (None: not Berth's)."""
+        integ = self.assemblies[doc.kind].kind
+        key = integ.group_of_new(doc.raw)  # None for a controller's pod (a Job's)
         if integ.queue_name(doc.raw) is None and not self.config.manage_jobs_without_queue_name:
             return None
-        member = podgroup.membership(doc.raw, honor_kueue=self.config.honor_kueue_labels)
-        return None if member is None else names.JobKey(podgroup.KIND, doc.namespace, member.name)
+        return key
 
-    def _apply_pod(self, doc: documents.Document) -> None:
-        """A member joins its group; the group's Workload is made once the group is whole.
+    def _apply_member(self, doc: documents.Document) -> None:
+        """A member joins its job; the job's Workload is made once the job is whole.
 
-        The group runs for its longest member's duration, and is ready when its last member is.
-        A member that joins later (a replacement) runs with the group.
+        The job runs for its longest member's duration, and is ready when its last member is.
+        A member that joins later (a replacement) runs with the job.
         """
         key = self._member(doc)
         if key is None:
             return
         self._ensure_namespace(doc.namespace)
-        members = self.pod_groups.setdefault(key, {})
-        members[doc.name] = doc
+        assembly = self.assemblies[doc.kind]
+        assembly.join(key, doc.name, doc)
         if key in self.job_to_workload:
             return
-        integ = self.integrations[podgroup.KIND]
-        body = podgroup.group_body(key.namespace, key.name, [d.raw for d in members.values()])
-        if podgroup.missing(body, honor_kueue=self.config.honor_kueue_labels):
+        body = assembly.job(key)
+        if not assembly.kind.whole(body):
             return
-        docs = list(members.values())
+        docs = assembly.members(key)
         durations = [d.duration for d in docs]
         readiness = [d.ready_after for d in docs]
         group = dataclasses.replace(
@@ -400,20 +400,17 @@ class Simulator:
             ready_after=None if None in readiness else max(r for r in readiness if r is not None),
         )
         uid = _uid(next(self._created), key.kind, key.namespace, key.name)
-        new = intake.from_job(group, integ, self.priorities.classes(), uid)
+        new = intake.from_job(group, assembly.kind, self.priorities.classes(), uid)
         self.job_to_workload[key] = new.obj.key
         self._create_workload(group, new, uid, key.object_key)
 
-    def _delete_pod(self, doc: documents.Document) -> None:
-        """A member leaves; the group's Workload goes with its last member (its pods own it)."""
+    def _delete_member(self, doc: documents.Document) -> None:
+        """A member leaves; the job's Workload goes with its last member (its members own it)."""
         key = self._member(doc)
-        members = None if key is None else self.pod_groups.get(key)
-        if key is None or members is None:
+        if key is None or not self.assemblies[doc.kind].members(key):
             return
-        members.pop(doc.name, None)
-        if members:
+        if not self.assemblies[doc.kind].leave(key, doc.name):
             return
-        del self.pod_groups[key]
         workload_key = self.job_to_workload.pop(key, None)
         if workload_key is not None:
             self._delete_workload(workload_key)

@@ -15,10 +15,10 @@ framework name.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from berth.api import errors, workload
+from berth.api import errors, names, workload
 from berth.core import topology
 from berth.jobs.framework import podsets
 
@@ -211,14 +211,78 @@ class Scalable(Protocol):
 
 @runtime_checkable
 class Composed(Protocol):
-    """A job made of many objects, as a pod group is (Kueue's ``ComposableJob``).
+    """A job made of many member objects, as a pod group is (Kueue's ``ComposableJob``).
 
-    Its Workload is owned by every object, and each of its patches is a map from an object's
-    name to that object's patch (``jobs.pod.integration.MEMBERS``).
+    The job is assembled from its members (``framework.composed.Assembly``, for the operator's
+    World and the simulator alike); its Workload is owned by every member, each of its patches
+    is a patch per member (None deletes one), and its members have webhooks of their own.
     """
 
+    @property
+    def member_kind(self) -> str:
+        """The kind of the objects the job is made of (``Pod``)."""
+
+    @property
+    def member_label(self) -> str:
+        """The label Berth puts on every member (the member webhooks select on it)."""
+
+    def is_member(self, obj: Body) -> bool:
+        """Tell whether Berth's webhook made an object a member (its label on it)."""
+
+    def group_of(self, obj: Body) -> names.JobKey | None:
+        """The job a stored member belongs to (None: it is no member, or names none)."""
+
+    def group_of_new(self, obj: Body) -> names.JobKey | None:
+        """The job a new object joins before any webhook saw it (the simulator's documents)."""
+
+    def job_uid(self, key: names.JobKey) -> str:
+        """The uid the job goes by (a group has none of its own; its members count for it)."""
+
+    def assemble(self, namespace: str, name: str, members: Iterable[Body]) -> Body:
+        """The job as made of these members."""
+
+    def is_assembled(self, body: Body) -> bool:
+        """Tell a job assembled from members from one member alone."""
+
+    def whole(self, job: Body) -> bool:
+        """Tell whether every member the job needs is there (its Workload is made then)."""
+
+    def members(self, job: Body) -> list[Body]:
+        """The job's members."""
+
+    def member_patches(self, patch: Body) -> Mapping[str, Body | None]:
+        """A patch of the job as one patch per member, by name (None: delete the member)."""
+
     def owner_references(self, job: Body) -> list[Body]:
-        """The owner references its Workload gets: one per object the job is made of."""
+        """The owner references its Workload gets: one per member."""
+
+    def owners(self, job: Body, current: Any) -> list[Body] | None:  # noqa: ANN401 - a JSON value
+        """The Workload's owner references once every member owns it (None: already so)."""
+
+    def upkeep_patch(self, job: Body, *, finished_workload: bool) -> Body:
+        """Members to delete or to let go (their finalizer off), as a patch per member."""
+
+    def parts_problems(self, job: Body) -> list[errors.FieldError]:
+        """Why members that are not whole yet can never make a job (they disagree)."""
+
+    def admit_member(self, obj: Body) -> list[Body]:
+        """The JSON patch that makes a new object a member (its webhook's mutation)."""
+
+    def new_member_problems(self, obj: Body) -> list[errors.FieldError]:
+        """Why a new member is refused."""
+
+    def member_update_problems(
+        self, old: Body, new: Body, *, admitted: bool, may_drop_finalizer: bool
+    ) -> list[errors.FieldError]:
+        """Why a change of a member is refused (``admitted``: its job is admitted now)."""
+
+    def may_drop_finalizer(self, job: Body, member: Body, *, finished_workload: bool) -> bool:
+        """Tell whether Berth's finalizer may come off a member now."""
+
+
+@runtime_checkable
+class ComposedIntegration(Integration, Composed, Protocol):
+    """An ``Integration`` that is ``Composed``: what the drivers assemble members for."""
 
 
 def makes_no_children(job: Body) -> str:

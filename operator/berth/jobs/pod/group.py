@@ -41,12 +41,12 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from berth.api import errors, quantity, workload
 from berth.api import topology as api_topology
-from berth.api.labels import KUEUE_QUEUE_LABEL, POD_SET_LABEL, QUEUE_LABEL
+from berth.api.labels import POD_SET_LABEL, QUEUE_LABEL
 from berth.jobs.framework import labelled, podsets, workload_body
 
 Body = dict[str, Any]
@@ -79,19 +79,23 @@ def _map(value: Any) -> Body:  # noqa: ANN401 - a JSON value
     return value if isinstance(value, dict) else {}
 
 
-def _meta(pod: Body) -> Body:
+def meta_of(pod: Body) -> Body:
+    """A pod's metadata ({} when absent or not a map)."""
     return _map(pod.get("metadata"))
 
 
-def _labels(pod: Body) -> Body:
-    return _map(_meta(pod).get("labels"))
+def labels_of(pod: Body) -> Body:
+    """A pod's labels."""
+    return _map(meta_of(pod).get("labels"))
 
 
-def _annotations(pod: Body) -> Body:
-    return _map(_meta(pod).get("annotations"))
+def annotations_of(pod: Body) -> Body:
+    """A pod's annotations."""
+    return _map(meta_of(pod).get("annotations"))
 
 
-def _spec(pod: Body) -> Body:
+def spec_of(pod: Body) -> Body:
+    """A pod's spec."""
     return _map(pod.get("spec"))
 
 
@@ -99,7 +103,8 @@ def _phase(pod: Body) -> str:
     return str(_map(pod.get("status")).get("phase") or "")
 
 
-def _read(values: Body, key: str, kueue_key: str, honor_kueue: bool) -> str | None:
+def read_key(values: Body, key: str, kueue_key: str, honor_kueue: bool) -> str | None:
+    """Berth's key of a label or annotation map, else Kueue's twin under ``honor_kueue``."""
     value = values.get(key)
     if value is None and honor_kueue:
         value = values.get(kueue_key)
@@ -122,11 +127,12 @@ class Membership:
 
 def group_name(pod: Body, *, honor_kueue: bool = False) -> str | None:
     """The group a pod's label names, if any."""
-    return _read(_labels(pod), GROUP_LABEL, KUEUE_GROUP_LABEL, honor_kueue)
+    return read_key(labels_of(pod), GROUP_LABEL, KUEUE_GROUP_LABEL, honor_kueue)
 
 
-def _total_field(pod: Body, *, honor_kueue: bool) -> str:
-    notes = _annotations(pod)
+def total_key_of(pod: Body, *, honor_kueue: bool) -> str:
+    """The annotation that holds the group's size (Kueue's under ``honorKueueLabels``)."""
+    notes = annotations_of(pod)
     if honor_kueue and TOTAL_ANNOTATION not in notes and KUEUE_TOTAL_ANNOTATION in notes:
         return KUEUE_TOTAL_ANNOTATION
     return TOTAL_ANNOTATION
@@ -135,8 +141,8 @@ def _total_field(pod: Body, *, honor_kueue: bool) -> str:
 def metadata_problems(pod: Body, *, honor_kueue: bool = False) -> list[errors.FieldError]:
     """What is wrong with a pod's group label and size annotation (both, or neither)."""
     group = group_name(pod, honor_kueue=honor_kueue)
-    total_key = _total_field(pod, honor_kueue=honor_kueue)
-    total = _annotations(pod).get(total_key)
+    total_key = total_key_of(pod, honor_kueue=honor_kueue)
+    total = annotations_of(pod).get(total_key)
     label_field = f"metadata.labels[{GROUP_LABEL}]"
     total_field = f"metadata.annotations[{total_key}]"
     both = f"set both the {GROUP_LABEL} label and the {TOTAL_ANNOTATION} annotation, or neither"
@@ -166,14 +172,14 @@ def membership(pod: Body, *, honor_kueue: bool = False) -> Membership | None:
         return None
     group = group_name(pod, honor_kueue=honor_kueue)
     if group is None:
-        return Membership(str(_meta(pod).get("name") or ""), 1, grouped=False)
-    total = int(str(_annotations(pod)[_total_field(pod, honor_kueue=honor_kueue)]))
+        return Membership(str(meta_of(pod).get("name") or ""), 1, grouped=False)
+    total = int(str(annotations_of(pod)[total_key_of(pod, honor_kueue=honor_kueue)]))
     return Membership(group, total, grouped=True)
 
 
 def controlled(pod: Body) -> bool:
     """Tell whether a controller owns the pod (a Job's pods, a ReplicaSet's): not a member."""
-    refs = _meta(pod).get("ownerReferences")
+    refs = meta_of(pod).get("ownerReferences")
     return any(
         isinstance(r, dict) and r.get("controller") is True
         for r in (refs if isinstance(refs, list) else [])
@@ -182,7 +188,7 @@ def controlled(pod: Body) -> bool:
 
 def is_member(pod: Body) -> bool:
     """Tell whether the Pod webhook made this pod a member (Berth's label on it)."""
-    return _labels(pod).get(MANAGED_LABEL) == "true" and not controlled(pod)
+    return labels_of(pod).get(MANAGED_LABEL) == "true" and not controlled(pod)
 
 
 def group_uid(namespace: str, name: str) -> str:
@@ -193,7 +199,7 @@ def group_uid(namespace: str, name: str) -> str:
 
 def is_gated(pod: Body) -> bool:
     """Tell whether Berth's scheduling gate still holds the pod."""
-    gates = _spec(pod).get("schedulingGates")
+    gates = spec_of(pod).get("schedulingGates")
     return any(
         isinstance(g, dict) and g.get("name") == GATE
         for g in (gates if isinstance(gates, list) else [])
@@ -207,21 +213,21 @@ def is_terminated(pod: Body) -> bool:
 
 def is_runnable(pod: Body) -> bool:
     """Not failed, and not deleted before it was bound (Kueue's ``isPodRunnableOrSucceeded``)."""
-    if _meta(pod).get("deletionTimestamp") and not _spec(pod).get("nodeName"):
+    if meta_of(pod).get("deletionTimestamp") and not spec_of(pod).get("nodeName"):
         return False
     return _phase(pod) != "Failed"
 
 
 def _deleted_at(pod: Body) -> bool:
-    return bool(_meta(pod).get("deletionTimestamp"))
+    return bool(meta_of(pod).get("deletionTimestamp"))
 
 
 def _created(pod: Body) -> str:
-    return str(_meta(pod).get("creationTimestamp") or "")
+    return str(meta_of(pod).get("creationTimestamp") or "")
 
 
 def _finalized(pod: Body) -> bool:
-    finalizers = _meta(pod).get("finalizers")
+    finalizers = meta_of(pod).get("finalizers")
     return isinstance(finalizers, list) and FINALIZER in finalizers
 
 
@@ -236,7 +242,7 @@ def ordered(pods: Iterable[Body]) -> list[Body]:
             not _finalized(p),
             is_gated(p),
             _created(p),
-            str(_meta(p).get("name") or ""),
+            str(meta_of(p).get("name") or ""),
         ),
     )
 
@@ -245,7 +251,7 @@ def group_body(namespace: str, name: str, pods: Iterable[Body]) -> Body:
     """A group as one job: its pods in Kueue's order, the first one's labels and annotations."""
     members = ordered(pods)
     first = members[0] if members else {}
-    meta = _meta(first)
+    meta = meta_of(first)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -253,8 +259,8 @@ def group_body(namespace: str, name: str, pods: Iterable[Body]) -> Body:
             "namespace": namespace,
             "name": name,
             "uid": group_uid(namespace, name),
-            "labels": dict(_labels(first)),
-            "annotations": dict(_annotations(first)),
+            "labels": dict(labels_of(first)),
+            "annotations": dict(annotations_of(first)),
             "creationTimestamp": meta.get("creationTimestamp"),
         },
         "pods": members,
@@ -294,7 +300,7 @@ def excess(group: Body, *, honor_kueue: bool = False) -> list[Body]:
 def is_unretriable(group: Body, *, honor_kueue: bool = False) -> bool:
     """Tell whether any member says the group may not be retried."""
     return any(
-        _read(_annotations(p), RETRIABLE_ANNOTATION, KUEUE_RETRIABLE_ANNOTATION, honor_kueue)
+        read_key(annotations_of(p), RETRIABLE_ANNOTATION, KUEUE_RETRIABLE_ANNOTATION, honor_kueue)
         == "false"
         for p in pods(group)
     )
@@ -352,16 +358,16 @@ def role_hash(spec: Body) -> str:
 
 def role_of(pod: Body) -> str:
     """A member's role: as the webhook recorded it, else hashed from its spec now."""
-    recorded = _annotations(pod).get(ROLE_ANNOTATION)
-    return str(recorded) if recorded else role_hash(_spec(pod))
+    recorded = annotations_of(pod).get(ROLE_ANNOTATION)
+    return str(recorded) if recorded else role_hash(spec_of(pod))
 
 
 def _template(pod: Body) -> Body:
     """A member's spec as a pod set template, without Berth's gate."""
-    spec = {k: v for k, v in _spec(pod).items() if k not in {"nodeName", "schedulingGates"}}
+    spec = {k: v for k, v in spec_of(pod).items() if k not in {"nodeName", "schedulingGates"}}
     gates = [
         g
-        for g in _spec(pod).get("schedulingGates") or []
+        for g in spec_of(pod).get("schedulingGates") or []
         if isinstance(g, dict) and g.get("name") != GATE
     ]
     if gates:
@@ -391,7 +397,7 @@ def consistency_problems(group: Body, *, honor_kueue: bool = False) -> list[erro
     queue = labelled.queue_name(first, honor_kueue=honor_kueue)
     size = membership(first, honor_kueue=honor_kueue)
     for pod in members:
-        name = _meta(pod).get("name")
+        name = meta_of(pod).get("name")
         problems += [
             errors.FieldError(f"pods[{name}].{p.path}", p.message)
             for p in metadata_problems(pod, honor_kueue=honor_kueue)
@@ -433,7 +439,7 @@ def to_workload(
     sets = pod_sets(group, honor_kueue=honor_kueue)
     first = runnable(group)[0]
     grouped = group_name(first, honor_kueue=honor_kueue) is not None
-    name = str(_meta(group).get("name") or "")
+    name = str(meta_of(group).get("name") or "")
     return workload_body.build_workload(
         group,
         uid=uid,
@@ -484,7 +490,7 @@ def pods_ready(group: Body, count: int) -> bool:
 
 def active_pods(group: Body) -> int:
     """Members bound to a node that have not finished (running, or still terminating)."""
-    return sum(bool(_spec(p).get("nodeName")) and not is_terminated(p) for p in pods(group))
+    return sum(bool(spec_of(p).get("nodeName")) and not is_terminated(p) for p in pods(group))
 
 
 def is_suspended(group: Body, *, honor_kueue: bool = False) -> bool:
@@ -536,11 +542,11 @@ def owner_references(group: Body) -> list[Body]:
         {
             "apiVersion": API_VERSION,
             "kind": KIND,
-            "name": _meta(p).get("name"),
-            "uid": _meta(p).get("uid"),
+            "name": meta_of(p).get("name"),
+            "uid": meta_of(p).get("uid"),
         }
         for p in pods(group)
-        if _meta(p).get("uid") and not _deleted_at(p)
+        if meta_of(p).get("uid") and not _deleted_at(p)
     ]
 
 
@@ -561,12 +567,13 @@ def to_stop(group: Body) -> list[Body]:
     return [
         p
         for p in pods(group)
-        if not is_gated(p) and not is_terminated(p) and not _meta(p).get("deletionTimestamp")
+        if not is_gated(p) and not is_terminated(p) and not meta_of(p).get("deletionTimestamp")
     ]
 
 
-def _finalizers(pod: Body) -> list[Any]:
-    found = _meta(pod).get("finalizers")
+def finalizers_of(pod: Body) -> list[Any]:
+    """A pod's finalizers."""
+    found = meta_of(pod).get("finalizers")
     return found if isinstance(found, list) else []
 
 
@@ -593,145 +600,3 @@ def finalizer_drops(
 
 
 # Webhooks ---------------------------------------------------------------------------------------
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def webhook_patch(pod: Body, *, honor_kueue: bool = False) -> list[Body]:
-    """The JSON patch the Pod webhook applies to a new member.
-
-    Berth's label, scheduling gate and finalizer, and its role (hashed from the spec as
-    created, replacing any role the request carried: a role decides the pod set a pod counts in).
-    With ``honor_kueue``, Kueue's group label and size annotation are copied to Berth's, so
-    everything after the webhook reads Berth's alone.
-    """
-    meta = _meta(pod)
-    spec = _spec(pod)
-    ops: list[Body] = []
-    labels = {MANAGED_LABEL: "true"}
-    notes = {ROLE_ANNOTATION: role_hash(spec)}
-    if honor_kueue:
-        group = group_name(pod, honor_kueue=True)
-        if group is not None:
-            labels[GROUP_LABEL] = group
-        total_key = _total_field(pod, honor_kueue=True)
-        if total_key in _annotations(pod):
-            notes[TOTAL_ANNOTATION] = str(_annotations(pod)[total_key])
-    for field, values in (("labels", labels), ("annotations", notes)):
-        if field not in meta:
-            ops.append({"op": "add", "path": f"/metadata/{field}", "value": {}})
-        ops += [
-            {"op": "add", "path": f"/metadata/{field}/{_escape(k)}", "value": v}
-            for k, v in values.items()
-        ]
-    finalizers = meta.get("finalizers")
-    if not isinstance(finalizers, list):
-        ops.append({"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]})
-    elif FINALIZER not in finalizers:
-        ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER})
-    gates = spec.get("schedulingGates")
-    if not isinstance(gates, list):
-        ops.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]})
-    elif not is_gated(pod):
-        ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GATE}})
-    return ops
-
-
-def create_problems(pod: Body, *, honor_kueue: bool = False) -> list[errors.FieldError]:
-    """Why a new member is refused.
-
-    Its group metadata, a node chosen past the queue, or Berth's label on a pod Berth did not
-    make a member (no queue, or not gated).
-    """
-    problems = metadata_problems(pod, honor_kueue=honor_kueue)
-    claimed = MANAGED_LABEL in _labels(pod)
-    if claimed and (labelled.queue_name(pod, honor_kueue=honor_kueue) is None or not is_gated(pod)):
-        problems.append(
-            errors.FieldError(
-                f"metadata.labels[{MANAGED_LABEL}]",
-                f"is Berth's, on the pods it queues; name a LocalQueue with {QUEUE_LABEL} instead",
-            )
-        )
-    if _spec(pod).get("nodeName"):
-        problems.append(
-            errors.FieldError(
-                "spec.nodeName",
-                "a queued pod may not name its node: it is placed once its group is admitted",
-            )
-        )
-    return problems
-
-
-def _same(old: Mapping[str, Any], new: Mapping[str, Any], key: str) -> bool:
-    return old.get(key) == new.get(key)
-
-
-def update_problems(
-    old: Body,
-    new: Body,
-    *,
-    admitted: bool,
-    may_drop_finalizer: bool = False,
-    honor_kueue: bool = False,
-) -> list[errors.FieldError]:
-    """Why a change to a member is refused.
-
-    Its queue, group, size, role and Berth's label stay as created; a group that may not be
-    retried stays so (Kueue's rule); Berth's scheduling gate comes off only while the group
-    is ``admitted`` (Berth's start) — otherwise a member would run outside any quota; and
-    Berth's finalizer comes off only when ``finalizer_drops`` lets it go
-    (``may_drop_finalizer``): a member gone before its group counted it would be replaced, or
-    its success lost.
-    """
-    problems = []
-    if (
-        FINALIZER in _finalizers(old)
-        and FINALIZER not in _finalizers(new)
-        and not may_drop_finalizer
-    ):
-        problems.append(
-            errors.FieldError(
-                "metadata.finalizers",
-                f"{FINALIZER} is removed by Berth once the pod's group no longer counts it; "
-                "delete the pod instead",
-            )
-        )
-    old_labels, new_labels = _labels(old), _labels(new)
-    old_notes, new_notes = _annotations(old), _annotations(new)
-    fixed = [
-        ("labels", old_labels, new_labels, QUEUE_LABEL),
-        ("labels", old_labels, new_labels, KUEUE_QUEUE_LABEL),
-        ("labels", old_labels, new_labels, GROUP_LABEL),
-        ("labels", old_labels, new_labels, KUEUE_GROUP_LABEL),
-        ("labels", old_labels, new_labels, MANAGED_LABEL),
-        ("annotations", old_notes, new_notes, TOTAL_ANNOTATION),
-        ("annotations", old_notes, new_notes, KUEUE_TOTAL_ANNOTATION),
-        ("annotations", old_notes, new_notes, ROLE_ANNOTATION),
-    ]
-    for where, before, after, key in fixed:
-        if not _same(before, after, key):
-            problems.append(
-                errors.FieldError(
-                    f"metadata.{where}[{key}]",
-                    "is fixed once a queued pod is created; delete the pod and create it again",
-                )
-            )
-    was = _read(old_notes, RETRIABLE_ANNOTATION, KUEUE_RETRIABLE_ANNOTATION, honor_kueue)
-    now = _read(new_notes, RETRIABLE_ANNOTATION, KUEUE_RETRIABLE_ANNOTATION, honor_kueue)
-    if was == "false" and now != "false":
-        problems.append(
-            errors.FieldError(
-                f"metadata.annotations[{RETRIABLE_ANNOTATION}]",
-                "a group that may not be retried cannot become retriable",
-            )
-        )
-    if is_gated(old) and not is_gated(new) and not admitted:
-        problems.append(
-            errors.FieldError(
-                "spec.schedulingGates",
-                f"{GATE} is removed by Berth when the pod's group is admitted; the group is not",
-            )
-        )
-    return problems

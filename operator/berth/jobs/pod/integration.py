@@ -8,12 +8,15 @@ each member's name to its strategic merge patch, or None to delete it (``MEMBERS
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from berth.api import errors, workload
+from berth.api import errors, names, workload
 from berth.core import topology
 from berth.jobs.framework import labelled
 from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 from berth.jobs.pod import group as podgroup
+from berth.jobs.pod import rules
 
 MEMBERS = "pods"
 """The key of a pod group's patches: a map from each member's name to its strategic merge patch,
@@ -52,9 +55,106 @@ class PodGroupJob(labelled.Labelled):
         """The group's size annotation."""
         return f"metadata.annotations[{podgroup.TOTAL_ANNOTATION}]"
 
+    # Composed: a group is made of Pods -------------------------------------------------------
+
+    @property
+    def member_kind(self) -> str:
+        """``Pod``."""
+        return podgroup.KIND
+
+    @property
+    def member_label(self) -> str:
+        """``berth.dev/managed``."""
+        return podgroup.MANAGED_LABEL
+
+    def is_member(self, obj: Body) -> bool:
+        """Berth's ``berth.dev/managed`` label on a pod no controller owns."""
+        return podgroup.is_member(obj)
+
+    def group_of(self, obj: Body) -> names.JobKey | None:
+        """The group a member names (the Pod webhook copied Kueue's labels to Berth's)."""
+        member = podgroup.membership(obj) if podgroup.is_member(obj) else None
+        if member is None:
+            return None
+        namespace = str(podgroup.meta_of(obj).get("namespace") or "")
+        return names.JobKey(podgroup.KIND, namespace, member.name)
+
+    def group_of_new(self, obj: Body) -> names.JobKey | None:
+        """The group a Pod no controller owns names, Kueue's labels read as configured."""
+        if podgroup.controlled(obj):
+            return None  # a controller's pod (a Job's): never a member
+        member = podgroup.membership(obj, honor_kueue=self.honor_kueue_labels)
+        if member is None:
+            return None
+        namespace = str(podgroup.meta_of(obj).get("namespace") or "default")
+        return names.JobKey(podgroup.KIND, namespace, member.name)
+
+    def job_uid(self, key: names.JobKey) -> str:
+        """The uid Berth gives a group (``group.group_uid``)."""
+        return podgroup.group_uid(key.namespace, key.name)
+
+    def assemble(self, namespace: str, name: str, members: Iterable[Body]) -> Body:
+        """The group of these pods (``group.group_body``)."""
+        return podgroup.group_body(namespace, name, members)
+
+    def is_assembled(self, body: Body) -> bool:
+        """A group carries its members; a Pod does not."""
+        return "pods" in body
+
+    def whole(self, job: Body) -> bool:
+        """No member of its size is missing."""
+        return not podgroup.missing(job, honor_kueue=self.honor_kueue_labels)
+
+    def members(self, job: Body) -> list[Body]:
+        """The group's pods, in Kueue's order."""
+        return podgroup.pods(job)
+
+    def member_patches(self, patch: Body) -> Mapping[str, Body | None]:
+        """The map under ``MEMBERS``."""
+        found = patch.get(MEMBERS)
+        return found if isinstance(found, dict) else {}
+
     def owner_references(self, job: Body) -> list[Body]:
         """Every member owns the group's Workload (Kueue's ``EnsureWorkloadOwnedByAllMembers``)."""
         return podgroup.owner_references(job)
+
+    def owners(self, job: Body, current: Any) -> list[Body] | None:  # noqa: ANN401 - a JSON value
+        """Every member an owner of the Workload (None: each is already)."""
+        return podgroup.owners(job, current)
+
+    def parts_problems(self, job: Body) -> list[errors.FieldError]:
+        """Members that disagree on their group's queue or size."""
+        return podgroup.consistency_problems(job, honor_kueue=self.honor_kueue_labels)
+
+    def admit_member(self, obj: Body) -> list[Body]:
+        """Berth's label, gate, finalizer and role on a new member (``rules.webhook_patch``)."""
+        return rules.webhook_patch(obj, honor_kueue=self.honor_kueue_labels)
+
+    def new_member_problems(self, obj: Body) -> list[errors.FieldError]:
+        """Its group metadata, and Berth's label only on a pod Berth queues."""
+        return rules.create_problems(obj, honor_kueue=self.honor_kueue_labels)
+
+    def member_update_problems(
+        self, old: Body, new: Body, *, admitted: bool, may_drop_finalizer: bool
+    ) -> list[errors.FieldError]:
+        """A member's queue, group, size, role, gate and finalizer (``rules.update_problems``)."""
+        return rules.update_problems(
+            old,
+            new,
+            admitted=admitted,
+            may_drop_finalizer=may_drop_finalizer,
+            honor_kueue=self.honor_kueue_labels,
+        )
+
+    def may_drop_finalizer(self, job: Body, member: Body, *, finished_workload: bool) -> bool:
+        """The member is one ``group.finalizer_drops`` lets go."""
+        name = podgroup.meta_of(member).get("name")
+        drops = podgroup.finalizer_drops(
+            job, finished_workload=finished_workload, honor_kueue=self.honor_kueue_labels
+        )
+        return any(podgroup.meta_of(p).get("name") == name for p in drops)
+
+    # Integration --------------------------------------------------------------------------------
 
     def pod_selector(self, job: Body) -> str:  # noqa: ARG002 - one label marks every member
         """Berth's label on every member (the group's own members are ``job['pods']``)."""
