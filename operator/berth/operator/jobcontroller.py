@@ -171,12 +171,12 @@ class JobController:
         """Give the Workload the WorkloadPriorityClass the Job's label names now, if it changed.
 
         As Kueue's job reconciler updates the Workload's priority when the job's priority-class
-        label changes; the simulator does the same (``sim.intake.job_priority_change``). Returns
-        whether it wrote.
+        label changes (``jobs.rules.job_sync.class_named_anew``, which the simulator replays too).
+        Returns whether it wrote.
         """
         w = self.world
-        wanted = integ.priority_class(job)
-        if wanted is None or wl.priority_class_ref == ("WorkloadPriorityClass", wanted):
+        wanted = job_sync.class_named_anew(job, wl.priority_class_ref, integ)
+        if wanted is None:
             return False
         value = w.classes().workload_classes.get(wanted)
         if value is None:

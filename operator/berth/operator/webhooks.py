@@ -40,7 +40,7 @@ from berth.api import base, kinds, names, topology, validation
 from berth.api.labels import KUEUE_QUEUE_LABEL, QUEUE_LABEL
 from berth.core import topology as core_topology
 from berth.jobs import registry
-from berth.jobs.framework import labelled, merge, protocol
+from berth.jobs.framework import merge, protocol
 from berth.jobs.rules import child_jobs, job_sync, job_updates, managed, unqueued, workload_updates
 from berth.operator import ports
 from berth.operator import world as world_mod
@@ -327,7 +327,7 @@ def validate_unqueued_pod(world: ports.WebhookWorld, request: dict[str, Any]) ->
     pod = _job(request)
     if request.get("operation") != "CREATE" or not world.config.manage_jobs_without_queue_name:
         return _allow()
-    if labelled.queue_name(pod, honor_kueue=world.config.honor_kueue_labels) is not None:
+    if world.integration(pod).queue_name(pod) is not None:
         return _allow()
     if not world.managed({"kind": "Pod", "metadata": _unlabelled(pod)}):
         return _allow()  # kube-system, the operator's namespace, or one the selector leaves out

@@ -13,6 +13,7 @@ from berth.api import errors
 from berth.api import workload as api_workload
 from berth.core import priority
 from berth.jobs.framework import protocol, workload_body
+from berth.jobs.rules import job_sync
 from berth.sim import documents
 
 
@@ -70,8 +71,8 @@ def job_priority_change(
     ``current`` is (kind, name) of the class its priority came from. A Job's pod template is
     immutable, but its priority-class label is not.
     """
-    wanted = job.priority_class(doc.raw)
-    if wanted is None or current == ("WorkloadPriorityClass", wanted):
+    wanted = job_sync.class_named_anew(doc.raw, current, job)
+    if wanted is None:
         return None
     try:
         return priority.resolve(classes, workload_class=wanted)

@@ -11,6 +11,8 @@ Pure decisions for the operator's job controller (``operator/jobcontroller``):
   controlled by a CronJob is an ordinary Job, as in Kueue (``jobs/job``'s integration treats
   CronJob-made Jobs as jobs; other parents are integrations of their own, ``jobframework``'s
   parent-workload handling).
+- ``class_named_anew``: the WorkloadPriorityClass a job's label names now, when its Workload's
+  priority came from another (Kueue's reconciler follows it).
 - ``drift``: a suspended Job whose Workload holds no quota is followed by its Workload, as
   Kueue's reconciler does (``jobframework/reconciler.go``: ``UpdateQueueNameIfChanged`` moves
   the Workload to the Job's queue; a Workload no longer ``EquivalentToWorkload`` is deleted and
@@ -95,6 +97,25 @@ def foreign_owner(job: Body, enabled: Mapping[str, protocol.Integration] = {}) -
             return None
         return f"{ref.get('kind')}/{ref.get('name')}"
     return None
+
+
+WORKLOAD_CLASS = "WorkloadPriorityClass"
+
+
+def class_named_anew(
+    job: Body, current: tuple[str | None, str | None] | None, integration: protocol.Integration
+) -> str | None:
+    """The WorkloadPriorityClass a job's label names now, when its Workload's came from another.
+
+    ``current`` is (kind, name) of the class the Workload's priority came from. As Kueue's job
+    reconciler, a Workload follows its job's priority-class label (a Job's pod template is
+    fixed, its labels are not): the operator's job controller writes it, the simulator replays
+    it (``sim.intake.job_priority_change``). None when the label names no class, or the same.
+    """
+    wanted = integration.priority_class(job)
+    if wanted is None or current == (WORKLOAD_CLASS, wanted):
+        return None
+    return wanted
 
 
 class Drift(enum.Enum):
