@@ -368,9 +368,7 @@ class Scheduler:
             return  # advisory; the next cycle writes it again if it still holds
         log.warning("%s of %s failed: %s", x.kind, x.key, e)
         if x.kind == WriteKind.EVICT:
-            adm = w.cache.forget(x.key)
-            if adm is not None:
-                w.cache.assume(adm.info, adm.admission, adm.reserved_at)
+            w.state.undo_eviction(x.key)
             w.settle_workload(x.key)
             w.wake.schedule.set()
             return

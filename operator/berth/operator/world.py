@@ -460,12 +460,14 @@ class World:
             return
         if adm is not None:
             self.requeue_holds.discard(key)
-            self.state.withdraw(key)
-            if key not in self.cache.admitted:
-                reserved = view.transition_time(_COND.QUOTA_RESERVED)
-                self.cache.assume(info, admission.from_status(info, adm), reserved)
-            if view.is_true(_COND.EVICTED):
-                self.cache.mark_evicted(key)
+            self.state.recall(
+                info,
+                lambda: (
+                    admission.from_status(info, adm),
+                    view.transition_time(_COND.QUOTA_RESERVED),
+                ),
+                evicted=view.is_true(_COND.EVICTED),
+            )
             return
         if key in self.cache.admitted:
             self.release(key)

@@ -18,7 +18,7 @@ same code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from berth.api import names
@@ -211,6 +211,32 @@ class Lifecycle:
         return result
 
     # Admissions ---------------------------------------------------------------------------------
+
+    def recall(
+        self,
+        info: workload.WorkloadInfo,
+        stored: Callable[[], tuple[workload.Admission, float]],
+        *,
+        evicted: bool,
+    ) -> None:
+        """Count an admission already stored, not one this process's cycle made.
+
+        Read on a watch: after a restart, or another replica's write. ``evicted``: it is on its
+        way out. ``stored`` reads the admission and when its quota was reserved from the stored
+        status, only when it is not counted yet (the watch repeats every admitted workload's
+        changes).
+        """
+        self.queues.delete(info.key)
+        if info.key not in self.cache.admitted:
+            self.cache.assume(info, *stored())
+        if evicted:
+            self.cache.mark_evicted(info.key)
+
+    def undo_eviction(self, key: names.WorkloadKey) -> None:
+        """An eviction whose write failed: the workload counts as admitted again, not leaving."""
+        adm = self.cache.forget(key)
+        if adm is not None:
+            self.cache.assume(adm.info, adm.admission, adm.reserved_at)
 
     def release(
         self, key: names.WorkloadKey, now: float, *, succeeded: bool = False
