@@ -56,7 +56,8 @@ def _scenario_target(
 ) -> live_state.Found:
     key = names.WorkloadKey(namespace, name)
     if kind in live_state.JOB_TARGETS:
-        found = sim.job_to_workload.get(names.JobKey(live_state.JOB_TARGETS[kind], namespace, name))
+        job = names.JobKey(live_state.JOB_TARGETS[kind], namespace, name)
+        found = sim.intake.job_to_workload.get(job)
         if found is None:
             raise click.ClickException(f"no Berth job {key} in the scenario")
         key = found

@@ -1,9 +1,10 @@
 """The simulator: the virtual clock and the instant effects of writes, driving ``berth.state``.
 
-The engine plays the cluster's part on a virtual clock: it applies scenario documents at their
-time, turns Jobs into Workloads through their integration (``sim.intake``, as the operator
-does), runs scheduling cycles until one changes nothing (or, given the instants a measured
-controller started its cycles, one cycle at each of them), finishes workloads after their
+The engine plays the cluster's part on a virtual clock: it hands scenario documents at their
+time to ``sim.intake`` (which turns Jobs into Workloads through their integration, as the
+operator does, and tells the engine what to create, update or delete), runs scheduling cycles
+until one changes nothing (or, given the instants a measured controller started its cycles, one
+cycle at each of them), finishes workloads after their
 duration, makes pods ready after ``ready-after``, and records every decision as an event in the
 format fixed by SIMULATE.md. Every transition of state is ``state.lifecycle``'s and every
 eviction rule ``state.evictions``'s, the code the operator runs; what is the simulator's own is
@@ -18,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import hashlib
 import heapq
 import itertools
 import time
@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from berth.adapters import collector
-from berth.api import conditions, configuration, duration, errors, names, priorityclass
+from berth.api import conditions, configuration, duration, errors, names
 from berth.api import workload as api_workload
 from berth.core import cycle, podsready, workload
 from berth.jobs import registry
-from berth.jobs.framework import composed, protocol, workload_body
+from berth.jobs.framework import protocol, workload_body
 from berth.sim import documents, events, intake, summary
 from berth.sim.workloads import Phase, SimWorkload
 from berth.state import cache as cache_mod
@@ -98,10 +98,6 @@ class UnsettledError(RuntimeError):
         self.looping = looping
 
 
-def _job_key(doc: documents.Document) -> names.JobKey:
-    return names.JobKey(doc.kind[1], doc.namespace, doc.name)
-
-
 def _check_frameworks(
     docs: Sequence[documents.Document], enabled: Mapping[str, protocol.Integration]
 ) -> None:
@@ -129,16 +125,6 @@ _FRAMEWORK_OF = {registry.make(name).kind: name.value for name in configuration.
 """The framework name that enables each kind, for the error that names it."""
 
 
-def _uid(seq: int, *parts: str) -> str:
-    """A deterministic uid that sorts in creation order.
-
-    Kueue breaks ties between equal priority and time by uid; the simulator's contract keeps
-    input order for objects created at the same instant, so its uids sort in that order.
-    """
-    digest = hashlib.sha1("\x00".join(parts).encode()).hexdigest()  # noqa: S324 - an id, not security
-    return f"{seq:08d}-{digest[:23]}"
-
-
 class Simulator:
     """Runs one scenario; ``run`` returns the events, ending with the summary."""
 
@@ -164,30 +150,28 @@ class Simulator:
             if isinstance(doc.obj, configuration.Configuration):
                 self.config = doc.obj
         self.policy = cycle.Policy.from_configuration(self.config)
-        self.watched: dict[protocol.ObjectKey, dict[str, Any]] = {}
-        """The objects jobs read, applied so far (a TrainJob reads its pod sets off its runtime)."""
-        self.integrations = registry.for_configuration(self.config, self.watched)
-        _check_frameworks(docs, self.integrations)
+        watched: dict[protocol.ObjectKey, dict[str, Any]] = {}
+        integrations = registry.for_configuration(self.config, watched)
+        _check_frameworks(docs, integrations)
         self.state = lifecycle.Lifecycle()
         self.priorities = priorities.Registry()
         self.now = 0.0
         self.out = events.EventLog()
         self.out.listeners.extend(functools.partial(o.on_event, self) for o in self.observers)
         self.workloads: dict[names.WorkloadKey, SimWorkload] = {}
-        self.job_to_workload: dict[names.JobKey, names.WorkloadKey] = {}
-        self.assemblies: dict[tuple[str, str], composed.Assembly[documents.Document]] = {
-            (integ.api_version, integ.member_kind): composed.Assembly(integ, lambda d: d.raw)
-            for integ in self.integrations.values()
-            if isinstance(integ, protocol.ComposedIntegration)
-        }
-        """Each composed job's member documents so far (a pod group's), by member kind."""
+        self.intake = intake.Intake(
+            self.config,
+            integrations,
+            watched,
+            intake.Stores(self.state.cache, self.priorities),
+            self,
+        )
         self.usage_tracker = events.UsageTracker()
         self._timers: list[_Timer] = []
         self._queues_due = False
         self._drain_due = False
         self._seq = itertools.count()
         self._tokens = itertools.count(1)
-        self._created = itertools.count()
         self._paced = cycles_at is not None
         for at in cycles_at or ():
             self._schedule(at, _Action.CYCLE)
@@ -261,9 +245,11 @@ class Simulator:
     def _fire(self, timer: _Timer) -> None:
         if timer.doc is not None:
             if timer.action == _Action.APPLY:
-                self._apply(timer.doc)
+                effect = self.intake.apply(timer.doc)
             else:
-                self._delete(timer.doc)
+                effect = self.intake.delete(timer.doc)
+            self._queues_due |= bool(effect & intake.Effect.QUEUES)
+            self._drain_due |= bool(effect & intake.Effect.DRAIN)
             return
         sim = None if timer.key is None else self.workloads.get(timer.key)
         if sim is None:
@@ -278,144 +264,9 @@ class Simulator:
             elif timer.action == _Action.READY_TIMEOUT:
                 self._ready_timeout(sim)
 
-    # Documents ----------------------------------------------------------------------------------
+    # Workloads ----------------------------------------------------------------------------------
 
-    def _apply(self, doc: documents.Document) -> None:
-        obj = doc.obj
-        if doc.kind == documents.NAMESPACE:
-            labels = (doc.raw.get("metadata") or {}).get("labels") or {}
-            self.cache.upsert_namespace(doc.name, {str(k): str(v) for k, v in labels.items()})
-            self._queues_due = True
-        elif doc.kind in documents.COMPOSED:
-            self._apply_member(doc)
-        elif doc.kind in documents.JOBS:
-            self._apply_job(doc)
-        elif doc.kind in documents.WATCHED:
-            self._watched(doc, deleted=False)
-        elif isinstance(obj, priorityclass.PriorityClass):
-            self.priorities.set_pod_class(obj.name, obj.value, global_default=obj.global_default)
-        elif isinstance(obj, priorityclass.WorkloadPriorityClass):
-            self._apply_workload_class(obj)
-        elif isinstance(obj, api_workload.Workload):
-            self._apply_workload(doc, obj)
-        elif self.cache.upsert(obj):
-            self._drain_due = True
-            self._queues_due = True
-
-    def _delete(self, doc: documents.Document) -> None:
-        obj = doc.obj
-        if doc.kind == documents.NAMESPACE:
-            self.cache.delete_namespace(doc.name)
-        elif doc.kind in documents.COMPOSED:
-            self._delete_member(doc)
-        elif doc.kind in documents.JOBS:
-            key = self.job_to_workload.pop(_job_key(doc), None)
-            if key is not None:
-                self._delete_workload(key)
-        elif doc.kind in documents.WATCHED:
-            self._watched(doc, deleted=True)
-        elif isinstance(obj, priorityclass.PriorityClass):
-            self.priorities.drop_pod_class(obj.name)
-        elif isinstance(obj, priorityclass.WorkloadPriorityClass):
-            self.priorities.drop_workload_class(obj.name)
-        elif isinstance(obj, api_workload.Workload):
-            self._delete_workload(obj.key)
-        elif obj is not None:
-            self.cache.delete(obj.kind, doc.namespace, obj.name)
-        self._queues_due = True
-
-    def _apply_workload_class(self, obj: priorityclass.WorkloadPriorityClass) -> None:
-        if self.priorities.set_workload_class(obj.name, obj.value):
-            # Kueue's WorkloadPriorityClass controller rewrites the priority of every Workload
-            # that names the class.
-            for key in sorted(self.workloads):
-                sim = self.workloads[key]
-                if (sim.class_kind, sim.info.priority_class) == (obj.kind, obj.name):
-                    self._set_priority(sim, obj.value)
-
-    def _watched(self, doc: documents.Document, *, deleted: bool) -> None:
-        key = documents.WATCHED[doc.kind].key_of(doc.raw)
-        if key is not None and deleted:
-            self.watched.pop(key, None)
-        elif key is not None:
-            self.watched[key] = doc.raw
-
-    def _ensure_namespace(self, namespace: str) -> None:
-        # Namespaces referenced but never declared exist, with no labels.
-        if self.cache.namespace_labels(namespace) is None:
-            self.cache.upsert_namespace(namespace, {})
-
-    def _apply_job(self, doc: documents.Document) -> None:
-        job_key = _job_key(doc)
-        integ = self.integrations[job_key.kind]
-        self._ensure_namespace(doc.namespace)
-        if job_key in self.job_to_workload:
-            sim = self.workloads[self.job_to_workload[job_key]]
-            current = (sim.class_kind, sim.info.priority_class)
-            resolved = intake.job_priority_change(doc, integ, self.priorities.classes(), current)
-            if resolved is not None:
-                sim.class_kind = resolved.class_kind
-                sim.info = dataclasses.replace(sim.info, priority_class=resolved.class_name)
-                self._set_priority(sim, resolved.value)
-            return
-        if integ.queue_name(doc.raw) is None and not self.config.manage_jobs_without_queue_name:
-            return  # not Berth's job
-        uid = _uid(next(self._created), job_key.kind, doc.namespace, doc.name)
-        new = intake.from_job(doc, integ, self.priorities.classes(), uid)
-        self.job_to_workload[job_key] = new.obj.key
-        self._create_workload(doc, new, uid, job_key.object_key)
-
-    def _member(self, doc: documents.Document) -> names.JobKey | None:
-        """The composed job (a pod group) a member document joins (None: not Berth's)."""
-        integ = self.assemblies[doc.kind].kind
-        key = integ.group_of_new(doc.raw)  # None for a controller's pod (a Job's)
-        if integ.queue_name(doc.raw) is None and not self.config.manage_jobs_without_queue_name:
-            return None
-        return key
-
-    def _apply_member(self, doc: documents.Document) -> None:
-        """A member joins its job; the job's Workload is made once the job is whole.
-
-        The job runs for its longest member's duration, and is ready when its last member is.
-        A member that joins later (a replacement) runs with the job.
-        """
-        key = self._member(doc)
-        if key is None:
-            return
-        self._ensure_namespace(doc.namespace)
-        assembly = self.assemblies[doc.kind]
-        assembly.join(key, doc.name, doc)
-        if key in self.job_to_workload:
-            return
-        body = assembly.job(key)
-        if not assembly.kind.whole(body):
-            return
-        docs = assembly.members(key)
-        durations = [d.duration for d in docs]
-        readiness = [d.ready_after for d in docs]
-        group = dataclasses.replace(
-            doc,
-            raw=body,
-            duration=None if None in durations else max(d for d in durations if d is not None),
-            ready_after=None if None in readiness else max(r for r in readiness if r is not None),
-        )
-        uid = _uid(next(self._created), key.kind, key.namespace, key.name)
-        new = intake.from_job(group, assembly.kind, self.priorities.classes(), uid)
-        self.job_to_workload[key] = new.obj.key
-        self._create_workload(group, new, uid, key.object_key)
-
-    def _delete_member(self, doc: documents.Document) -> None:
-        """A member leaves; the job's Workload goes with its last member (its members own it)."""
-        key = self._member(doc)
-        if key is None or not self.assemblies[doc.kind].members(key):
-            return
-        if not self.assemblies[doc.kind].leave(key, doc.name):
-            return
-        workload_key = self.job_to_workload.pop(key, None)
-        if workload_key is not None:
-            self._delete_workload(workload_key)
-
-    def _set_priority(self, sim: SimWorkload, value: int) -> None:
+    def set_priority(self, sim: SimWorkload, value: int) -> None:
         """Change a workload's priority: it re-sorts if pending, and counts so in preemption."""
         if sim.info.priority == value:
             return
@@ -425,23 +276,14 @@ class Simulator:
         if sim.state == Phase.PENDING:
             self._note_blocker(sim)
 
-    def _apply_workload(self, doc: documents.Document, obj: api_workload.Workload) -> None:
-        self._ensure_namespace(doc.namespace)
-        existing = self.workloads.get(obj.key)
-        if existing is not None and existing.state != Phase.FINISHED:
-            self._update_workload(existing, obj)
-            return
-        new = intake.from_workload(doc, obj, self.priorities.classes())
-        uid = obj.metadata.uid or _uid(next(self._created), "Workload", doc.namespace, doc.name)
-        self._create_workload(doc, new, uid, None)
-
-    def _create_workload(
+    def create_workload(
         self,
         doc: documents.Document,
         new: workload_body.NewWorkload,
         uid: str,
         job: names.WorkloadKey | None,
     ) -> None:
+        """Make a workload now: queued, or deactivated if its spec says so."""
         info = workload.from_api(
             new.obj,
             priority=new.resolved.value,
@@ -461,7 +303,8 @@ class Simulator:
         self.out.notify(self.now, "Queued", sim)
         self._enqueue(sim)
 
-    def _update_workload(self, sim: SimWorkload, obj: api_workload.Workload) -> None:
+    def deactivate_or_reactivate(self, sim: SimWorkload, obj: api_workload.Workload) -> None:
+        """Apply a replaced Workload's spec.active: evict and withdraw it, or queue it again."""
         if obj.spec.active == sim.info.active:
             return
         sim.info = dataclasses.replace(sim.info, active=obj.spec.active)
@@ -477,7 +320,8 @@ class Simulator:
         self._requeued(sim, "Reactivated")
         self._enqueue(sim)
 
-    def _delete_workload(self, key: names.WorkloadKey) -> None:
+    def delete_workload(self, key: names.WorkloadKey) -> None:
+        """Delete a workload now, releasing its quota if admitted."""
         sim = self.workloads.get(key)
         if sim is None:
             return
