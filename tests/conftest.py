@@ -20,7 +20,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
 
 import pytest
 
@@ -28,9 +28,26 @@ from berth.devtools.devcluster import errors, frameworks, launcher
 from operator_env import GPU_POOLS
 
 if TYPE_CHECKING:
-    from berth.devtools.devcluster import kubectl
+    from berth.devtools.devcluster import kubectl, kwok
 
-ControlPlaneFactory = Callable[..., launcher.ControlPlane]
+
+class PlaneOptions(TypedDict, total=False):
+    """The fields of `ControlPlaneConfig` a test may set (the factory chooses ``run_dir``)."""
+
+    scheduling: bool
+    node_pools: tuple[kwok.NodePool, ...]
+    detach: bool
+    start_timeout: float
+    profiling: bool
+    watch_cache: bool
+
+
+class ControlPlaneFactory(Protocol):
+    """Starts a control plane named ``name`` (its run directory's prefix) with ``config``."""
+
+    def __call__(
+        self, name: str = ..., **config: Unpack[PlaneOptions]
+    ) -> launcher.ControlPlane: ...
 
 
 def _in_ci() -> bool:
@@ -44,7 +61,7 @@ def control_plane_factory(
     """Start control planes on demand (keyword arguments of `ControlPlaneConfig`); stop them all."""
     started: list[launcher.ControlPlane] = []
 
-    def start(name: str = "control-plane", **config: object) -> launcher.ControlPlane:
+    def start(name: str = "control-plane", **config: Unpack[PlaneOptions]) -> launcher.ControlPlane:
         run_dir = tmp_path_factory.mktemp(name)
         plane = launcher.ControlPlane(launcher.ControlPlaneConfig(run_dir=run_dir, **config))
         try:

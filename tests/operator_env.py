@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +118,9 @@ class OperatorProcess:
 
 
 def flavor(
-    name: str, labels: dict[str, str], tolerations: list[dict[str, str]] | None = None
+    name: str, labels: Mapping[str, str], tolerations: list[dict[str, str]] | None = None
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"nodeLabels": labels}
+    spec: dict[str, Any] = {"nodeLabels": dict(labels)}  # a copy: edits leave shared labels alone
     if tolerations:
         spec["tolerations"] = tolerations
     return {

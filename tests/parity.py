@@ -286,12 +286,15 @@ class Driver:
             *parents, last = [
                 p.replace("~1", "/").replace("~0", "~") for p in op["path"][1:].split("/")
             ]
-            holder = out
+            holder: dict[str, Any] | list[Any] = out
             for part in parents:
+                assert isinstance(holder, dict), op
                 holder = holder[part]
             if last == "-":
+                assert isinstance(holder, list), op
                 holder.append(op["value"])
             else:
+                assert isinstance(holder, dict), op
                 holder[last] = op["value"]
         return out
 
@@ -600,10 +603,11 @@ def _ray_status(
     """A RayJob's or RayCluster's status as KubeRay reports it."""
     shape = ray.RAYJOB if job["kind"] == ray.RAYJOB.kind else ray.RAYCLUSTER
     workers = sum(ray.group_count(g) for g in ray.worker_groups(shape, job))
-    cluster: dict[str, Any] | None = {
+    reported: dict[_Do, dict[str, Any]] = {
         _Do.JOB_START: {"head": {"podName": "head"}, "state": None},
         _Do.JOB_READY: {"state": "ready", "readyWorkerReplicas": workers},
-    }.get(action)
+    }
+    cluster = reported.get(action)
     if action == _Do.JOB_STOP:
         cluster = {"state": "suspended", "head": None, "readyWorkerReplicas": None}
     if shape is ray.RAYCLUSTER:

@@ -126,9 +126,9 @@ def _admitted_problems(run: _Run, expect: dict[str, Any]) -> list[str]:
         for spec, event in zip(specs, got, strict=False):
             problems += _admission_problems(key, spec, event)
     for key, count in (expect.get("admission_count") or {}).items():
-        got = len(run.named(key, "Admitted"))
-        if got != count:
-            problems.append(f"{key}: admitted {got} times, want exactly {count}")
+        times = len(run.named(key, "Admitted"))
+        if times != count:
+            problems.append(f"{key}: admitted {times} times, want exactly {count}")
     for key in expect.get("never_admitted") or []:
         if run.named(key, "Admitted"):
             problems.append(f"{key}: admitted at {run.named(key, 'Admitted')[0]['t']}, want never")

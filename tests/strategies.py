@@ -58,10 +58,10 @@ def _queue_pair(
     draw: st.DrawFn, i: int, cohorts: list[str], *, fair_sharing: bool
 ) -> list[dict[str, Any]]:
     """ClusterQueue ``cq<i>``, perhaps in one of ``cohorts``, and its LocalQueue ``ns/lq<i>``."""
-    cohort = draw(st.sampled_from(cohorts)) if cohorts and draw(st.integers(0, 4)) else None
-    flavors = []
+    cohort = draw(st.sampled_from(cohorts)) if cohorts and draw(st.integers(0, 4)) != 0 else None
+    flavors: list[dict[str, Any]] = []
     for flavor in draw(st.sampled_from([["a100"], ["a100", "h100"], ["h100", "a100"]])):
-        quota = {"name": GPU, "nominalQuota": draw(st.integers(0, 8))}
+        quota: dict[str, Any] = {"name": GPU, "nominalQuota": draw(st.integers(0, 8))}
         if cohort is not None and draw(st.booleans()):
             quota["borrowingLimit"] = draw(st.integers(0, 6))
         if cohort is not None and draw(st.booleans()):

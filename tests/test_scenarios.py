@@ -26,7 +26,7 @@ SHARED = Path(os.environ.get("BERTH_SHARED_DIR", ROOT.parent / "shared")) / "sce
 OWN = ROOT / "tests" / "scenarios"
 
 
-def _pairs(folder: Path) -> list[pytest.param]:  # type: ignore[name-defined]
+def _pairs(folder: Path) -> list[pytest.ParameterSet]:
     return [
         pytest.param(
             expect.with_name(expect.name.replace(".expect.yaml", ".yaml")),

@@ -58,7 +58,7 @@ def ray_operator(
 
 
 def _template(gpus: int, runs_for: str = "600s") -> dict[str, Any]:
-    template = gpu_job("x", "ns", "lq", 1, runs_for=runs_for)["spec"]["template"]
+    template: dict[str, Any] = gpu_job("x", "ns", "lq", 1, runs_for=runs_for)["spec"]["template"]
     container = template["spec"]["containers"][0]
     container["name"] = "ray"
     container["resources"] = {"limits": {kwok.GPU_RESOURCE: str(gpus)}} if gpus else {}

@@ -4,6 +4,7 @@ import json
 import pathlib
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -161,7 +162,7 @@ def test_a_migration_process_that_dies_without_a_word_is_one_line_naming_the_sto
     child = tmp_path / "python"
     child.write_text(f"#!/bin/sh\ncat >/dev/null\n{script}\n")
     child.chmod(0o755)
-    monkeypatch.setattr(store.sys, "executable", str(child))
+    monkeypatch.setattr(sys, "executable", str(child))  # store runs its migrations with it
     url = "postgresql://berth:secret@127.0.0.1:1/berth"
     with pytest.raises(store.HistoryError) as caught:
         asyncio.run(store.open_store(url))
@@ -211,7 +212,7 @@ def test_writer_drops_and_counts_when_its_queue_is_full(tmp_path: pathlib.Path) 
     assert "berth_history_writes_total 3.0" in text
 
 
-def _simulate(args: list[str]) -> list[dict[str, object]]:
+def _simulate(args: list[str]) -> list[dict[str, Any]]:
     result = CliRunner().invoke(cli.main, ["simulate", *SAMPLES, *args])
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.output.splitlines()]

@@ -4,6 +4,7 @@ import json
 import pathlib
 import re
 import urllib.request
+from typing import Any
 
 import pytest
 import yaml
@@ -66,7 +67,7 @@ def _sum(
     sample: str,
     keys: tuple[str, ...],
 ) -> dict[tuple[str, ...], float]:
-    out: dict[tuple[str, ...], float] = collections.Counter()
+    out: dict[tuple[str, ...], float] = collections.defaultdict(float)
     for name, labels, value in fams.get(family, []):
         if name == sample and value:
             out[tuple(labels[k] for k in keys)] += value
@@ -84,14 +85,16 @@ def _creation_times() -> dict[str, float]:
     }
 
 
-def _expected(lines: list[dict[str, object]]) -> dict[str, dict[tuple[str, ...], float]]:
+def _expected(lines: list[dict[str, Any]]) -> dict[str, dict[tuple[str, ...], float]]:
     """The counters, computed from the events alone."""
     created = _creation_times()
     lines = [line for line in lines if line["event"] != "Summary"]
     admitted_in: dict[str, str] = {}
     requeued: dict[str, float] = {}
-    want: dict[str, dict[tuple[str, ...], float]] = collections.defaultdict(collections.Counter)
-    later_cq = {}
+    want: dict[str, dict[tuple[str, ...], float]] = collections.defaultdict(
+        lambda: collections.defaultdict(float)
+    )
+    later_cq: dict[str, str] = {}
     for line in reversed(lines):
         if line["event"] == "Admitted":
             later_cq[line["workload"]] = line["clusterQueue"]
@@ -115,7 +118,7 @@ def _expected(lines: list[dict[str, object]]) -> dict[str, dict[tuple[str, ...],
     return {k: dict(v) for k, v in want.items()}
 
 
-def _run(tmp_path: pathlib.Path, args: list[str]) -> tuple[list[dict[str, object]], str]:
+def _run(tmp_path: pathlib.Path, args: list[str]) -> tuple[list[dict[str, Any]], str]:
     out = tmp_path / "metrics.txt"
     result = CliRunner().invoke(cli.main, ["simulate", *SAMPLES, *args, "--metrics-out", str(out)])
     assert result.exit_code == 0, result.output

@@ -7,6 +7,7 @@ import math
 import pathlib
 import struct
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -21,13 +22,13 @@ SAMPLES = ("config/samples/queues.yaml", "config/samples/jobs.yaml")
 Cell = tuple[str, str]
 
 
-def _docs(path: str) -> list[dict]:
+def _docs(path: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((ROOT / path).read_text()) if d]
 
 
-def _jobs() -> dict[str, dict]:
+def _jobs() -> dict[str, dict[str, Any]]:
     """Per job: creation time, LocalQueue, and what one pod requests (canonical units)."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for job in _docs(SAMPLES[1]):
         meta = job["metadata"]
         per_pod: dict[str, int] = collections.Counter()
@@ -67,7 +68,7 @@ def _nearest_rank(values: list[float], pct: float) -> float | None:
 def _integrate(
     running: dict[str, tuple[str, str, dict[Cell, int]]],
     nominal: dict[str, dict[Cell, int]],
-    fig: Callable[[str], dict],
+    fig: Callable[[str], dict[str, Any]],
     dt: float,
 ) -> None:
     """Add ``dt`` seconds of the running workloads' usage (and borrowing) to the figures."""
@@ -82,12 +83,14 @@ def _integrate(
         fig(cq)["over"][cell] = fig(cq)["over"].get(cell, 0) + over
 
 
-def _independent(lines: list[dict], start: float, end: float) -> dict[str, dict]:
+def _independent(
+    lines: list[dict[str, Any]], start: float, end: float
+) -> dict[str, dict[str, Any]]:
     """Every figure of the report, from the simulate events and the scenario files alone."""
     jobs, nominal = _jobs(), _nominal()
-    figs: dict[str, dict] = {}
+    figs: dict[str, dict[str, Any]] = {}
 
-    def fig(name: str) -> dict:
+    def fig(name: str) -> dict[str, Any]:
         return figs.setdefault(
             name,
             {"admitted": 0, "finished": 0, "preempted": 0, "waits": [], "used": {}, "over": {}},
@@ -101,7 +104,7 @@ def _independent(lines: list[dict], start: float, end: float) -> dict[str, dict]
         _integrate(running, nominal, fig, t - last)
         last = t
         inside = start <= line["t"] <= end
-        wl = line.get("workload")
+        wl: str = line.get("workload", "")  # every event but the closing End names one
         if line["event"] == "Admitted":
             job = jobs[line["job"]]
             usage = {
@@ -129,7 +132,7 @@ def _independent(lines: list[dict], start: float, end: float) -> dict[str, dict]
     return figs
 
 
-def _cq_of_lq(lines: list[dict]) -> dict[str, str]:
+def _cq_of_lq(lines: list[dict[str, Any]]) -> dict[str, str]:
     jobs = _jobs()
     return {
         jobs[line["job"]]["lq"]: line["clusterQueue"]
@@ -138,7 +141,7 @@ def _cq_of_lq(lines: list[dict]) -> dict[str, str]:
     }
 
 
-def _want(lines: list[dict], start: float, end: float) -> dict[str, dict]:
+def _want(lines: list[dict[str, Any]], start: float, end: float) -> dict[str, dict[str, Any]]:
     """The report's JSON fields per queue, computed independently."""
     nominal, lq_cq = _nominal(), _cq_of_lq(lines)
     span = end - start
@@ -170,7 +173,7 @@ def _want(lines: list[dict], start: float, end: float) -> dict[str, dict]:
     return out
 
 
-def _got(item: dict) -> dict:
+def _got(item: dict[str, Any]) -> dict[str, Any]:
     return {
         "admitted": item["admitted"],
         "finished": item["finished"],

@@ -116,7 +116,8 @@ def run(case: Case) -> tuple[cycle.Admit | cycle.Pending, cycle.Pending | None, 
     world.submit(world.info(case.candidate.builder(), at=world.now))
     result = world.cycle(policy)
     want = names.WorkloadKey("default", case.candidate.name)
-    decision = next(d for d in (*result.admitted, *result.pending) if d.info.key == want)
+    decisions: list[cycle.Admit | cycle.Pending] = [*result.admitted, *result.pending]
+    decision = next(d for d in decisions if d.info.key == want)
     return decision, held, result
 
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import builders
+from berth.api import names
 from berth.core import flavors, snapshot, victims
 from worlds import World, fr
 
@@ -98,7 +99,7 @@ def test_the_room_with_victims_gone_is_the_snapshots_with_them_taken_out(
     n_chosen = data.draw(st.integers(0, len(order)))
     n_own = data.draw(st.integers(0, len(order) - n_chosen))
     earlier, own = order[:n_chosen], order[n_chosen : n_chosen + n_own]
-    asker = data.draw(st.sampled_from(queues))
+    asker = names.ClusterQueueName(data.draw(st.sampled_from(queues)))
 
     cv = victims.ChosenVictims(snap)
     with snap.what_if():

@@ -3,6 +3,7 @@ from __future__ import annotations
 import copy
 import pathlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -112,7 +113,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-_BOUNDS = [
+_BOUNDS: list[tuple[str, Callable[[Any, Any], bool]]] = [
     ("minimum", lambda v, b: v >= b),
     ("maximum", lambda v, b: v <= b),
     ("minItems", lambda v, b: len(v) >= b),

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import builders
+from berth.api import quantity
 from berth.core import flavors
 from worlds import World, fr
 
@@ -281,7 +282,7 @@ def test_covered_pods_resource_counts_pods() -> None:
     assignment, _ = world.assign(world.info(wl(3, cpu=1, gpu=1)), "cq")
     admission = assignment.to_admission("cq")  # type: ignore[arg-type]
     assert admission.pod_sets[0].flavors == {"cpu": "a100", GPU: "a100", "pods": "a100"}
-    assert admission.pod_sets[0].requests["pods"] == 3
+    assert admission.pod_sets[0].requests[quantity.PODS] == 3
 
 
 def test_two_resource_groups_choose_flavors_independently() -> None:

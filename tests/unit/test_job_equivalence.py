@@ -178,7 +178,7 @@ def _drop_master(job: Body) -> Body:
 
 
 WORKER = ["spec", "pytorchReplicaSpecs", "Worker"]
-RAY_GROUP = ["spec", "workerGroupSpecs", 0]
+RAY_GROUP: list[str | int] = ["spec", "workerGroupSpecs", 0]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -52,6 +52,10 @@ def changed(base: dict[str, Any], **edits: Any) -> dict[str, Any]:
     return out
 
 
+Why = managed.Why
+"""The rule's reasons, named outside ``ManagedRow``, whose ``managed`` field hides the module."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ManagedRow:
     name: str
@@ -60,7 +64,7 @@ class ManagedRow:
     namespace_selector: selector.LabelSelector | None
     namespace_labels: dict[str, str] | None
     managed: bool
-    why: managed.Why
+    why: Why
 
 
 TEAMS = selector.LabelSelector.model_validate({"matchLabels": {"berth.dev/team": "true"}})

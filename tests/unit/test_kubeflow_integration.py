@@ -24,6 +24,12 @@ PYTORCH = registry.make(configuration.Framework.PYTORCHJOB)
 H100_TOLERATION = {"key": "berth.dev/flavor", "operator": "Equal", "value": "h100"}
 
 
+def _restorable(integ: protocol.Integration) -> protocol.Restorable:
+    """The kind's restore capability, found as the job controller finds it (by isinstance)."""
+    assert isinstance(integ, protocol.Restorable)
+    return integ
+
+
 def replica(count: int | None, gpus: int = 1, **pod: Any) -> dict[str, Any]:
     spec = {
         "containers": [
@@ -164,13 +170,15 @@ def test_start_and_restore_touch_only_each_replicas_scheduling_fields() -> None:
 
     stopped = merge.merge_patch(started, PYTORCH.stop_patch(started))
     assert PYTORCH.is_suspended(stopped)
-    restored = merge.merge_patch(stopped, PYTORCH.restore_patch(stopped, originals) or {})
+    restored = merge.merge_patch(
+        stopped, _restorable(PYTORCH).restore_patch(stopped, originals) or {}
+    )
     for t in ("Master", "Worker"):
         got = restored["spec"]["pytorchReplicaSpecs"][t]["template"]
         want = job["spec"]["pytorchReplicaSpecs"][t]["template"]
         assert got["spec"] == want["spec"]
         assert not (got.get("metadata") or {}).get("labels")
-    assert PYTORCH.restore_patch(restored, originals) is None
+    assert _restorable(PYTORCH).restore_patch(restored, originals) is None
 
 
 @pytest.mark.parametrize(

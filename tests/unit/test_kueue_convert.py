@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,6 +30,14 @@ def cq() -> builders.ClusterQueueBuilder:
 def wl() -> builders.WorkloadBuilder:
     return builders.WorkloadBuilder("train", "ml").queue("q").pod_set("main", 2)
 
+
+GROUP_ONLY: list[tuple[str, Callable[[], builders._Builder]]] = [
+    ("ResourceFlavor", lambda: builders.ResourceFlavorBuilder("a100").node_labels({"gpu": "a100"})),
+    ("LocalQueue", lambda: builders.LocalQueueBuilder("q", "ml", "team-a")),
+    ("WorkloadPriorityClass", lambda: builders.WorkloadPriorityClassBuilder("hi", 9)),
+    ("Cohort", lambda: builders.CohortBuilder("research").parent("org")),
+]
+"""Kinds that only change group, each named and made anew for every document."""
 
 CASES = [
     # --- ClusterQueue -------------------------------------------------------------------------
@@ -211,15 +220,7 @@ CASES = [
             id=f"{version.rpartition('/')[2]} {name} only changes group",
         )
         for version in (V1BETA1, V1BETA2)
-        for name, make in [
-            (
-                "ResourceFlavor",
-                lambda: builders.ResourceFlavorBuilder("a100").node_labels({"gpu": "a100"}),
-            ),
-            ("LocalQueue", lambda: builders.LocalQueueBuilder("q", "ml", "team-a")),
-            ("WorkloadPriorityClass", lambda: builders.WorkloadPriorityClassBuilder("hi", 9)),
-            ("Cohort", lambda: builders.CohortBuilder("research").parent("org")),
-        ]
+        for name, make in GROUP_ONLY
     ],
     pytest.param(
         kueue(

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -88,8 +88,9 @@ class _FakeKube:
         assert (method, path) == ("POST", "/api/v1/namespaces/team/events")
         if body["involvedObject"]["name"] == self.refuse:
             raise errors.TransientError("refused")
-        self.posted.append(body)
-        return body
+        event: dict[str, Any] = body  # the Event as posted, which the API server echoes
+        self.posted.append(event)
+        return event
 
 
 def _workload(name: str) -> dict[str, Any]:
@@ -198,7 +199,8 @@ def test_a_term_whose_work_does_not_end_after_its_cancel_stops_the_process() -> 
 
         running = asyncio.create_task(
             leader.run_while_leader(
-                kube,
+                # Kube is a class, not a protocol; the fake answers the requests it makes.
+                cast("client.Kube", kube),
                 name="leader",
                 namespace="berth",
                 identity="a",

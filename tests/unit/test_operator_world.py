@@ -259,7 +259,7 @@ def test_a_jobsets_child_jobs_and_their_pods_are_the_jobsets() -> None:
     # The child's change is its parent's news; the child is no job of its own.
     assert set(world.dirty_jobs.take()) == {names.JobKey("JobSet", "team", "train")}
     assert not world.managed(child)
-    pod = {
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -26,7 +27,9 @@ ON = configuration.Configuration(
 OFF = configuration.Configuration()
 
 
-def member(name: str, *, rv: int = 1, gated: bool = True, **labels: str) -> dict[str, Any]:
+def member(
+    name: str, *, rv: int = 1, gated: bool = True, labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}]}
     if gated:
         spec["schedulingGates"] = [{"name": podgroup.GATE}]
@@ -42,7 +45,7 @@ def member(name: str, *, rv: int = 1, gated: bool = True, **labels: str) -> dict
                 QUEUE_LABEL: "lq",
                 podgroup.MANAGED_LABEL: "true",
                 podgroup.GROUP_LABEL: "train",
-                **labels,
+                **(labels or {}),
             },
             "annotations": {podgroup.TOTAL_ANNOTATION: "2"},
         },
@@ -172,7 +175,7 @@ def test_the_gate_comes_off_only_while_the_group_is_admitted(admitted: bool, all
 
 def test_a_member_that_moves_queue_is_refused_and_an_unmanaged_pod_is_not_looked_at() -> None:
     world = world_mod.World(ON, lambda: 0.0)
-    moved = member("a", **{QUEUE_LABEL: "other"})
+    moved = member("a", labels={QUEUE_LABEL: "other"})
     answer = webhooks.validate_pod(world, _review("UPDATE", moved, member("a")))
     assert not answer["allowed"]
     assert QUEUE_LABEL in answer["status"]["message"]

@@ -633,7 +633,9 @@ def _park_shape(
     if held:
         # Parked too, but told only if they were told nothing yet or that reason before.
         noted = {
-            k for k in want if k in fresh or (told[k] is not None and told[k].reason == note.reason)
+            k
+            for k in want
+            if k in fresh or ((last := told[k]) is not None and last.reason == note.reason)
         }
     else:
         noted = want

@@ -224,7 +224,7 @@ def _flavor(event: dict[str, Any]) -> str:
 @pytest.mark.parametrize("case", RECIPE_CASES, ids=lambda c: c.id)
 def test_recipe_does_what_the_guide_promises(case: Recipe) -> None:
     events = _simulate(case.files)
-    got = {
+    got: dict[str, set[tuple[Any, ...]]] = {
         "Admitted": {(e["job"], e["t"], _flavor(e)) for e in events if e["event"] == "Admitted"},
         "Preempted": {
             (e["job"], e["t"], e["reason"], e["by"].rsplit("-", 1)[0].replace("/job-", "/"))
@@ -234,14 +234,14 @@ def test_recipe_does_what_the_guide_promises(case: Recipe) -> None:
         "Evicted": {(e["job"], e["t"], e["reason"]) for e in events if e["event"] == "Evicted"},
         "Requeued": {(e["job"], e["t"], e["reason"]) for e in events if e["event"] == "Requeued"},
     }
-    for want in case.want_admitted:
-        assert want in got["Admitted"], case.promise
-    for want in case.want_preempted:
-        assert want in got["Preempted"], case.promise
-    for want in case.want_evicted:
-        assert want in got["Evicted"], case.promise
-    for want in case.want_requeued:
-        assert want in got["Requeued"], case.promise
+    for admitted in case.want_admitted:
+        assert admitted in got["Admitted"], case.promise
+    for preempted in case.want_preempted:
+        assert preempted in got["Preempted"], case.promise
+    for evicted in case.want_evicted:
+        assert evicted in got["Evicted"], case.promise
+    for requeued in case.want_requeued:
+        assert requeued in got["Requeued"], case.promise
     for job, t, reason, part in case.want_pending:
         assert any(
             e["event"] == "Pending"

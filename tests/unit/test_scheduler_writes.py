@@ -175,6 +175,7 @@ def test_an_eviction_decided_in_the_batch_that_admitted_the_victim_builds_on_its
         b1 = world.cache.admitted[names.WorkloadKey("ns-b", "b1")]
         assert b1.evicted, "the reclaim was decided in the batch that admitted b1"
         assert sched.batches == 1
+        assert api.admission_gate is not None  # _admit_then_reclaim installs it
         api.admission_gate.set()
         await asyncio.sleep(0.1)
         loop.cancel()

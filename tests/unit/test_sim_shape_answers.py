@@ -20,7 +20,10 @@ _NO_ROOM = (
 )
 
 
-def _scenario(jobs: list[tuple[str, int, float, float | None]]) -> list[documents.Document]:
+JobRow = tuple[str, int, float, float | None]
+
+
+def _scenario(jobs: list[JobRow]) -> list[documents.Document]:
     """One 8-GPU ClusterQueue; ``jobs``: name, GPUs, arrival and runtime (None: runs on)."""
     raws: list[dict[str, Any]] = [
         builders.ResourceFlavorBuilder("gpu").raw(),
@@ -39,8 +42,12 @@ def test_workloads_parked_with_their_shape_hold_the_newest_answer() -> None:
     # first of them is tried again and still does not fit, with another message: all six hold
     # the newest, and each told of its reason once. (Six, so that most of them move as a group
     # that already holds an answer when the next one comes.)
-    running = [("hog", 5, 0.0, 100.0), ("small-a", 1, 0.0, 30.0), ("small-b", 1, 0.0, 50.0)]
-    waiting = [(f"w{i}", 4, 1.0, None) for i in range(6)]
+    running: list[JobRow] = [
+        ("hog", 5, 0.0, 100.0),
+        ("small-a", 1, 0.0, 30.0),
+        ("small-b", 1, 0.0, 50.0),
+    ]
+    waiting: list[JobRow] = [(f"w{i}", 4, 1.0, None) for i in range(6)]
     sim = engine.Simulator(_scenario(running + waiting), until=60)
     events = sim.run()
     pending = [e for e in events if e["event"] == "Pending"]

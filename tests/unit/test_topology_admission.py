@@ -95,7 +95,9 @@ def _job(
     priority: str | None = None,
 ) -> str:
     meta = json.dumps({"annotations": annotations or {}})
-    spec = {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]}
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]
+    }
     if host is not None:
         spec["nodeSelector"] = {"kubernetes.io/hostname": host}
     labels = {"berth.dev/queue-name": "q"}

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from berth.api import configuration, pod, quantity
+from berth.api import configuration, names, pod, quantity
 from berth.api import topology as api_topology
-from berth.core import quota, topology
+from berth.core import quota, resources, topology
 
 BLOCK = "cloud.com/topology-block"
 RACK = "cloud.com/topology-rack"
@@ -25,6 +25,8 @@ HOST = topology.HOSTNAME
 THREE = (BLOCK, RACK, HOST)
 TWO = (BLOCK, RACK)
 ONE = (HOST,)
+CPU = quantity.CPU
+MEMORY = names.ResourceName("memory")
 
 
 def node(
@@ -464,12 +466,12 @@ def _tree(case: Case) -> topology.Tree:
     return topology.Tree("default", case.levels, nodes, other)
 
 
-def _per_pod(case: Case) -> dict[str, int]:
-    out: dict[str, int] = {}
+def _per_pod(case: Case) -> resources.Requests:
+    out: resources.Requests = {}
     if case.cpu is not None:
-        out["cpu"] = quantity.parse("cpu", case.cpu)
+        out[CPU] = quantity.parse(CPU, case.cpu)
     if case.memory is not None:
-        out["memory"] = quantity.parse("memory", case.memory)
+        out[MEMORY] = quantity.parse(MEMORY, case.memory)
     return out
 
 
@@ -499,10 +501,10 @@ def test_usage_and_assumed_pods_take_room() -> None:
     tree = topology.Tree("t", ONE, (node("b1-r1-x1", cpu="2"), node("b1-r1-x2", cpu="2")))
     usage = topology.Usage(quota.Journal())
     usage.add(tree.leaf_of_node["b1-r1-x1"], {"cpu": 2000, "pods": 2}, 1)
-    one_cpu = {"cpu": 1000}
+    one_cpu = {CPU: 1000}
     got = topology.find(tree, usage, required(HOST), 2, one_cpu)
     assert got == topology.Assignment(ONE, (topology.DomainCount(("x2",), 2),))
-    assumed = {tree.leaf_of_node["b1-r1-x2"]: {"cpu": 1000}}
+    assumed = {tree.leaf_of_node["b1-r1-x2"]: {CPU: 1000}}
     got = topology.find(tree, usage, required(HOST), 2, one_cpu, assumed=assumed)
     assert isinstance(got, topology.Failure)
     got = topology.find(tree, usage, required(HOST), 2, one_cpu, simulate_empty=True)
@@ -616,8 +618,8 @@ def test_placement_invariants(drawn: tuple[topology.Tree, int, int]) -> None:
     """
     tree, count, which = drawn
     request = (required(RACK), preferred(RACK), UNCONSTRAINED)[which]
-    got = topology.find(tree, None, request, count, {"cpu": 1000})
-    room = {leaf.values[-1]: tree.free[leaf.leaf]["cpu"] // 1000 for leaf in tree.leaves}
+    got = topology.find(tree, None, request, count, {CPU: 1000})
+    room = {leaf.values[-1]: tree.free[leaf.leaf][CPU] // 1000 for leaf in tree.leaves}
     racks: dict[tuple[str, ...], int] = {}
     for leaf in tree.leaves:
         racks[leaf.values[:2]] = racks.get(leaf.values[:2], 0) + room[leaf.values[-1]]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from berth.api import configuration, kinds, resourceflavor, topology
+from berth.api import configuration, kinds, names, quantity, resourceflavor, topology
 from berth.api import node as api_node
 from berth.api import workload as api_workload
 from berth.api.labels import POD_SET_LABEL, QUEUE_LABEL
@@ -24,6 +24,8 @@ from berth.state import cache as cache_mod
 
 HOST = core_topology.HOSTNAME
 RACK = "example.com/rack"
+H100 = names.FlavorName("h100")
+GPU = names.ResourceName("nvidia.com/gpu")
 BY_HOST = core_topology.Assignment(
     (HOST,),
     (core_topology.DomainCount(("h1",), 2), core_topology.DomainCount(("h2",), 1)),
@@ -164,25 +166,25 @@ def _cache() -> cache_mod.Cache:
     return cache
 
 
-def _free(cache: cache_mod.Cache, node: str) -> dict[str, int]:
-    fp = cache.snapshot.placements["h100"]
+def _free(cache: cache_mod.Cache, node: str) -> dict[names.ResourceName, int]:
+    fp = cache.snapshot.placements[H100]
     return fp.tree.free[fp.tree.leaf_of_node[node]]
 
 
 def test_bound_pods_without_the_label_take_room_from_their_node() -> None:
     cache = _cache()
     pods = placed_pods.PlacedPods(cache)
-    assert _free(cache, "n1")["nvidia.com/gpu"] == 8
+    assert _free(cache, "n1")[GPU] == 8
     other = pod("daemon", placed_by=None, node="n1", gpus=3, phase="Running")
     assert pods.take(other, deleted=False) == (None, False)
-    assert _free(cache, "n1")["nvidia.com/gpu"] == 5
-    assert _free(cache, "n1")["pods"] == 109
+    assert _free(cache, "n1")[GPU] == 5
+    assert _free(cache, "n1")[quantity.PODS] == 109
     placed = pod("placed", node="n2", phase="Running")
     assert pods.take(placed, deleted=False) == ("job-uid", False)
-    assert _free(cache, "n2")["nvidia.com/gpu"] == 8, "placed pods are counted by admission"
+    assert _free(cache, "n2")[GPU] == 8, "placed pods are counted by admission"
     finished = dict(other, status={"phase": "Succeeded"})
     assert pods.take(finished, deleted=False) == (None, True), "room freed on a placed node"
-    assert _free(cache, "n1")["nvidia.com/gpu"] == 8
+    assert _free(cache, "n1")[GPU] == 8
 
 
 def test_a_forged_placed_label_does_not_hide_a_pods_usage() -> None:
@@ -191,7 +193,7 @@ def test_a_forged_placed_label_does_not_hide_a_pods_usage() -> None:
     pods = placed_pods.PlacedPods(cache)
     forged = pod("sneaky", node="n1", phase="Running", placed_by="no-such-job")
     assert pods.take(forged, deleted=False, known={"job-uid"}.__contains__) == (None, False)
-    assert _free(cache, "n1")["nvidia.com/gpu"] == 0
+    assert _free(cache, "n1")[GPU] == 0
     assert "no-such-job" not in pods.by_job
 
 
@@ -231,7 +233,7 @@ def test_a_topology_pod_set_labels_its_pods_with_the_job_that_placed_them() -> N
         }
     )
     flavors = {
-        "h100": resourceflavor.ResourceFlavor.model_validate(
+        H100: resourceflavor.ResourceFlavor.model_validate(
             {
                 "metadata": {"name": "h100"},
                 "spec": {"nodeLabels": {"gpu": "h100"}, "topologyName": "dc"},

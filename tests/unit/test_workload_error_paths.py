@@ -25,7 +25,7 @@ def _bad(template: dict[str, Any]) -> None:
 
 
 def _job() -> dict[str, Any]:
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "train", "namespace": "ml", "labels": {"berth.dev/queue-name": "lq"}},
@@ -49,7 +49,7 @@ def _jobset() -> dict[str, Any]:
 
 def _pytorchjob() -> dict[str, Any]:
     template = {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": "train", "namespace": "ml", "labels": {"berth.dev/queue-name": "lq"}},
@@ -66,7 +66,7 @@ def _pytorchjob() -> dict[str, Any]:
 
 def _raycluster() -> dict[str, Any]:
     template = {"spec": {"containers": [{"name": "ray", "image": "x"}]}}
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
         "metadata": {"name": "dev", "namespace": "ml", "labels": {"berth.dev/queue-name": "lq"}},

@@ -55,6 +55,18 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _both(
+    first: Callable[[dict[str, Any]], None], then: Callable[[dict[str, Any]], None]
+) -> Callable[[dict[str, Any]], None]:
+    """One change that makes ``first``, then ``then``."""
+
+    def change(obj: dict[str, Any]) -> None:
+        first(obj)
+        then(obj)
+
+    return change
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Row:
     name: str
@@ -87,12 +99,7 @@ ROWS = (
     Row(
         "follow its Job's new class, at the class's value",
         PENDING,
-        edit(
-            lambda w: (
-                _set("spec.priorityClassRef.name", "high")(w),
-                _set("spec.priority", 1000)(w),
-            )
-        ),
+        edit(_both(_set("spec.priorityClassRef.name", "high"), _set("spec.priority", 1000))),
         (),
         job_class="high",
     ),
@@ -106,12 +113,7 @@ ROWS = (
     Row(
         "take a class its Job does not name",
         PENDING,
-        edit(
-            lambda w: (
-                _set("spec.priorityClassRef.name", "high")(w),
-                _set("spec.priority", 1000)(w),
-            )
-        ),
+        edit(_both(_set("spec.priorityClassRef.name", "high"), _set("spec.priority", 1000))),
         ("spec.priorityClassRef",),
         job_class="low",
     ),
