@@ -17,7 +17,7 @@ from berth.api import names, workload
 from berth.core import cycle, flavors, resources, snapshot
 from berth.core import workload as core_workload
 from berth.state import lifecycle
-from berth.state import queues as queues_mod
+from berth.state.queues import pending
 
 
 def fr(flavor: str, resource: str) -> resources.FlavorResource:
@@ -123,5 +123,5 @@ class _InstantEffects:
     def admitted(self, decision: cycle.Admit) -> None:
         pass  # counted by the state already
 
-    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.Told]) -> None:
+    def parked(self, decision: cycle.Pending, same_shape: list[pending.Told]) -> None:
         pass  # the queues hold them already

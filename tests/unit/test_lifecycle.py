@@ -22,7 +22,7 @@ import worlds
 from berth.api import names
 from berth.core import cycle
 from berth.state import lifecycle
-from berth.state import queues as queues_mod
+from berth.state.queues import pending
 
 GPU = "nvidia.com/gpu"
 
@@ -39,7 +39,7 @@ class Recorder:
     def admitted(self, decision: cycle.Admit) -> None:
         self.calls.append(("admitted", decision.info.key.name))
 
-    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.Told]) -> None:
+    def parked(self, decision: cycle.Pending, same_shape: list[pending.Told]) -> None:
         self.calls.append(("parked", decision.info.key.name))
         self.calls.extend(("parked-with", told.pw.info.key.name) for told in same_shape)
 

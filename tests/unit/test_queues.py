@@ -1,4 +1,4 @@
-"""``state.queues.QueueManager``: queue order, heads, requeueing by strategy, backoff, outsiders.
+"""``state.queues.manager``: queue order, heads, requeueing by strategy, backoff, outsiders.
 
 Kueue's queue manager is the model (``pkg/cache/queue/cluster_queue.go``, ``manager.go``):
 - heads are taken by priority, then by creation (or eviction) time, then by uid;
@@ -26,7 +26,8 @@ import worlds
 from berth.api import names
 from berth.api import workload as api_workload
 from berth.core import cycle, workload
-from berth.state import queues
+from berth.state.queues import cluster_queue, shapes
+from berth.state.queues.pending import Note, PendingWorkload
 
 GPU = "nvidia.com/gpu"
 CQ = names.ClusterQueueName("cq")
@@ -195,7 +196,7 @@ def test_best_effort_parks_the_same_shape_with_the_head() -> None:
     same = w.queues.requeue(_pending(first, cycle.RequeueReason.NO_FIT))
     assert [(told.pw.info.key.name, told.before) for told in same] == [("twin", None)]
     assert w.queues.heads() == []
-    assert w.queues.note(same[0].pw.info.key) == queues.Note("WaitingForQuota", "no room")
+    assert w.queues.note(same[0].pw.info.key) == Note("WaitingForQuota", "no room")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,7 +255,7 @@ def test_a_workload_entering_while_its_shape_is_parked(row: JoinRow) -> None:
     assert q.is_parked(newcomer.key) == row.want_joined
     assert [t.pw.info.key.name for t in joined] == (["newcomer"] if row.want_joined else [])
     if row.want_joined:
-        assert w.queues.note(newcomer.key) == queues.Note("WaitingForQuota", "no room")
+        assert w.queues.note(newcomer.key) == Note("WaitingForQuota", "no room")
         # It goes back with its shape at the next release, behind the head.
         w.queues.requeue_inadmissible(w.cache.root_of(CQ), 0.0)
         assert q.ordered() == [head.key, newcomer.key]
@@ -273,7 +274,7 @@ def test_a_queued_workload_that_changes_into_a_parked_shape_stays_active() -> No
     assert first.info.key == urgent.key
     w.queues.requeue(_pending(urgent, cycle.RequeueReason.FAILED_AFTER_NOMINATION))
     w.queues.queues[CQ].park_same_shape(
-        w.queues.pending[head.key].shape, queues.Note("WaitingForQuota", "no room")
+        w.queues.pending[head.key].shape, Note("WaitingForQuota", "no room")
     )
     # Lowered to the parked shape's priority: the same shape now, but it was in the heap.
     assert w.queues.add(dataclasses.replace(urgent, priority=0)) == []
@@ -295,7 +296,7 @@ def test_a_shape_told_the_same_reason_again_reports_no_change() -> None:
     assert head.info.key == infos[0].key
     again = w.queues.requeue(_pending(infos[0], cycle.RequeueReason.NO_FIT, message="2 short"))
     assert again == []
-    assert w.queues.note(infos[2].key) == queues.Note("WaitingForQuota", "2 short")
+    assert w.queues.note(infos[2].key) == Note("WaitingForQuota", "2 short")
 
 
 def test_parked_workloads_return_when_their_tree_changes() -> None:
@@ -430,8 +431,8 @@ def test_a_held_shape_tells_only_those_told_nothing_yet() -> None:
     assert [t.pw.info.key.name for t in same] == ["new"]
     notes = {info.key.name: w.queues.note(info.key) for info in infos[1:]}
     assert notes == {
-        "waits": queues.Note("WaitingForQuota", "no room"),
-        "new": queues.Note("WaitingForReservation", "would delay"),
+        "waits": Note("WaitingForQuota", "no room"),
+        "new": Note("WaitingForReservation", "would delay"),
     }
     assert w.queues.heads() == []  # all parked
 
@@ -523,9 +524,9 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
         w.submit(info)
     q = w.queues.queues[CQ]
     state = dict.fromkeys((info.key for info in infos), "active")
-    told: dict[names.WorkloadKey, queues.Note | None] = dict.fromkeys(state)
-    held: set[queues.Shape] = set()
-    bulk: dict[queues.Shape, queues.Note] = {}
+    told: dict[names.WorkloadKey, Note | None] = dict.fromkeys(state)
+    held: set[shapes.Shape] = set()
+    bulk: dict[shapes.Shape, Note] = {}
     fresh = set(state)
     """Told nothing yet, by a driver or with a shape."""
     pending = w.queues.pending
@@ -542,7 +543,7 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
             state[key] = "active"
         elif op in ("park_shape", "park_held"):
             # Two reasons, so that some parkings tell a shape a reason other than its last.
-            note = queues.Note(f"R{n % 3 // 2}", f"m{n}")
+            note = Note(f"R{n % 3 // 2}", f"m{n}")
             is_held = op == "park_held"
             _park_shape(q, pw, state, pending, told=told, note=note, fresh=fresh, held=is_held)
             (held.add if is_held else held.discard)(pw.shape)
@@ -563,7 +564,7 @@ def test_a_queue_moving_whole_shapes_answers_as_one_moving_every_workload(
 
 
 def _remember_parked(
-    bulk: dict[queues.Shape, queues.Note], shape: queues.Shape, note: queues.Note, *, held: bool
+    bulk: dict[shapes.Shape, Note], shape: shapes.Shape, note: Note, *, held: bool
 ) -> None:
     """Parked for want of room (not held), a shape takes in what enters until a release."""
     if held:
@@ -577,9 +578,9 @@ def _enter(
     info: workload.WorkloadInfo,
     state: dict[names.WorkloadKey, str],
     *,
-    told: dict[names.WorkloadKey, queues.Note | None],
+    told: dict[names.WorkloadKey, Note | None],
     fresh: set[names.WorkloadKey],
-    bulk: dict[queues.Shape, queues.Note],
+    bulk: dict[shapes.Shape, Note],
 ) -> None:
     """Submit a workload: it joins its shape if that was last parked (not held) since a release."""
     key = info.key
@@ -598,10 +599,10 @@ def _enter(
 def _release(
     w: worlds.World,
     state: dict[names.WorkloadKey, str],
-    held: set[queues.Shape],
+    held: set[shapes.Shape],
     *,
     only_held: bool,
-    bulk: dict[queues.Shape, queues.Note],
+    bulk: dict[shapes.Shape, Note],
 ) -> None:
     """Release every parked workload (or those of the shapes last parked as held)."""
     root = w.cache.root_of(CQ)
@@ -618,13 +619,13 @@ def _release(
 
 
 def _park_shape(
-    q: queues.ClusterQueueQueue,
-    pw: queues.PendingWorkload,
+    q: cluster_queue.ClusterQueuePending,
+    pw: PendingWorkload,
     state: dict[names.WorkloadKey, str],
-    pending: dict[names.WorkloadKey, queues.PendingWorkload],
+    pending: dict[names.WorkloadKey, PendingWorkload],
     *,
-    told: dict[names.WorkloadKey, queues.Note | None],
-    note: queues.Note,
+    told: dict[names.WorkloadKey, Note | None],
+    note: Note,
     fresh: set[names.WorkloadKey],
     held: bool = False,
 ) -> None:
@@ -652,9 +653,9 @@ def _park_shape(
 
 
 def _pop(
-    q: queues.ClusterQueueQueue,
+    q: cluster_queue.ClusterQueuePending,
     state: dict[names.WorkloadKey, str],
-    pending: dict[names.WorkloadKey, queues.PendingWorkload],
+    pending: dict[names.WorkloadKey, PendingWorkload],
 ) -> None:
     head = q.pop()
     active = [k for k, s in state.items() if s == "active"]
@@ -665,9 +666,9 @@ def _pop(
 
 
 def _check(
-    q: queues.ClusterQueueQueue,
+    q: cluster_queue.ClusterQueuePending,
     state: dict[names.WorkloadKey, str],
-    pending: dict[names.WorkloadKey, queues.PendingWorkload],
+    pending: dict[names.WorkloadKey, PendingWorkload],
 ) -> None:
     def by_order(wanted: str) -> list[names.WorkloadKey]:
         keys = (k for k, s in state.items() if s == wanted)

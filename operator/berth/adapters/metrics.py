@@ -29,7 +29,7 @@ import berth
 from berth.api import names, quantity
 from berth.core import fairsharing, resources
 from berth.state import cache as cache_mod
-from berth.state import queues as queues_mod
+from berth.state.queues import manager, pending
 
 PREFIX = "berth"
 
@@ -355,7 +355,7 @@ class Metrics:
 
     # State -------------------------------------------------------------------------------------
 
-    def report_state(self, cache: cache_mod.Cache, queues: queues_mod.QueueManager) -> None:
+    def report_state(self, cache: cache_mod.Cache, queues: manager.QueueManager) -> None:
         """Set every gauge from the scheduler's state (the gauges are cleared first)."""
         for gauge in (
             self.pending_workloads,
@@ -407,7 +407,7 @@ class Metrics:
                 _amount(cell.resource, cell.lending_limit)
             )
 
-    def _report_pending(self, cache: cache_mod.Cache, queues: queues_mod.QueueManager) -> None:
+    def _report_pending(self, cache: cache_mod.Cache, queues: manager.QueueManager) -> None:
         cq_counts: dict[tuple[str, str], int] = {}
         lq_counts: dict[tuple[str, str, str], int] = {}
         for key in sorted(queues.pending):
@@ -457,7 +457,7 @@ class Metrics:
         return sorted({m.name for m in self.registry.collect()})
 
 
-def pending_status(queues: queues_mod.QueueManager, pw: queues_mod.PendingWorkload) -> str:
+def pending_status(queues: manager.QueueManager, pw: pending.PendingWorkload) -> str:
     """Say whether a pending workload is active (in its queue's heap) or inadmissible.
 
     Workloads parked in the inadmissible set, waiting out a backoff, or waiting outside any

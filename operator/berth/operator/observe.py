@@ -29,7 +29,7 @@ from berth.api import conditions, names, workload_view
 from berth.core import admission, cycle
 from berth.core import workload as core_workload
 from berth.state import cache as cache_mod
-from berth.state import queues as queues_mod
+from berth.state.queues import manager
 
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
@@ -113,7 +113,7 @@ class Observer:
         """Count one scheduling cycle."""
         self.metrics.report_cycle(admitted=len(result.admitted), seconds=seconds)
 
-    def gauges(self, cache: cache_mod.Cache, queues: queues_mod.QueueManager) -> None:
+    def gauges(self, cache: cache_mod.Cache, queues: manager.QueueManager) -> None:
         """Set the gauges from the current state, while leading (called at each scrape)."""
         if self.active:
             self.metrics.report_state(cache, queues)

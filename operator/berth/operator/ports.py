@@ -19,7 +19,7 @@ from berth.jobs.rules import job_sync, job_updates
 from berth.operator import mailbox
 from berth.state import cache as cache_mod
 from berth.state import lifecycle, priorities
-from berth.state import queues as queues_mod
+from berth.state.queues import manager
 
 if TYPE_CHECKING:
     from berth.operator import observe, placed_pods
@@ -70,7 +70,7 @@ class SchedulerWorld(_Known, Protocol):
         """The transitions between queues and cache."""
 
     @property
-    def queues(self) -> queues_mod.QueueManager:
+    def queues(self) -> manager.QueueManager:
         """The pending queues."""
 
     @property
@@ -198,7 +198,7 @@ class StatusWorld(Protocol):
         """Queue objects and admissions."""
 
     @property
-    def queues(self) -> queues_mod.QueueManager:
+    def queues(self) -> manager.QueueManager:
         """The pending queues."""
 
     @property

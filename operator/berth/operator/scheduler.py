@@ -32,7 +32,7 @@ from berth.adapters.kube import client, errors, events, workloads
 from berth.api import conditions, names, workload_view
 from berth.core import admission, cycle
 from berth.operator import ports
-from berth.state import queues as queues_mod
+from berth.state.queues import pending
 
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
@@ -415,7 +415,7 @@ class _Effects:
     def parked(
         self,
         decision: cycle.Pending,
-        same_shape: list[queues_mod.Told],  # noqa: ARG002 - left as they are (above)
+        same_shape: list[pending.Told],  # noqa: ARG002 - left as they are (above)
     ) -> None:
         """Queue the head's pending condition for the background senders."""
         self.scheduler.note_pending(decision, self.now)

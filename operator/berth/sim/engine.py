@@ -35,7 +35,7 @@ from berth.sim import documents, events, intake, summary
 from berth.sim.workloads import Phase, SimWorkload
 from berth.state import cache as cache_mod
 from berth.state import evictions, lifecycle, priorities
-from berth.state import queues as queues_mod
+from berth.state.queues import manager, pending
 
 __all__ = ["Observer", "Phase", "SimWorkload", "Simulator", "simulate"]
 
@@ -188,7 +188,7 @@ class Simulator:
         return self.state.cache
 
     @property
-    def queues(self) -> queues_mod.QueueManager:
+    def queues(self) -> manager.QueueManager:
         """The state's queues (read by observers and ``berth explain``)."""
         return self.state.queues
 
@@ -478,7 +478,7 @@ class Simulator:
         if wfpr is not None and not sim.ready:
             self._schedule(self.now + wfpr.timeout, _Action.READY_TIMEOUT, sim=sim)
 
-    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.Told]) -> None:
+    def parked(self, decision: cycle.Pending, same_shape: list[pending.Told]) -> None:
         """The head says why it waits; the same-shape workloads parked with it say so too.
 
         The queues hold their answer already (``queues.Note``); each of them that held another
@@ -492,9 +492,7 @@ class Simulator:
             decision.estimated_start,
         )
 
-    def _tell_same_shape(
-        self, same_shape: list[queues_mod.Told], reason: str, message: str
-    ) -> None:
+    def _tell_same_shape(self, same_shape: list[pending.Told], reason: str, message: str) -> None:
         """Each workload parked with its shape that held another reason tells of the change."""
         for pw, before in same_shape:
             sim = self.workloads[pw.info.key]
@@ -502,7 +500,7 @@ class Simulator:
                 sim.reason, sim.message = reason, message
                 self.out.emit(self.now, "Pending", sim, reason=reason, message=message)
 
-    def _joined(self, joined: list[queues_mod.Told]) -> None:
+    def _joined(self, joined: list[pending.Told]) -> None:
         """A workload that entered its queue joined its shape parked: it says why it waits."""
         for told in joined:
             note = self.queues.note(told.pw.info.key)

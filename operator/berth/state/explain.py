@@ -15,7 +15,7 @@ from berth.core import explain as core_explain
 from berth.core import reservations as reservations_mod
 from berth.state import cache as cache_mod
 from berth.state import lifecycle
-from berth.state import queues as queues_mod
+from berth.state.queues import manager
 
 
 def explain(
@@ -49,7 +49,7 @@ def explain(
 
 
 def find(
-    cache: cache_mod.Cache, queues: queues_mod.QueueManager, key: names.WorkloadKey
+    cache: cache_mod.Cache, queues: manager.QueueManager, key: names.WorkloadKey
 ) -> workload.WorkloadInfo | None:
     """The pending or admitted workload ``key``, if the state knows it."""
     pw = queues.pending.get(key)

@@ -24,8 +24,8 @@ from typing import Protocol
 from berth.api import names
 from berth.core import cycle, cycle_groups, reservations, snapshot, workload
 from berth.state import cache as cache_mod
-from berth.state import queues as queues_mod
 from berth.state import runtimes
+from berth.state.queues import manager, pending
 
 
 class CycleEffects(Protocol):
@@ -37,7 +37,7 @@ class CycleEffects(Protocol):
     def admitted(self, decision: cycle.Admit) -> None:
         """A head's admission was assumed in the cache and it left its queue."""
 
-    def parked(self, decision: cycle.Pending, same_shape: list[queues_mod.Told]) -> None:
+    def parked(self, decision: cycle.Pending, same_shape: list[pending.Told]) -> None:
         """A head was put back; ``same_shape`` were parked with it (the same answer holds)."""
 
 
@@ -46,7 +46,7 @@ class Lifecycle:
 
     def __init__(self, cache: cache_mod.Cache | None = None) -> None:
         self.cache = cache_mod.Cache() if cache is None else cache
-        self.queues = queues_mod.QueueManager(self.cache)
+        self.queues = manager.QueueManager(self.cache)
         self.runtimes = runtimes.RuntimeHistory()
         self.estimate = runtimes.estimator(self.cache, self.runtimes)
         """Runtime estimates (``core.estimates``) with what the finished workloads taught."""
@@ -98,10 +98,10 @@ class Lifecycle:
             self.queues.admitted(a.info.key)
             progressed = True
             effects.admitted(a)
-        for pending in result.pending:
-            same = self.queues.requeue(pending)
-            effects.parked(pending, same)
-            if self._may_progress(pending):
+        for waiting in result.pending:
+            same = self.queues.requeue(waiting)
+            effects.parked(waiting, same)
+            if self._may_progress(waiting):
                 progressed = True
         if not progressed and settle:
             progressed = self._retry_held()
@@ -257,7 +257,7 @@ class Lifecycle:
 
     def enqueue(
         self, info: workload.WorkloadInfo, now: float, *, requeue_at: float = 0.0
-    ) -> list[queues_mod.Told]:
+    ) -> list[pending.Told]:
         """Queue a pending workload (after ``requeue_at`` when it backs off).
 
         Returns it if it joined its shape parked for want of room and now waits for another
@@ -274,7 +274,7 @@ class Lifecycle:
         q = self.queues
         return sorted(k for k in q.backing_off if 0 < q.pending[k].requeue_at <= now)
 
-    def end_backoff(self, key: names.WorkloadKey, now: float) -> list[queues_mod.Told] | None:
+    def end_backoff(self, key: names.WorkloadKey, now: float) -> list[pending.Told] | None:
         """Return a backed-off workload to its queue (None: it was not waiting there).
 
         Returns it if it joined its shape parked and now waits for another reason (``enqueue``).
@@ -285,7 +285,7 @@ class Lifecycle:
         pw.requeue_at = 0.0
         return self.queues.add(pw.info, now=now)
 
-    def change_info(self, info: workload.WorkloadInfo, now: float) -> list[queues_mod.Told]:
+    def change_info(self, info: workload.WorkloadInfo, now: float) -> list[pending.Told]:
         """Take in a workload's changed priority or activity where it stands.
 
         An admitted workload counts with its new priority in preemption; a pending one is
