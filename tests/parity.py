@@ -46,7 +46,7 @@ import dataclasses
 import enum
 import heapq
 import itertools
-from typing import Any, cast
+from typing import Any
 
 import fakeapi
 from berth.adapters.kube import client, errors, workloads
@@ -99,8 +99,17 @@ def simulator_decisions(lines: list[dict[str, Any]]) -> list[Decision]:
 class _Recorder:
     """Kubernetes Events are not decisions: the scheduler loop's recorder drops them here."""
 
-    def record(self, *_: object) -> None:
+    def record(
+        self,
+        involved: dict[str, Any],
+        reason: str,
+        message: str,
+        now: float,
+        *,
+        warning: bool = False,
+    ) -> None:
         """Drop one Event."""
+        del involved, reason, message, now, warning
 
 
 class _Do(enum.Enum):
@@ -149,9 +158,9 @@ class Driver:
         )
         self.now = BASE
         self.fake = fakeapi.FakeKube(lambda: self.now)
-        kube = cast("client.Kube", self.fake)
+        kube = self.fake
         self.world = world.World(self.config, lambda: self.now)
-        self.scheduler = scheduler.Scheduler(self.world, kube, cast("Any", _Recorder()))
+        self.scheduler = scheduler.Scheduler(self.world, kube, _Recorder())
         self.jobs = jobcontroller.JobController(self.world, kube)
         self.lifecycle = lifecycle.Lifecycle(self.world, kube)
         self.fake.listen(self._watch)
@@ -398,9 +407,7 @@ class Driver:
             )
             change = workloads.condition(kind, True, reason, reason, now)
             status = {"conditions": workloads.merge_conditions(view.raw_conditions, [change])}
-        await workloads.patch_status(
-            cast("client.Kube", self.fake), key, view.resource_version, status
-        )
+        await workloads.patch_status(self.fake, key, view.resource_version, status)
 
     def _kubelet(self, job: dict[str, Any]) -> None:
         """Start or stop a job's pods as its controllers would, at once."""

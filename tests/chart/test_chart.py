@@ -1,10 +1,11 @@
 """The Helm chart ``helm/berth``, rendered by the helm binary the control-plane build makes.
 
 Checks what a reviewer of a chart checks: it lints strictly and renders for the pinned
-Kubernetes version; its CRDs are the project's own, byte for byte; its RBAC has no wildcard and
-each rule is one the operator's code needs (the table below names the code, and every entry of
-the table is rendered, both ways); the pods are hardened; values that cannot work are refused
-with a message naming the value.
+Kubernetes version; its CRDs are the project's own, byte for byte; its webhooks are the ones the
+operator's code builds, field by field (``webhooks/``'s, for the default Configuration); its
+RBAC has no wildcard and each rule is one the operator's code needs (the table below names the
+code, and every entry of the table is rendered, both ways); the pods are hardened; values that
+cannot work are refused with a message naming the value.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from berth.api import configuration
 from berth.devtools.devcluster import binaries, errors
 from operator_env import ROOT
 
@@ -165,7 +167,7 @@ NEEDS = (
             "clustertrainingruntimes trainingruntimes",
             "get list watch",
         ),
-        "berth.operator.webhook_server:read_watched",
+        "berth.operator.webhooks.server:read_watched",
         "a TrainJob's pod sets are read from its runtime (watched; read when the watch lags)",
     ),
     Need(
@@ -372,19 +374,55 @@ def test_postgresql_history_comes_from_a_secret(helm: Path) -> None:
     assert env["valueFrom"]["secretKeyRef"] == {"name": "pg", "key": "url"}
 
 
-def _comparable(hook: dict[str, Any]) -> dict[str, Any]:
-    """A webhook without where it points (URL or Service) and its trust, which differ by mode."""
-    out = {k: v for k, v in hook.items() if k != "clientConfig"}
-    config = hook["clientConfig"]
-    out["path"] = config["service"]["path"] if "service" in config else config["url"].split("/")[-1]
-    out["path"] = "/" + out["path"].lstrip("/")
+WEBHOOK_FIELDS = (
+    "name",
+    "clientConfig",
+    "rules",
+    "objectSelector",
+    "namespaceSelector",
+    "failurePolicy",
+    "sideEffects",
+    "matchPolicy",
+    "timeoutSeconds",
+    "admissionReviewVersions",
+    "reinvocationPolicy",
+    "matchConditions",
+)
+"""What a webhook is made of: where it points (the Service and path), which requests it sees
+(rules and their operations, selectors, match policy and conditions), and how it is called."""
+
+
+def _differences(charted: list[dict[str, Any]], built: list[dict[str, Any]]) -> list[str]:
+    """Every field in which two lists of webhooks differ, by webhook name."""
+    out = [] if len(charted) == len(built) else [f"{len(charted)} webhooks, not {len(built)}"]
+    for theirs, ours in zip(charted, built, strict=False):
+        assert set(theirs) | set(ours) <= set(WEBHOOK_FIELDS), "a field this test does not know"
+        out += [
+            f"{ours['name']}: {field}: chart {theirs.get(field)!r}, code {ours.get(field)!r}"
+            for field in WEBHOOK_FIELDS
+            if theirs.get(field) != ours.get(field)
+        ]
     return out
+
+
+def _configuration(objects: list[dict[str, Any]]) -> configuration.Configuration:
+    """The Configuration the operator reads from the release's ConfigMap."""
+    from berth.entry import run_cmd  # noqa: PLC0415 - the operator's own loader
+
+    config_map = _one(objects, "ConfigMap", "berth-config")
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"berth-chart-{os.getpid()}.yaml"  # noqa: S108 - a scratch file
+    path.write_text(config_map["data"]["config.yaml"])
+    try:
+        return run_cmd.load_configuration(path)
+    finally:
+        path.unlink()
 
 
 @pytest.mark.parametrize("without_queue_name", [False, True])
 @pytest.mark.parametrize(
     "frameworks",
     [
+        None,
         (
             "batch/job",
             "jobset.x-k8s.io/jobset",
@@ -399,36 +437,65 @@ def _comparable(hook: dict[str, Any]) -> dict[str, Any]:
         ("batch/job", "kubeflow.org/pytorchjob", "jobset.x-k8s.io/jobset", "kubeflow.org/jaxjob"),
         ("batch/job", "kubeflow.org/tfjob"),
         ("batch/job", "ray.io/rayjob"),
+        ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob"),
+        ("batch/job", "pod"),
     ],
-    ids=["default-frameworks", "kubeflow-too", "no-jobset", "rayjob-alone"],
+    ids=[
+        "chart-frameworks",
+        "no-trainjob-no-pods",
+        "kubeflow-too",
+        "no-jobset",
+        "rayjob-alone",
+        "trainjob",
+        "pods",
+    ],
 )
 def test_chart_webhooks_are_the_ones_the_operator_registers(
-    helm: Path, *, without_queue_name: bool, frameworks: tuple[str, ...]
+    helm: Path, *, without_queue_name: bool, frameworks: tuple[str, ...] | None
 ) -> None:
-    from berth.entry import run_cmd  # noqa: PLC0415 - the operator's own loader
-    from berth.operator import webhooks  # noqa: PLC0415 - the operator's own registration
-    from berth.operator import world as world_mod  # noqa: PLC0415 - its input
+    """For the Configuration the release runs the operator with, every field of every webhook."""
+    from berth.operator.webhooks import configurations  # noqa: PLC0415 - the operator's own registration
 
-    setting = f"managerConfig.manageJobsWithoutQueueName={str(without_queue_name).lower()}"
-    objects = render(
-        helm, setting, f"managerConfig.integrations.frameworks={{{','.join(frameworks)}}}"
-    )
+    settings = [f"managerConfig.manageJobsWithoutQueueName={str(without_queue_name).lower()}"]
+    if frameworks is not None:
+        settings.append(f"managerConfig.integrations.frameworks={{{','.join(frameworks)}}}")
+    objects = render(helm, *settings)
     # The Configuration the operator reads from the same release: selectors included.
-    config_map = _one(objects, "ConfigMap", "berth-config")
-    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"berth-chart-{os.getpid()}.yaml"  # noqa: S108 - a scratch file
-    path.write_text(config_map["data"]["config.yaml"])
-    try:
-        config = run_cmd.load_configuration(path)
-    finally:
-        path.unlink()
+    config = _configuration(objects)
     assert config.manage_jobs_without_queue_name is without_queue_name
-    world = world_mod.World(config, lambda: 0.0)
-    local = webhooks.configurations("https://127.0.0.1:9443", "", world)
-    for registered in local:
-        charted = _one(objects, registered["kind"], "berth")
-        assert [_comparable(h) for h in charted["webhooks"]] == [
-            _comparable(h) for h in registered["webhooks"]
-        ]
+    service = configurations.Service("berth-webhook", RELEASE_NAMESPACE)
+    for built in configurations.build(service, config):
+        charted = _one(objects, built["kind"], configurations.NAME)
+        assert _differences(charted["webhooks"], built["webhooks"]) == []
+
+
+def test_chart_webhooks_are_the_generated_manifests_for_the_same_configuration(
+    helm: Path,
+) -> None:
+    """``webhooks/`` (the default Configuration) is what the chart renders for those values."""
+    objects = render(
+        helm,
+        "managerConfig.manageJobsWithoutQueueName=false",
+        "managerConfig.integrations.frameworks={batch/job}",
+    )
+    config = _configuration(objects)
+    default = configuration.Configuration()
+    assert (config.namespace, config.manage_jobs_without_queue_name) == (
+        default.namespace,
+        default.manage_jobs_without_queue_name,
+    )
+    assert config.integrations.frameworks == default.integrations.frameworks
+    generated = [
+        yaml.safe_load(p.read_text())
+        for p in sorted((ROOT / "webhooks").glob("*webhookconfiguration.yaml"))
+    ]
+    assert sorted(d["kind"] for d in generated) == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    for doc in generated:
+        charted = _one(objects, doc["kind"], doc["metadata"]["name"])
+        assert _differences(charted["webhooks"], doc["webhooks"]) == []
 
 
 def test_helm_unittest_suites_pass() -> None:

@@ -507,6 +507,15 @@ def test_managed_namespaces_run_only_queued_work_and_no_other(
                 local_queue("lq", selected, f"{selected}-cq"),
             ]
         )
+        # The refusals name the namespace's LocalQueues: wait until the operator has seen it
+        # (its watches may start late, after the CRDs' storage is initialised).
+        wait_until(
+            lambda: (
+                condition(get(plane, "localqueue", "lq", "-n", selected), "Active").get("status")
+                == "True"
+            ),
+            timeout=30,
+        )
         user = adversary.namespace_user(plane, selected, tmp_path, extra_rules=APPS_RULES)
         plain = _refused_around_a_closed_namespace(plane, selected, user, wait_until)
         # With a LocalQueue named default, a Job naming none is queued there.

@@ -7,8 +7,8 @@ work was due to end), and the version of estimates and evictions. Taking a plan 
 decide exactly as making it again, and a backfill test a plan recalls (``Plan._squeezed_by``)
 or a running workload's end it recalls (``reservations.Inputs.ends``) exactly as one worked
 out afresh: the simulations below run with and without them and compare every event. A holder
-blocked ahead of others joins a plan in place (``backfill.Plan.insert``), and work admitted in a
-cycle joins its releases (``backfill.Plan.started``): either way the reservations come out as
+blocked ahead of others joins a plan in place (``planning.Plan.insert``), and work admitted in a
+cycle joins its releases (``planning.Plan.started``): either way the reservations come out as
 those of a plan made with it. A later entry of the cycle is tested against the reservations an
 admission moved.
 """
@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 
 import builders
 from berth.api import names
-from berth.core import backfill, estimates, flavors, reservations, resources
+from berth.core import flavors, resources
+from berth.core.backfill import estimates, planning, reservations
 from berth.sim import documents, engine
 from worlds import World
 
@@ -100,15 +101,15 @@ def _run(
     """
     taken = 0
     original = reservations.Planner._taken_over
-    squeezed = backfill.Plan._squeezed_by
-    earliest = backfill._Search.earliest
+    squeezed = planning.Plan._squeezed_by
+    earliest = planning._Search.earliest
     releases = reservations.Planner._releases
 
-    def listed_afresh(self: reservations.Planner, root: str) -> list[backfill.Release]:
+    def listed_afresh(self: reservations.Planner, root: str) -> list[planning.Release]:
         self._ends = {}  # what recalling the ends reads
         return releases(self, root)
 
-    def unhinted(self: backfill._Search, _hint: float | None) -> Any:
+    def unhinted(self: planning._Search, _hint: float | None) -> Any:
         return earliest(self, None)
 
     def counted(self: reservations.Planner, *args: Any) -> Any:
@@ -117,7 +118,7 @@ def _run(
         taken += found is not None
         return found
 
-    def afresh(self: backfill.Plan, *args: Any) -> bool:
+    def afresh(self: planning.Plan, *args: Any) -> bool:
         self._squeezed.clear()  # what recalling answers reads
         return squeezed(self, *args)
 
@@ -126,16 +127,16 @@ def _run(
     ) -> None:
         # The tree's plan dropped at an admission, to be made again with it when next needed.
         root = self.root_of(cq)
-        end = backfill.expected_end(self.now, self.inputs.estimate(info, cq).seconds, self.now)
-        self.started_here.setdefault(root, []).append(backfill.Release(end, cq, usage))
+        end = planning.expected_end(self.now, self.inputs.estimate(info, cq).seconds, self.now)
+        self.started_here.setdefault(root, []).append(planning.Release(end, cq, usage))
         self.plans.pop(root, None)
         self.changed_roots.add(root)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(reservations.Planner, "_taken_over", counted)
         if not recall:
-            mp.setattr(backfill.Plan, "_squeezed_by", afresh)
-            mp.setattr(backfill._Search, "earliest", unhinted)
+            mp.setattr(planning.Plan, "_squeezed_by", afresh)
+            mp.setattr(planning._Search, "earliest", unhinted)
             mp.setattr(reservations.Planner, "started", made_again)
             mp.setattr(reservations.Planner, "_releases", listed_afresh)
         return engine.Simulator(docs).run(), taken
@@ -352,7 +353,7 @@ def plans_and_a_newcomer(
 
 def _one_queue(
     running: list[tuple[int, float]], holders: list[tuple[int, float]]
-) -> tuple[World, list[backfill.Release], list[backfill.Holder], backfill.Fits]:
+) -> tuple[World, list[planning.Release], list[planning.Holder], planning.Fits]:
     """An 8-GPU Backfill queue, what of its work ends when, its holders, and plans' fit test.
 
     It runs what fits of ``running`` (GPUs, end) from 0; ``holders`` are (GPUs, estimate).
@@ -366,9 +367,9 @@ def _one_queue(
             break
         used += gpus
         world.admit(world.info(_job(f"r{i}", "cq-a", gpus, estimate=end), at=0.0), "cq-a")
-        releases.append(backfill.Release(end, cq, {gpu: gpus}))
+        releases.append(planning.Release(end, cq, {gpu: gpus}))
     everyone = [
-        backfill.Holder(
+        planning.Holder(
             world.info(_job(f"h{i}", "cq-a", gpus, estimate=None), at=float(i)),
             cq,
             estimates.Estimate(minutes, estimates.Source.DEFAULT),
@@ -387,14 +388,14 @@ def test_a_holder_inserted_gets_what_a_plan_made_with_it_gives(
 ) -> None:
     running, holders, later, placed = case
     world, releases, everyone, fits = _one_queue(running, holders)
-    made = backfill.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
+    made = planning.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
     others = [h for i, h in enumerate(everyone) if i != later]
-    grown = backfill.Plan(world.cache.snapshot, 0.0, releases, others, fits)
+    grown = planning.Plan(world.cache.snapshot, 0.0, releases, others, fits)
     for holder in others[:placed]:
         grown.reservation_of(holder.info)  # placed as far as some question needed
     grown.insert(everyone[later])
 
-    def seen(plan: backfill.Plan) -> list[tuple[str, float, float]]:
+    def seen(plan: planning.Plan) -> list[tuple[str, float, float]]:
         return [(r.holder.info.key.name, r.start, r.end) for r in plan.placed()]
 
     assert seen(grown) == seen(made)
@@ -455,7 +456,7 @@ def test_work_started_in_a_plan_gives_what_a_plan_made_with_it_gives(
             for q in quotas
         ),
     )
-    releases: list[backfill.Release] = []
+    releases: list[planning.Release] = []
 
     def run(name: str, q: str, n: int, end: float) -> bool:
         info = world.info(_job(name, q, n, estimate=end), at=0.0)
@@ -463,13 +464,13 @@ def test_work_started_in_a_plan_gives_what_a_plan_made_with_it_gives(
         if assignment.mode != flavors.Mode.FIT:
             return False
         admission = world.admit(info, q, at=0.0)
-        releases.append(backfill.Release(end, names.ClusterQueueName(q), admission.usage))
+        releases.append(planning.Release(end, names.ClusterQueueName(q), admission.usage))
         return True
 
     for i, (q, n, end) in enumerate(running):
         run(f"r{i}", q, n, end)
     everyone = [
-        backfill.Holder(
+        planning.Holder(
             world.info(_job(f"h{i}", q, n, estimate=None), at=float(i)),
             names.ClusterQueueName(q),
             estimates.Estimate(estimate, estimates.Source.DEFAULT),
@@ -478,15 +479,15 @@ def test_work_started_in_a_plan_gives_what_a_plan_made_with_it_gives(
     ]
     snap = world.cache.snapshot
     fits = reservations.Planner(snap, 0.0, reservations.Inputs({}, world.state.estimate), {}).fits
-    grown = backfill.Plan(snap, 0.0, releases, everyone, fits)
+    grown = planning.Plan(snap, 0.0, releases, everyone, fits)
     for holder in everyone[:placed]:
         grown.reservation_of(holder.info)  # placed as far as some question needed
     if not run("started", queue, gpus, ends_at):
         return  # nothing starts
     grown.started(releases[-1])
-    made = backfill.Plan(snap, 0.0, releases, everyone, fits)
+    made = planning.Plan(snap, 0.0, releases, everyone, fits)
 
-    def seen(plan: backfill.Plan) -> list[tuple[str, float, float, dict[Any, int]]]:
+    def seen(plan: planning.Plan) -> list[tuple[str, float, float, dict[Any, int]]]:
         return [(r.holder.info.key.name, r.start, r.end, dict(r.usage)) for r in plan.placed()]
 
     assert seen(grown) == seen(made)
@@ -523,12 +524,12 @@ def test_a_hint_changes_where_a_placement_searches_never_what_it_finds(
     given_hints = {
         h.info.key: hint for h, hint in zip(everyone, hints, strict=True) if hint is not None
     }
-    hinted = backfill.Plan(
+    hinted = planning.Plan(
         world.cache.snapshot, 0.0, releases, everyone, fits, hints=dict(given_hints)
     )
-    plain = backfill.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
+    plain = planning.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
 
-    def seen(plan: backfill.Plan) -> list[tuple[str, float, float, dict[Any, int]]]:
+    def seen(plan: planning.Plan) -> list[tuple[str, float, float, dict[Any, int]]]:
         return [(r.holder.info.key.name, r.start, r.end, dict(r.usage)) for r in plan.placed()]
 
     assert seen(hinted) == seen(plain)
@@ -558,12 +559,12 @@ def test_a_plan_is_taken_to_a_later_instant_only_if_nothing_in_it_depends_on_the
 ) -> None:
     # An 8-GPU queue with 4 GPUs running until 10; the holder waits for them or fits at once.
     world, releases, everyone, fits = _one_queue([(4, 10.0)], [(row.holder_gpus, 5.0)])
-    plan = backfill.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
+    plan = planning.Plan(world.cache.snapshot, 0.0, releases, everyone, fits)
     before = plan.placed()
     assert plan.moved_to(row.to) == row.moved
     assert plan.now == (row.to if row.moved else 0.0)
     if row.moved:
-        again = backfill.Plan(world.cache.snapshot, row.to, releases, everyone, fits)
+        again = planning.Plan(world.cache.snapshot, row.to, releases, everyone, fits)
         assert plan.placed() == before == again.placed()
 
 

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 import builders
 from berth.api import names
-from berth.core import estimates, reservations, workload
 from berth.core import flavors as flavors_mod
+from berth.core import workload
+from berth.core.backfill import estimates, reservations
 from worlds import World
 
 GPU = "nvidia.com/gpu"

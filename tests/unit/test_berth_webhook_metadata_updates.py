@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import builders
-from berth.operator import webhooks
+from berth.operator.webhooks import berth_admission
 
 GPU = "nvidia.com/gpu"
 Body = dict[str, Any]
@@ -106,7 +106,9 @@ def test_metadata_only_updates(case: Case) -> None:
         _add_finalizer(old)
     new = copy.deepcopy(old)
     case.change(new)
-    response = webhooks.validate_berth({"operation": "UPDATE", "object": new, "oldObject": old})
+    response = berth_admission.validate_berth(
+        {"operation": "UPDATE", "object": new, "oldObject": old}
+    )
     assert response["allowed"] == case.want_allowed, response
     if not case.want_allowed:
         assert case.want_in_message in response["status"]["message"]

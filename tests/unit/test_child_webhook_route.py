@@ -2,7 +2,7 @@
 
 KubeRay writes the cluster's name in the RayJob's status just before it makes the cluster, so
 the operator's watch may not have that status yet when the cluster's creation reaches the
-webhook. The route (``operator.webhooks.app``) then reads the parent fresh and decides again:
+webhook. The route (``operator.webhooks.routes.app``) then reads the parent fresh and decides again:
 KubeRay's own cluster runs, while a cluster under another name stays suspended either way.
 Served by aiohttp's test server, with a parent reader standing in for the API.
 """
@@ -19,8 +19,8 @@ from berth.api import configuration
 from berth.jobs import trainjob
 from berth.jobs.framework import workload_body
 from berth.jobs.rules import job_sync
-from berth.operator import webhooks
 from berth.operator import world as world_mod
+from berth.operator.webhooks import routes
 
 CONFIG = configuration.Configuration(
     integrations=configuration.Integrations(
@@ -127,7 +127,7 @@ def serve(
         reads.append((ref, namespace))
         return stored
 
-    return post(webhooks.app(world, read_parent), "/mutate-job", body), reads
+    return post(routes.app(world, read_parent), "/mutate-job", body), reads
 
 
 def world_with_stale_rayjob() -> world_mod.World:
@@ -223,7 +223,7 @@ def validate_trainjob(
         world.apply(stored["kind"], stored)
         return True
 
-    return post(webhooks.app(world, None, read_runtime), "/validate-job", body), len(reads)
+    return post(routes.app(world, None, read_runtime), "/validate-job", body), len(reads)
 
 
 def test_a_trainjob_whose_runtime_the_watch_has_not_shown_yet_is_decided_on_a_fresh_read() -> None:

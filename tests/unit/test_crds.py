@@ -456,18 +456,20 @@ def test_manifests_command_writes_and_checks(tmp_path: pathlib.Path) -> None:
     runner = CliRunner()
     stale = tmp_path / "gone.berth.dev.yaml"
     stale.write_text("old")
-    result = runner.invoke(cli.main, ["manifests", "--check", "--out", str(tmp_path)])
+    # --out is the CRD directory's older name (--crds); the webhooks go elsewhere.
+    out = ["manifests", "--out", str(tmp_path), "--webhooks", str(tmp_path / "webhooks")]
+    result = runner.invoke(cli.main, [*out, "--check"])
     assert result.exit_code == 1
-    result = runner.invoke(cli.main, ["manifests", "--out", str(tmp_path)])
+    result = runner.invoke(cli.main, out)
     assert result.exit_code == 0, result.output
     assert not stale.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(GENERATED)
+    assert sorted(p.name for p in tmp_path.glob("*.yaml")) == sorted(GENERATED)
     for name, doc in GENERATED.items():
         assert yaml.safe_load((tmp_path / name).read_text()) == doc
-    result = runner.invoke(cli.main, ["manifests", "--check", "--out", str(tmp_path)])
+    result = runner.invoke(cli.main, [*out, "--check"])
     assert result.exit_code == 0
     docs = tmp_path / "api.md"
-    args = ["manifests", "--out", str(tmp_path), "--docs", str(docs)]
+    args = [*out, "--docs", str(docs)]
     assert runner.invoke(cli.main, [*args, "--check"]).exit_code == 1
     assert runner.invoke(cli.main, args).exit_code == 0
     assert docs.read_text() == reference.render()

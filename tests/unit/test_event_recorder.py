@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import cast
+from typing import Any
 
 from prometheus_client import parser
 
 from berth.adapters import metrics
-from berth.adapters.kube import client, events
+from berth.adapters.kube import events
 
 
 def _workload(name: str) -> dict[str, object]:
@@ -19,14 +19,28 @@ def _workload(name: str) -> dict[str, object]:
     }
 
 
+class _Unreached:
+    """An API session no request reaches: no sender runs."""
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        del body, content_type, query
+        raise AssertionError(f"{method} {path} was sent")
+
+
 def test_a_full_queue_drops_events_and_counts_them_in_the_metric() -> None:
     sink = metrics.Metrics()
 
     async def record() -> events.Recorder:
         # No sender runs: nothing leaves the queue, so the API session is never used.
-        recorder = events.Recorder(
-            cast("client.Kube", None), capacity=2, on_drop=sink.report_event_dropped
-        )
+        recorder = events.Recorder(_Unreached(), capacity=2, on_drop=sink.report_event_dropped)
         for i in range(5):
             recorder.record(_workload(f"w{i}"), "QuotaReserved", "Quota reserved", 0.0)
         return recorder

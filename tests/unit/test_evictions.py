@@ -2,7 +2,9 @@
 
 Rows follow Kueue's workload controller (``pkg/controller/core/workload_controller.go``):
 deactivation first, then a queue stopped with ``HoldAndDrain``, then the pods-ready timeout of
-``waitForPodsReady`` with its backoff (``requeuingStrategy``) and requeuing limit.
+``waitForPodsReady`` with its backoff (``requeuingStrategy``) and requeuing limit, and the
+recovery timeout of pods that were ready (``recoveryTimeout``, Kueue's v1beta2 semantics:
+unset is ``timeout``, ``0s`` disables it).
 """
 
 from __future__ import annotations
@@ -22,13 +24,21 @@ A = names.WorkloadKey("ns", "a")
 B = names.WorkloadKey("ns", "b")
 
 
-def wfpr(timeout: float = 60, limit: int | None = None) -> configuration.WaitForPodsReady:
+def wfpr(
+    timeout: float = 60, limit: int | None = None, recovery: float | None = None
+) -> configuration.WaitForPodsReady:
     strategy: dict[str, object] = {"backoffBaseSeconds": 10, "backoffMaxSeconds": 3600}
     if limit is not None:
         strategy["backoffLimitCount"] = limit
-    return configuration.WaitForPodsReady.model_validate(
-        {"timeout": f"{timeout}s", "requeuingStrategy": strategy}
-    )
+    settings: dict[str, object] = {"timeout": f"{timeout}s", "requeuingStrategy": strategy}
+    if recovery is not None:
+        settings["recoveryTimeout"] = f"{recovery}s"
+    return configuration.WaitForPodsReady.model_validate(settings)
+
+
+def recovering(since: float) -> evictions.Admitted:
+    """Pods that were all ready and are not any more since ``since``."""
+    return evictions.Admitted(A, pods_ready=False, ready_since=since, recovering=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +102,48 @@ ROWS = [
         160,
         [(A, _EVICT.PODS_READY_TIMEOUT)],
         settings=wfpr(),
+    ),
+    Row(
+        "recovery: unset, it is the timeout (Kueue's v1beta2 default)",
+        [recovering(100)],
+        160,
+        [(A, _EVICT.PODS_READY_TIMEOUT)],
+        settings=wfpr(),
+    ),
+    Row(
+        "recovery: a longer recoveryTimeout lets the pods come back",
+        [recovering(100)],
+        399,
+        [],
+        settings=wfpr(recovery=300),
+    ),
+    Row(
+        "recovery: its own timeout, from the pods turning unready",
+        [recovering(100)],
+        400,
+        [(A, _EVICT.PODS_READY_TIMEOUT)],
+        settings=wfpr(recovery=300),
+    ),
+    Row(
+        "recovery: a shorter one than the start timeout",
+        [recovering(100)],
+        110,
+        [(A, _EVICT.PODS_READY_TIMEOUT)],
+        settings=wfpr(recovery=10),
+    ),
+    Row(
+        "recovery: 0s never evicts a workload recovering",
+        [recovering(0)],
+        1_000_000,
+        [],
+        settings=wfpr(recovery=0),
+    ),
+    Row(
+        "recovery: 0s still times out pods that never started",
+        [evictions.Admitted(A, pods_ready=False, ready_since=0)],
+        60,
+        [(A, _EVICT.PODS_READY_TIMEOUT)],
+        settings=wfpr(recovery=0),
     ),
     Row(
         "ready pods never time out",

@@ -17,7 +17,7 @@ import asyncio
 import copy
 import dataclasses
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import pytest
 
@@ -752,7 +752,7 @@ def test_workload_status_patches_fail_on_a_stale_read_and_store_only_status() ->
     key = names.WorkloadKey("team", "w")
 
     async def scenario(kube: fakeapi.FakeKube) -> tuple[dict[str, Any], dict[str, Any]]:
-        port = cast("client.Kube", kube)
+        port = kube
         created = await workloads.create(port, workload())
         await workloads.patch_spec(port, key, None, {"priority": 4})
         with pytest.raises(errors.ConflictError):
@@ -776,7 +776,7 @@ def test_workload_status_patches_fail_on_a_stale_read_and_store_only_status() ->
 
 def test_the_operators_deletes_and_job_and_queue_writes_reach_the_right_objects() -> None:
     async def scenario(kube: fakeapi.FakeKube) -> None:
-        port = cast("client.Kube", kube)
+        port = kube
         kube.put(builders.JobBuilder("j", "team").set("status.startTime", NOW_TEXT).obj())
         kube.put(builders.ClusterQueueBuilder("cq").raw())
         batch = batchjob.BatchJob()

@@ -33,9 +33,15 @@ class _Kube:
     version: int = 100
 
     async def request(
-        self, method: str, path: str, *, body: Any = None, content_type: str | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        del content_type
+        del content_type, query
         self.sent.append((method, path.rsplit("/", 1)[-1] if method == "POST" else path))
         if method == "POST":
             return dict(body)
@@ -92,7 +98,7 @@ def test_each_pass_looks_only_at_what_changed_or_is_being_deleted() -> None:
         kube = _Kube(_objects())
         for name, body in kube.stored.items():
             world.apply(_kind(name), copy.deepcopy(body))
-        task = _Watched(world, kube)  # type: ignore[arg-type]
+        task = _Watched(world, kube)
         passes: list[list[tuple[str, str]]] = []
         looked: list[list[str]] = []
 
@@ -147,19 +153,27 @@ def test_a_failed_write_is_tried_again_on_the_next_pass() -> None:
         refusals = 1
 
         async def request(
-            self, method: str, path: str, *, body: Any = None, content_type: str | None = None
+            self,
+            method: str,
+            path: str,
+            *,
+            body: Any = None,
+            content_type: str = "application/json",
+            query: dict[str, str] | None = None,
         ) -> dict[str, Any]:
             if self.refusals and path.endswith("/cq-b"):
                 self.refusals -= 1
                 raise errors.TransientError("the API server is away")
-            return await super().request(method, path, body=body, content_type=content_type)
+            return await super().request(
+                method, path, body=body, content_type=content_type, query=query
+            )
 
     async def scenario() -> tuple[bool, bool, list[tuple[str, str]]]:
         world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
         kube = _Refusing(_objects())
         for name, body in kube.stored.items():
             world.apply(_kind(name), copy.deepcopy(body))
-        task = finalizers.Finalizers(world, kube)  # type: ignore[arg-type]
+        task = finalizers.Finalizers(world, kube)
         first = await task.reconcile_due()
         kube.sent.clear()
         second = await task.reconcile_due()
@@ -177,7 +191,7 @@ def test_a_finalizer_stripped_by_hand_is_put_back_on_the_next_pass() -> None:
         kube = _Kube(_objects())
         for name, body in kube.stored.items():
             world.apply(_kind(name), copy.deepcopy(body))
-        task = finalizers.Finalizers(world, kube)  # type: ignore[arg-type]
+        task = finalizers.Finalizers(world, kube)
         assert not await task.reconcile_due()
         assert not await task.reconcile_due()
         stripped = copy.deepcopy(kube.stored["cq-a"])

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from berth.devtools import bench_cmd
-from berth.devtools.benchharness import generator, kueue, replay
+from berth.devtools.harness import generator, kueue, replay
 
 _T0 = "2026-11-28T06:00:"
 

@@ -9,8 +9,8 @@ Three layers answer one rule (docs/reliability.md rows 1, 1b, 1d):
 - ``jobs.rules.job_updates.refusals`` (the Job webhook): counts compared per pod set, so replicas
   moved from one role to another are refused; an update that breaks a create-time rule is
   refused, so the template lock cannot be switched off by an invalid update;
-- ``operator.webhooks.validate_scale`` (the ``/scale`` webhook): an HPA's or ``kubectl scale``'s
-  change is the job's own update at that size.
+- ``operator.webhooks.job_admission.validate_scale`` (the ``/scale`` webhook): an HPA's or
+  ``kubectl scale``'s change is the job's own update at that size.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from berth.api.labels import QUEUE_LABEL
 from berth.jobs import kubeflow, ray, registry
 from berth.jobs.framework import merge, podsets, protocol, workload_body
 from berth.jobs.rules import job_sync, job_updates
-from berth.operator import webhooks
 from berth.operator import world as world_mod
+from berth.operator.webhooks import configurations, job_admission
 
 Body = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -500,7 +500,7 @@ def test_scaling_an_admitted_pytorchjob_is_its_own_update_at_that_size(
     replicas: int, allowed: bool
 ) -> None:
     world, job = _world_with_admitted_pytorchjob()
-    answer = webhooks.validate_scale(world, _scale_review(replicas), job)
+    answer = job_admission.validate_scale(world, _scale_review(replicas), job)
     assert answer["allowed"] is allowed, answer
     if not allowed:
         message = answer["status"]["message"]
@@ -510,7 +510,9 @@ def test_scaling_an_admitted_pytorchjob_is_its_own_update_at_that_size(
 
 def test_the_scale_webhook_is_registered_for_the_kinds_with_a_scale_subresource() -> None:
     world = world_mod.World(SCALE_CONFIG, lambda: 0.0)
-    validating = webhooks.configurations("https://h:1", "", world)[1]
+    validating = configurations.build(
+        configurations.Url("https://h:1", ""), world.config, world.integrations
+    )[1]
     [hook] = [h for h in validating["webhooks"] if h["name"] == "vjob-scale.berth.dev"]
     assert [r["resources"] for r in hook["rules"]] == [["pytorchjobs/scale"]]  # TFJob has none
     assert "objectSelector" not in hook  # a Scale has no labels to select on

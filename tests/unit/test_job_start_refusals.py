@@ -17,7 +17,8 @@ import pytest
 
 import parity
 from berth.adapters.kube import errors
-from berth.operator import jobcontroller, webhooks
+from berth.operator import jobcontroller
+from berth.operator.webhooks import configurations
 from berth.sim import documents
 
 SCENARIO = """
@@ -93,7 +94,10 @@ def _run(
 @pytest.mark.parametrize(
     ("refusal", "started"),
     [
-        (f'admission webhook "{webhooks.JOB_WEBHOOK}" denied the request: spec.suspend', True),
+        (
+            f'admission webhook "{configurations.JOB_WEBHOOK}" denied the request: spec.suspend',
+            True,
+        ),
         ('admission webhook "gatekeeper.example" denied the request: no GPUs on Fridays', False),
     ],
     ids=["our webhook, stale: tried again", "another webhook: refused for good"],
@@ -114,10 +118,10 @@ FOREVER = 10_000
 @pytest.mark.parametrize(
     ("refusal", "status"),
     [
-        (f'admission webhook "{webhooks.JOB_WEBHOOK}" denied the request: spec.suspend', 403),
+        (f'admission webhook "{configurations.JOB_WEBHOOK}" denied the request: spec.suspend', 403),
         (
             (
-                f'Internal error occurred: failed calling webhook "{webhooks.JOB_WEBHOOK}": '
+                f'Internal error occurred: failed calling webhook "{configurations.JOB_WEBHOOK}": '
                 "the server responded with the status code 413"
             ),
             500,
@@ -133,7 +137,7 @@ def test_a_start_our_webhook_keeps_refusing_gives_the_quota_back(refusal: str, s
     assert not wl.get("status", {}).get("admission")
     reserved = next(c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
     assert reserved["reason"] == jobcontroller.START_FAILED
-    assert webhooks.JOB_WEBHOOK in reserved["message"]
+    assert configurations.JOB_WEBHOOK in reserved["message"]
 
 
 def test_a_start_that_fails_for_another_reason_is_tried_again_until_it_passes() -> None:

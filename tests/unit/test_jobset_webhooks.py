@@ -6,7 +6,7 @@ only if it is one the JobSet controller makes, no larger (``jobs.rules.child_job
 user who creates a Job that claims a JobSet as its controller (a made-up uid, a pending JobSet of
 theirs, or an admitted one under another name or larger), who unsuspends a child of a pending
 JobSet, or who grows a running child, gets no pods past the queue. Decisions come from
-``operator.webhooks`` reading a ``World`` fed with the objects.
+``operator.webhooks.job_admission`` reading a ``World`` fed with the objects.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import builders
 from berth.api import configuration
 from berth.jobs import jobset
 from berth.jobs.framework import workload_body
-from berth.operator import webhooks
 from berth.operator import world as world_mod
+from berth.operator.webhooks import configurations, job_admission
 
 CONFIG = configuration.Configuration(
     integrations=configuration.Integrations(frameworks=[configuration.Framework.JOBSET])
@@ -246,12 +246,12 @@ def test_jobset_and_child_job_webhooks(row: Row) -> None:
         "oldObject": row.old,
     }
     if row.operation == "CREATE":
-        answer = webhooks.mutate_job(world, request)
+        answer = job_admission.mutate_job(world, request)
         assert answer["allowed"]
         assert ("patch" in answer) == row.want_suspended
-        answer = webhooks.validate_job(world, request)
+        answer = job_admission.validate_job(world, request)
     else:
-        answer = webhooks.validate_job(world, request)
+        answer = job_admission.validate_job(world, request)
     assert answer["allowed"] == row.want_allowed, answer
     if row.want_message:
         assert row.want_message in answer["status"]["message"]
@@ -259,7 +259,9 @@ def test_jobset_and_child_job_webhooks(row: Row) -> None:
 
 def test_the_webhook_configurations_cover_jobsets_and_child_jobs() -> None:
     world = world_mod.World(CONFIG, lambda: 0.0)
-    configs = webhooks.configurations("https://127.0.0.1:1", "Q0E=", world)
+    configs = configurations.build(
+        configurations.Url("https://127.0.0.1:1", "Q0E="), world.config, world.integrations
+    )
     hooks = {h["name"]: h for c in configs for h in c["webhooks"]}
     resources = {
         (g, r)
@@ -283,7 +285,7 @@ def test_a_forged_child_of_an_admitted_jobset_gets_no_pods() -> None:
     forged["metadata"]["name"] = "train-extra-0"
     forged["spec"]["parallelism"] = 64
     request = {"uid": "r", "kind": {"kind": "Job"}, "operation": "CREATE", "object": forged}
-    answer = webhooks.mutate_job(world, request)
+    answer = job_admission.mutate_job(world, request)
     assert "patch" in answer  # created suspended, as a child of a pending parent is
     assert answer["warnings"] == [
         (

@@ -299,6 +299,24 @@ def test_plugin_env_a_credential_kept_for_the_session_and_renewed_for_kopf(
     assert runs.read_text().count("run") == 2
 
 
+def test_kopf_is_given_the_proxy_and_the_tls_settings_of_the_session() -> None:
+    # The operator's watches (kopf) and its own session must reach the server the same way.
+    target = kubeconfig.Target(
+        source="test",
+        server="https://api.example:6443",
+        insecure=True,
+        proxy_url="http://proxy.example:3128",
+        token="t0k3n",  # noqa: S106 - a made-up token for a server never reached
+    )
+    login = asyncio.run(credentials.Credentials(target).login())
+    assert (login.server, login.insecure, login.proxy_url, login.token) == (
+        "https://api.example:6443",
+        True,
+        "http://proxy.example:3128",
+        "t0k3n",
+    )
+
+
 @pytest.mark.parametrize(
     "command",
     [

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -15,7 +15,7 @@ from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events, leader
 from berth.api import configuration
 from berth.entry import operator_main as main
-from berth.operator import finalizers, jobcontroller, lifecycle, scheduler, ungater
+from berth.operator import finalizers, jobcontroller, lifecycle, mailbox, scheduler, ungater
 from berth.operator import world as world_mod
 
 
@@ -82,7 +82,16 @@ class _FakeKube:
         self.release = asyncio.Event()
         self.refuse = refuse
 
-    async def request(self, method: str, path: str, *, body: Any = None) -> dict[str, Any]:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        del content_type, query
         self.called.set()
         await self.release.wait()
         assert (method, path) == ("POST", "/api/v1/namespaces/team/events")
@@ -102,7 +111,7 @@ def _workload(name: str) -> dict[str, Any]:
 
 
 _Task = Callable[[world_mod.World, client.Kube], Coroutine[Any, Any, None]]
-_LEADER_TASKS: list[tuple[str, _Task, Callable[[world_mod.Wakeups], asyncio.Event]]] = [
+_LEADER_TASKS: list[tuple[str, _Task, Callable[[mailbox.Wakeups], asyncio.Event]]] = [
     (
         "scheduler",
         lambda w, k: scheduler.Scheduler(w, k, events.Recorder(k)).run(),
@@ -123,7 +132,7 @@ _LEADER_TASKS: list[tuple[str, _Task, Callable[[world_mod.Wakeups], asyncio.Even
     ("task", "event"), [(t, e) for _, t, e in _LEADER_TASKS], ids=[n for n, _, _ in _LEADER_TASKS]
 )
 def test_a_leader_task_woken_as_its_term_ends_still_ends(
-    task: _Task, event: Callable[[world_mod.Wakeups], asyncio.Event]
+    task: _Task, event: Callable[[mailbox.Wakeups], asyncio.Event]
 ) -> None:
     """Cancelled in the loop turn its wake-up is set, a task ends (or the term never would)."""
 
@@ -159,7 +168,7 @@ def test_woken_tells_whether_the_event_was_set(
 def test_the_recorder_never_waits_and_drops_what_does_not_fit() -> None:
     async def scenario() -> tuple[events.Recorder, _FakeKube]:
         kube = _FakeKube(refuse="c")
-        recorder = events.Recorder(kube, capacity=3, senders=1)  # type: ignore[arg-type]
+        recorder = events.Recorder(kube, capacity=3, senders=1)
         sender = asyncio.create_task(recorder.run())
         for name in "abcde":
             recorder.record(_workload(name), "QuotaReserved", f"reserved {name}", 0.0)
@@ -199,8 +208,7 @@ def test_a_term_whose_work_does_not_end_after_its_cancel_stops_the_process() -> 
 
         running = asyncio.create_task(
             leader.run_while_leader(
-                # Kube is a class, not a protocol; the fake answers the requests it makes.
-                cast("client.Kube", kube),
+                kube,
                 name="leader",
                 namespace="berth",
                 identity="a",

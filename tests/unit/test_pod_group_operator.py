@@ -18,8 +18,8 @@ import pytest
 from berth.api import configuration, names
 from berth.api.labels import JOB_UID_LABEL, QUEUE_LABEL
 from berth.jobs.pod import group as podgroup
-from berth.operator import webhooks
 from berth.operator import world as world_mod
+from berth.operator.webhooks import configurations, pod_admission
 
 ON = configuration.Configuration(
     integrations=configuration.Integrations(frameworks=[configuration.Framework.POD])
@@ -149,7 +149,7 @@ def test_the_pod_webhook_makes_a_queued_pod_that_no_controller_owns_a_gated_memb
 ) -> None:
     world = world_mod.World(config, lambda: 0.0)
     world.cache.upsert_namespace("ml", {})
-    answer = webhooks.mutate_pod(world, _review("CREATE", pod))
+    answer = pod_admission.mutate_pod(world, _review("CREATE", pod))
     assert answer["allowed"]
     assert ("patch" in answer) is patched
     if patched:
@@ -167,7 +167,9 @@ def test_the_gate_comes_off_only_while_the_group_is_admitted(admitted: bool, all
     world.apply("Pod", member("a"))
     world.apply("Pod", member("b"))
     world.apply("Workload", group_workload(admitted=admitted))
-    answer = webhooks.validate_pod(world, _review("UPDATE", member("a", gated=False), member("a")))
+    answer = pod_admission.validate_pod(
+        world, _review("UPDATE", member("a", gated=False), member("a"))
+    )
     assert answer["allowed"] is allowed
     if not allowed:
         assert "spec.schedulingGates" in answer["status"]["message"]
@@ -176,17 +178,19 @@ def test_the_gate_comes_off_only_while_the_group_is_admitted(admitted: bool, all
 def test_a_member_that_moves_queue_is_refused_and_an_unmanaged_pod_is_not_looked_at() -> None:
     world = world_mod.World(ON, lambda: 0.0)
     moved = member("a", labels={QUEUE_LABEL: "other"})
-    answer = webhooks.validate_pod(world, _review("UPDATE", moved, member("a")))
+    answer = pod_admission.validate_pod(world, _review("UPDATE", moved, member("a")))
     assert not answer["allowed"]
     assert QUEUE_LABEL in answer["status"]["message"]
     stranger = _fresh_pod()
-    assert webhooks.validate_pod(world, _review("UPDATE", stranger, stranger))["allowed"]
+    assert pod_admission.validate_pod(world, _review("UPDATE", stranger, stranger))["allowed"]
 
 
 def test_the_pod_hooks_exist_only_with_the_pod_framework_and_never_as_job_hooks() -> None:
     def hooks(config: configuration.Configuration) -> dict[str, dict[str, Any]]:
         world = world_mod.World(config, lambda: 0.0)
-        made = webhooks.configurations("https://x", "ca", world)
+        made = configurations.build(
+            configurations.Url("https://x", "ca"), world.config, world.integrations
+        )
         return {h["name"]: h for c in made for h in c["webhooks"]}
 
     on, off = hooks(ON), hooks(OFF)

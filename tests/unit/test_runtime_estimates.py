@@ -8,8 +8,8 @@ import pytest
 
 import builders
 from berth.api import clusterqueue, names
-from berth.core import backfill, estimates
 from berth.core import workload as core_workload
+from berth.core.backfill import estimates, planning
 from berth.jobs import batchjob
 from berth.state import runtimes
 from worlds import World
@@ -221,7 +221,7 @@ def test_a_successful_finish_teaches_the_estimator_and_an_eviction_does_not() ->
 def test_work_past_its_estimate_is_expected_to_end_later_never_now(
     started: float, estimate: float, now: float, want: float
 ) -> None:
-    assert backfill.expected_end(started, estimate, now) == want
+    assert planning.expected_end(started, estimate, now) == want
 
 
 def _job(annotations: dict[str, str], deadline: int | None) -> dict[str, object]:

@@ -30,8 +30,15 @@ class _FakeApi:
         self.order: list[tuple[str, str]] = []
 
     async def request(
-        self, method: str, path: str, *, body: Any = None, content_type: str = ""
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
     ) -> dict[str, Any]:
+        del query
         assert (method, content_type) == ("PATCH", "application/merge-patch+json")
         name = path.split("/")[-2]
         if "admission" not in body["status"]:
@@ -90,7 +97,7 @@ def test_an_admission_decided_while_a_pending_condition_is_written_builds_on_it(
         wl = _workload("train", "10")
         api.bodies["train"] = copy.deepcopy(wl)
         world.apply("Workload", wl)
-        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))  # type: ignore[arg-type]
+        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
         loop = asyncio.create_task(sched.run())
         await asyncio.wait_for(api.pending_sent.wait(), 5)  # "does not fit", being written
         _apply_queues(world, 4, "2")  # now it fits: the next cycle admits it
@@ -140,7 +147,7 @@ def test_a_batch_cancelled_while_an_eviction_waits_for_its_admission_ends_cleanl
     # the scheduler is cancelled, and ends as cancelled, with no error of its own.
     async def scenario() -> BaseException | None:
         api, world = _admit_then_reclaim()
-        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))  # type: ignore[arg-type]
+        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
         loop = asyncio.create_task(sched.run())
         await asyncio.wait_for(api.admitting.wait(), 5)
         await asyncio.sleep(0.01)  # the eviction is waiting for the admission now
@@ -169,7 +176,7 @@ def test_an_eviction_decided_in_the_batch_that_admitted_the_victim_builds_on_its
 
     async def scenario() -> tuple[_FakeApi, world_mod.World]:
         api, world = _admit_then_reclaim()
-        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))  # type: ignore[arg-type]
+        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
         loop = asyncio.create_task(sched.run())
         await asyncio.wait_for(api.admitting.wait(), 5)  # b1's admission is being written
         b1 = world.cache.admitted[names.WorkloadKey("ns-b", "b1")]

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from berth.api import configuration, names, pod, quantity
 from berth.api import topology as api_topology
-from berth.core import quota, resources, topology
+from berth.core import placement, quota, resources, topology
 
 BLOCK = "cloud.com/topology-block"
 RACK = "cloud.com/topology-rack"
@@ -478,7 +478,7 @@ def _per_pod(case: Case) -> resources.Requests:
 @pytest.mark.parametrize("case", CASES.values(), ids=list(CASES))
 def test_find(case: Case) -> None:
     tree = _tree(case)
-    got = topology.find(
+    got = placement.find(
         tree,
         None,
         case.request,
@@ -488,7 +488,7 @@ def test_find(case: Case) -> None:
         profile=case.profile,
     )
     if case.want_failure:
-        assert got == topology.Failure(case.want_failure)
+        assert got == placement.Failure(case.want_failure)
         return
     assert isinstance(got, topology.Assignment), got
     assert tuple(("/".join(d.values), d.count) for d in got.domains) == case.want
@@ -502,12 +502,12 @@ def test_usage_and_assumed_pods_take_room() -> None:
     usage = topology.Usage(quota.Journal())
     usage.add(tree.leaf_of_node["b1-r1-x1"], {"cpu": 2000, "pods": 2}, 1)
     one_cpu = {CPU: 1000}
-    got = topology.find(tree, usage, required(HOST), 2, one_cpu)
+    got = placement.find(tree, usage, required(HOST), 2, one_cpu)
     assert got == topology.Assignment(ONE, (topology.DomainCount(("x2",), 2),))
     assumed = {tree.leaf_of_node["b1-r1-x2"]: {CPU: 1000}}
-    got = topology.find(tree, usage, required(HOST), 2, one_cpu, assumed=assumed)
-    assert isinstance(got, topology.Failure)
-    got = topology.find(tree, usage, required(HOST), 2, one_cpu, simulate_empty=True)
+    got = placement.find(tree, usage, required(HOST), 2, one_cpu, assumed=assumed)
+    assert isinstance(got, placement.Failure)
+    got = placement.find(tree, usage, required(HOST), 2, one_cpu, simulate_empty=True)
     assert got == topology.Assignment(ONE, (topology.DomainCount(("x1",), 2),))
 
 
@@ -605,8 +605,8 @@ def _racks(draw: st.DrawFn) -> tuple[topology.Tree, int, int]:
             cpu = draw(st.integers(0, 4))
             nodes.append(node(f"b{r % 2}-r{r}-h{r}x{h}", cpu=str(cpu)))
     count = draw(st.integers(1, 12))
-    placement = draw(st.sampled_from([0, 1, 2]))
-    return topology.Tree("t", THREE, nodes), count, placement
+    which = draw(st.sampled_from([0, 1, 2]))
+    return topology.Tree("t", THREE, nodes), count, which
 
 
 @settings(max_examples=200, deadline=None)
@@ -618,7 +618,7 @@ def test_placement_invariants(drawn: tuple[topology.Tree, int, int]) -> None:
     """
     tree, count, which = drawn
     request = (required(RACK), preferred(RACK), UNCONSTRAINED)[which]
-    got = topology.find(tree, None, request, count, {CPU: 1000})
+    got = placement.find(tree, None, request, count, {CPU: 1000})
     room = {leaf.values[-1]: tree.free[leaf.leaf][CPU] // 1000 for leaf in tree.leaves}
     racks: dict[tuple[str, ...], int] = {}
     for leaf in tree.leaves:
@@ -628,7 +628,7 @@ def test_placement_invariants(drawn: tuple[topology.Tree, int, int]) -> None:
     else:
         fits = sum(racks.values()) >= count
     if not fits:
-        assert isinstance(got, topology.Failure)
+        assert isinstance(got, placement.Failure)
         return
     assert isinstance(got, topology.Assignment), got
     assert got.count == count

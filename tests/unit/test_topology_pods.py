@@ -17,9 +17,10 @@ from berth.api import node as api_node
 from berth.api import workload as api_workload
 from berth.api.labels import POD_SET_LABEL, QUEUE_LABEL
 from berth.core import topology as core_topology
-from berth.jobs.framework import podsets, workload_body
-from berth.operator import placed_pods, ungater, webhooks
+from berth.jobs.framework import pod_placement, podsets, workload_body
+from berth.operator import placed_pods, ungater
 from berth.operator import world as world_mod
+from berth.operator.webhooks import pod_admission
 from berth.state import cache as cache_mod
 
 HOST = core_topology.HOSTNAME
@@ -57,12 +58,12 @@ def test_pin(
     waiting: list[str],
     want: dict[str, str],
 ) -> None:
-    got = core_topology.pin(assignment, [{HOST: h, "gpu": "h100"} for h in pinned], waiting)
+    got = pod_placement.pin(assignment, [{HOST: h, "gpu": "h100"} for h in pinned], waiting)
     assert got == {name: {HOST: host} for name, host in want.items()}
 
 
 def test_pin_by_every_level_when_the_hostname_is_not_one() -> None:
-    got = core_topology.pin(BY_RACK, [], ["a"])
+    got = pod_placement.pin(BY_RACK, [], ["a"])
     assert got == {"a": {"example.com/block": "b1", RACK: "r1"}}
 
 
@@ -124,16 +125,18 @@ GATE_CASES = {
 
 @pytest.mark.parametrize(("spec", "want"), GATE_CASES.values(), ids=list(GATE_CASES))
 def test_gate_patch(spec: dict[str, Any], want: list[dict[str, Any]]) -> None:
-    assert core_topology.gate_patch({"spec": spec}) == want
+    assert pod_placement.gate_patch({"spec": spec}) == want
 
 
 def test_the_webhook_gates_only_new_placed_pods() -> None:
-    placed = webhooks.mutate_placed_pod({"operation": "CREATE", "object": pod("a")})
+    placed = pod_admission.mutate_placed_pod({"operation": "CREATE", "object": pod("a")})
     assert placed["allowed"]
     assert placed["patchType"] == "JSONPatch"
-    other = webhooks.mutate_placed_pod({"operation": "CREATE", "object": pod("b", placed_by=None)})
+    other = pod_admission.mutate_placed_pod(
+        {"operation": "CREATE", "object": pod("b", placed_by=None)}
+    )
     assert other == {"allowed": True}
-    update = webhooks.mutate_placed_pod({"operation": "UPDATE", "object": pod("c")})
+    update = pod_admission.mutate_placed_pod({"operation": "UPDATE", "object": pod("c")})
     assert update == {"allowed": True}
 
 

@@ -4,7 +4,7 @@
 (the chart's default): a job or bare Pod naming no LocalQueue goes to the namespace's
 ``default`` one or is refused; Deployments and the other kinds Berth does not queue are
 refused; a Pod naming no queue runs only if a queued job's controller made it. Decisions come
-from ``operator.webhooks`` reading a ``World`` fed with the objects.
+from ``operator.webhooks``' decision modules reading a ``World`` fed with the objects.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from berth.api import configuration, selector
 from berth.api.labels import QUEUE_LABEL
 from berth.jobs import jobset
 from berth.jobs.pod import group as podgroup
-from berth.operator import webhooks
 from berth.operator import world as world_mod
+from berth.operator.webhooks import configurations, job_admission, pod_admission, unqueued_admission
 
 Body = dict[str, Any]
 CLOSED = configuration.Configuration(
@@ -111,11 +111,11 @@ def test_a_job_naming_no_queue_goes_to_the_default_localqueue_or_is_refused(
 ) -> None:
     world = _world(default_queue=default_queue)
     job = _job(namespace)
-    mutated = _patched(job, webhooks.mutate_job(world, _review(job)))
+    mutated = _patched(job, job_admission.mutate_job(world, _review(job)))
     assert (mutated["metadata"].get("labels") or {}).get(QUEUE_LABEL) == labelled
     if labelled is not None:
         assert mutated["spec"]["suspend"] is True  # queued like any labelled Job
-    answer = webhooks.validate_job(world, _review(mutated))
+    answer = job_admission.validate_job(world, _review(mutated))
     assert answer["allowed"] is allowed, answer
     if not allowed:
         message = answer["status"]["message"]
@@ -139,7 +139,7 @@ def _pod(*, owner: Body | None = None, labels: dict[str, str] | None = None) -> 
 def test_a_bare_pod_naming_no_queue_is_made_a_member_of_the_default_localqueue() -> None:
     world = _world(default_queue=True)
     pod = _pod()
-    mutated = _patched(pod, webhooks.mutate_pod(world, _review(pod)))
+    mutated = _patched(pod, pod_admission.mutate_pod(world, _review(pod)))
     assert mutated["metadata"]["labels"][QUEUE_LABEL] == "default"
     assert mutated["metadata"]["labels"][podgroup.MANAGED_LABEL] == "true"
     assert {"name": podgroup.GATE} in mutated["spec"]["schedulingGates"]
@@ -179,14 +179,14 @@ def test_a_pod_naming_no_queue_runs_only_if_a_queued_jobs_controller_made_it(
 ) -> None:
     world = _world(default_queue=False)
     _known_job(world)
-    answer = webhooks.validate_unqueued_pod(world, _review(pod))
+    answer = unqueued_admission.validate_unqueued_pod(world, _review(pod))
     assert answer["allowed"] is (not refused), answer
     if refused:
         assert refused in answer["status"]["message"]
     # Outside a managed namespace the same Pod is not Berth's.
     elsewhere = copy.deepcopy(pod)
     elsewhere["metadata"]["namespace"] = "infra"
-    assert webhooks.validate_unqueued_pod(world, _review(elsewhere))["allowed"] is True
+    assert unqueued_admission.validate_unqueued_pod(world, _review(elsewhere))["allowed"] is True
 
 
 @pytest.mark.parametrize("namespace", ["team", "infra"])
@@ -201,7 +201,7 @@ def test_kinds_berth_does_not_queue_are_refused_in_a_managed_namespace(
         "metadata": {"name": "web", "namespace": namespace, "labels": {QUEUE_LABEL: "lq"}},
         "spec": {},
     }
-    answer = webhooks.validate_unqueued_kind(world, _review(obj))
+    answer = unqueued_admission.validate_unqueued_kind(world, _review(obj))
     assert answer["allowed"] is (namespace == "infra"), answer
     if namespace == "team":
         assert f"Berth does not queue {kind} objects" in answer["status"]["message"]
@@ -230,10 +230,10 @@ def test_a_child_job_without_its_jobsets_label_is_still_held_as_a_child() -> Non
     )
     started = copy.deepcopy(child)
     started["spec"]["suspend"] = False
-    answer = webhooks.validate_job(world, _review(started, "UPDATE", child))
+    answer = job_admission.validate_job(world, _review(started, "UPDATE", child))
     assert answer["allowed"] is False
     assert "part of a job Berth queues" in answer["status"]["message"]
-    created = webhooks.mutate_job(world, _review(started))
+    created = job_admission.mutate_job(world, _review(started))
     assert _patched(started, created)["spec"]["suspend"] is True
 
 
@@ -244,7 +244,9 @@ def test_the_closed_namespace_hooks_are_registered_only_with_manage_jobs_without
         world = world_mod.World(config, lambda: 0.0)
         return {
             h["name"]
-            for c in webhooks.configurations("https://h:1", "", world)
+            for c in configurations.build(
+                configurations.Url("https://h:1", ""), world.config, world.integrations
+            )
             for h in c["webhooks"]
         }
 
@@ -313,6 +315,6 @@ def test_the_pods_of_a_rayjobs_cluster_run_by_the_rayjobs_label() -> None:
     worker = _pod(
         owner=ref, labels={"berth.dev/job-uid": "rj-uid", "ray.io/cluster": "train-abcde"}
     )
-    assert webhooks.validate_unqueued_pod(world, _review(worker))["allowed"] is True
+    assert unqueued_admission.validate_unqueued_pod(world, _review(worker))["allowed"] is True
     forged = _pod(owner=ref, labels={"berth.dev/job-uid": "someone-else"})
-    assert webhooks.validate_unqueued_pod(world, _review(forged))["allowed"] is False
+    assert unqueued_admission.validate_unqueued_pod(world, _review(forged))["allowed"] is False

@@ -93,6 +93,20 @@ class PreemptionReason(enum.StrEnum):
     IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 
 
+class PodsReadyReason(enum.StrEnum):
+    """Reasons of the ``PodsReady`` condition (Kueue's ``generatePodsReadyCondition``).
+
+    False: ``WaitForStart`` until the pods are first ready, ``WaitForRecovery`` once they were
+    and are not any more (the recovery timeout runs from that transition). True: ``Started``, or
+    ``Recovered`` after a recovery.
+    """
+
+    STARTED = "Started"
+    RECOVERED = "Recovered"
+    WAIT_FOR_START = "WaitForStart"
+    WAIT_FOR_RECOVERY = "WaitForRecovery"
+
+
 class FinishReason(enum.StrEnum):
     """How a workload finished."""
 

@@ -5,7 +5,7 @@ ResourceFlavor naming it in ``topologyName`` is placed by topology. A pod set as
 placement in ``topologyRequest`` (on a Workload) or by annotations on the job's pod template
 (``berth.dev/podset-required-topology`` and its siblings, Kueue's ``kueue.x-k8s.io/podset-*``),
 which ``request_from_annotations`` reads. The admission's ``topologyAssignment`` says where the
-pods go. Read by the core's placement (``berth.core.topology``), validation and the webhooks.
+pods go. Read by the core's placement (``berth.core.placement``), validation and the webhooks.
 """
 
 from __future__ import annotations

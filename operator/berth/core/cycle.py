@@ -28,12 +28,12 @@ from berth.core import (
     ordering,
     partial,
     preemption,
-    reservations,
     resources,
     snapshot,
     victims,
     workload,
 )
+from berth.core.backfill import reservations
 
 
 class RequeueReason(enum.StrEnum):

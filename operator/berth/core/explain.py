@@ -18,7 +18,8 @@ import dataclasses
 import functools
 
 from berth.api import clusterqueue, conditions, names
-from berth.core import cycle, flavors, reservations, resources, snapshot, workload
+from berth.core import cycle, flavors, resources, snapshot, workload
+from berth.core.backfill import reservations
 
 _PENDING = conditions.PendingReason
 

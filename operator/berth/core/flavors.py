@@ -17,7 +17,7 @@ Mirrors Kueue's flavor assigner (``pkg/scheduler/flavorassigner``, ``tas_flavora
 - Topology: a pod set that asks for a placement (or any pod set, when every flavor of the
   ClusterQueue is topology-aware) may only use topology-aware flavors that have the levels it
   names, and other pod sets may not use them. Once quota fits, the pods are placed
-  (``berth.core.topology``); no placement makes the pod set Preempt (room may be freed), and if
+  (``berth.core.placement``); no placement makes the pod set Preempt (room may be freed), and if
   it cannot be placed even with every placed workload gone, NoFit (``TopologyPlacementFailed``).
 
 Called by ``berth.core.cycle``; uses ``berth.core.preemption`` as the preemption oracle.
@@ -30,7 +30,7 @@ import enum
 from collections.abc import Callable
 
 from berth.api import clusterqueue, conditions, configuration, names, pod, quantity
-from berth.core import quota, resources, snapshot, topology, workload
+from berth.core import placement, quota, resources, snapshot, topology, workload
 
 
 class Mode(enum.IntEnum):
@@ -257,7 +257,7 @@ def flavor_mismatch(flavor: snapshot.FlavorInfo, ps: workload.PodSetInfo) -> str
             break
         terms.append(kept)
     if terms and not any(
-        all(topology.expression_matches(op, labels.get(key), values) for key, op, values in term)
+        all(placement.expression_matches(op, labels.get(key), values) for key, op, values in term)
         for term in terms
     ):
         return f"flavor {flavor.name} doesn't match node affinity"
@@ -360,7 +360,7 @@ class FlavorAssigner:
                 return i, f"exactly one topology-aware flavor must be assigned (got {what})"
             flavor = placed[0]
             fp = self.snap.placements[flavor]
-            got = topology.find(
+            got = placement.find(
                 fp.tree,
                 fp.usage,
                 request,
@@ -374,7 +374,7 @@ class FlavorAssigner:
                 simulate_empty=simulate_empty,
                 profile=self.profile,
             )
-            if isinstance(got, topology.Failure):
+            if isinstance(got, placement.Failure):
                 return i, got.message
             if record:
                 psa.topology, psa.topology_flavor = got, flavor

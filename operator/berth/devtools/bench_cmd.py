@@ -7,7 +7,7 @@ overall and by kind of cycle (``CycleKind``).
 queueing strategy and prints utilisation beside the work-conserving bound, time queued by gang
 size, preemptions and the simulator's jobs per CPU-second, the replays side by side in a process
 per usable CPU (``--workers``); ``--sizes`` prints its cost against the number of jobs instead.
-``berth bench harness`` (``berth.devtools.bench_harness``) runs them against the operator on a real
+``berth bench harness`` (``berth.devtools.harness``) runs them against the operator on a real
 API server.
 """
 
@@ -27,8 +27,8 @@ import click
 from berth.api.clusterqueue import QueueingStrategy
 from berth.core import cycle, fairsharing
 from berth.devtools import perfshape, topologybench, tracebench
-from berth.devtools.bench_harness import command as harness_command
-from berth.devtools.bench_harness import replay_command
+from berth.devtools.harness import command as harness_command
+from berth.devtools.harness import replay_command
 from berth.sim import engine
 
 

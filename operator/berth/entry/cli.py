@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help shown by ``berth --help``)
     "manifests": (
         "berth.entry.manifests_cmd",
-        "Write the CRD manifests generated from the API models.",
+        "Write the CRDs and webhook configurations generated from the models and the operator.",
     ),
     "import": (
         "berth.entry.import_cmd",

@@ -35,8 +35,8 @@ from berth.adapters.kube import errors
 from berth.api import conditions, configuration, names, workload_view
 from berth.core import admission, workload
 from berth.jobs import registry
-from berth.operator import webhooks
 from berth.operator import world as world_mod
+from berth.operator.webhooks import configurations
 
 _COND = conditions.WorkloadCondition
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -77,7 +77,7 @@ QUEUE_READER_ROLE = "berth-queue-reader"
 QUEUE_READER_RULES: tuple[dict[str, Any], ...] = (
     {
         "apiGroups": ["berth.dev"],
-        "resources": list(webhooks.BERTH_PLURALS),
+        "resources": list(configurations.BERTH_PLURALS),
         "verbs": ["get", "list", "watch"],
     },
     {"apiGroups": [""], "resources": ["nodes", "namespaces"], "verbs": ["get", "list"]},

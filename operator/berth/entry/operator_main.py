@@ -30,7 +30,6 @@ from berth.adapters.history import store, writer
 from berth.adapters.kube import access, client, errors, events, leader
 from berth.api import configuration
 from berth.operator import (
-    cluster_certs,
     finalizers,
     handlers,
     jobcontroller,
@@ -39,9 +38,10 @@ from berth.operator import (
     scheduler,
     statuses,
     ungater,
-    webhook_server,
 )
 from berth.operator import world as world_mod
+from berth.operator.webhooks import certificates
+from berth.operator.webhooks import server as webhook_server
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class Options:
     """The history store (``sqlite:///PATH`` or ``postgresql://...``); None records nothing."""
     quota_interval: float = 1.0
     """Seconds between checks whether the quota table changed (gauges are set at each scrape)."""
-    cluster_webhooks: cluster_certs.ClusterWebhooks | None = None
+    cluster_webhooks: certificates.ClusterWebhooks | None = None
     """Cluster mode: the certificate from a Secret shared by the replicas, and the chart's webhook
     configurations left as they are. None: local mode (a certificate of this process's own, and
     webhook configurations pointing at ``webhook_host``, registered by this process)."""
@@ -151,7 +151,7 @@ async def _lead(
         keeper = []
         cluster = options.cluster_webhooks
         if cluster is not None and cluster.manage:
-            keeper.append(cluster_certs.keep_certificates(kube, options.config.namespace, cluster))
+            keeper.append(certificates.keep_certificates(kube, options.config.namespace, cluster))
         await supervise(
             [
                 *keeper,

@@ -19,7 +19,8 @@ import click
 from berth.adapters import metrics
 from berth.adapters.kube import workloads
 from berth.api import duration
-from berth.core import backfill, resources
+from berth.core import resources
+from berth.core.backfill import planning
 from berth.entry import explain_cmd, live_state, options
 from berth.state import explain as state_explain
 from berth.state import lifecycle
@@ -43,7 +44,7 @@ def render(state: lifecycle.Lifecycle, now: float, when: Callable[[float], str] 
     """
     cache, queues = state.cache, state.queues
     snap = cache.snapshot
-    held: dict[str, list[backfill.Reservation]] = {}
+    held: dict[str, list[planning.Reservation]] = {}
     for r in state_explain.reservations(state, now):
         held.setdefault(r.holder.cluster_queue, []).append(r)
     counts: dict[str, dict[str, int]] = {}

@@ -22,7 +22,7 @@ from berth.adapters.kube import leader
 from berth.api import configuration, errors, kinds
 from berth.entry import operator_main
 from berth.entry import options as entry_options
-from berth.operator import cluster_certs
+from berth.operator.webhooks import certificates
 
 
 def load_configuration(path: Path | None) -> configuration.Configuration:
@@ -149,7 +149,7 @@ def command(  # noqa: PLR0917 - one parameter per command-line option
         if manage_webhook_certs and webhook_service is None:
             msg = "--webhook-service names the certificate (or give --no-manage-webhook-certs)"
             raise click.UsageError(msg)
-        cluster = cluster_certs.ClusterWebhooks(
+        cluster = certificates.ClusterWebhooks(
             secret=webhook_secret,
             service=webhook_service,
             manage=manage_webhook_certs,

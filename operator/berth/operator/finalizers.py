@@ -47,7 +47,7 @@ def what_holds(world: ports.FinalizerWorld, kind: str, name: str) -> list[str]:
 class Finalizers:
     """Adds the finalizer, and removes it from objects being deleted that nothing uses."""
 
-    def __init__(self, world: ports.FinalizerWorld, kube: client.Kube) -> None:
+    def __init__(self, world: ports.FinalizerWorld, kube: client.KubeRequests) -> None:
         self.world = world
         self.kube = kube
         self._told: dict[tuple[str, str], tuple[str, ...]] = {}

@@ -132,6 +132,7 @@ def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry
             private_key_path=c.private_key_path,
             private_key_data=c.private_key_data,
             expiration=c.expiration,
+            proxy_url=c.proxy_url,
         )
 
     for kind, group, version, plural in watched(world):

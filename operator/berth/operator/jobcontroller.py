@@ -32,8 +32,8 @@ from berth.api import workload as api_workload
 from berth.jobs.framework import protocol, workload_body
 from berth.jobs.framework.protocol import Integration
 from berth.jobs.rules import job_sync
-from berth.operator import ports, webhooks
-from berth.operator import world as world_mod
+from berth.operator import ports, workload_machine
+from berth.operator.webhooks import configurations
 
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
@@ -57,7 +57,7 @@ UNSUPPORTED_OWNER = "UnsupportedOwner"
 class JobController:
     """Reconciles dirty Jobs one at a time."""
 
-    def __init__(self, world: ports.JobWorld, kube: client.Kube) -> None:
+    def __init__(self, world: ports.JobWorld, kube: client.KubeRequests) -> None:
         self.world = world
         self.kube = kube
         self._own_refusals: dict[str, float] = {}
@@ -335,7 +335,7 @@ class JobController:
     ) -> None:
         """A suspended job whose Workload holds no quota: make the Workload follow the job."""
         w = self.world
-        obj, _problems = kinds.try_load(world_mod.without_status(wl.body))
+        obj, _problems = kinds.try_load(workload_machine.without_status(wl.body))
         if not isinstance(obj, api_workload.Workload):
             return
         change, queue = job_sync.drift(job, obj, integ)
@@ -507,13 +507,9 @@ class JobController:
         counts = [] if adm is None else [a.count or 0 for a in adm.pod_set_assignments]
         count = sum(counts) or integ.pod_count(job)
         ready = integ.pods_ready(job, count)
-        if ready == wl.is_true(_COND.PODS_READY):
+        reason, message = pods_ready_condition(ready, wl.condition(_COND.PODS_READY))
+        if reason is None:
             return
-        reason, message = (
-            ("PodsReady", "All pods reached readiness")
-            if ready
-            else ("PodsReady", "Not all pods are ready or succeeded")
-        )
         change = workloads.condition(_COND.PODS_READY, ready, reason, message, w.clock())
         await self._set_condition(key, wl, change)
 
@@ -586,7 +582,7 @@ def _refused_by_own_webhook(error: errors.KubeError) -> bool:
     The API server names the webhook in both (``admission webhook "vjob.berth.dev" denied the
     request``, ``failed calling webhook "vjob.berth.dev"``).
     """
-    return f'"{webhooks.JOB_WEBHOOK}"' in str(error)
+    return f'"{configurations.JOB_WEBHOOK}"' in str(error)
 
 
 def _job_key(integ: Integration, job: dict[str, Any]) -> names.JobKey:
@@ -610,8 +606,13 @@ def release_status(wl: workload_view.WorkloadView, now: float) -> dict[str, Any]
         workloads.condition(
             _COND.ADMITTED, False, "NoReservation", "The workload has no reservation", now
         ),
+        # Not ready since no admission: after the next one the pods wait to start, not recover.
         workloads.condition(
-            _COND.PODS_READY, False, "PodsReady", "The workload is not admitted", now
+            _COND.PODS_READY,
+            False,
+            conditions.PodsReadyReason.WAIT_FOR_START,
+            "The workload is not admitted",
+            now,
         ),
         # As Kueue's job reconciler: Evicted stays True until the next admission, and only
         # a preemption requeues at once; a pods-ready timeout waits for BackoffFinished, a
@@ -625,3 +626,32 @@ def release_status(wl: workload_view.WorkloadView, now: float) -> dict[str, Any]
         ),
     ]
     return {"admission": None, "conditions": workloads.merge_conditions(current, changes)}
+
+
+_PODS = conditions.PodsReadyReason
+
+
+def pods_ready_condition(
+    ready: bool, current: workload_view.Condition | None
+) -> tuple[_PODS, str] | tuple[None, str]:
+    """The ``PodsReady`` condition to write now (reason None: the current one stands).
+
+    Kueue's ``generatePodsReadyCondition``: ready is ``Started``, or ``Recovered`` after a
+    recovery; not ready is ``WaitForStart`` before the pods were ever ready, ``WaitForRecovery``
+    once they were (the recovery timeout runs from it), and a False condition keeps its reason.
+    """
+    if ready:
+        if current is not None and current.status:
+            return None, ""
+        recovered = current is not None and current.reason in (
+            _PODS.WAIT_FOR_RECOVERY,
+            _PODS.RECOVERED,
+        )
+        if recovered:
+            return _PODS.RECOVERED, "All pods reached readiness again"
+        return _PODS.STARTED, "All pods reached readiness and the workload is running"
+    if current is None:
+        return _PODS.WAIT_FOR_START, "Not all pods are ready or succeeded"
+    if current.status:
+        return _PODS.WAIT_FOR_RECOVERY, "At least one pod is not ready, waiting for recovery"
+    return None, ""

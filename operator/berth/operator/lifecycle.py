@@ -52,7 +52,7 @@ _RESTARTED = {
 class Lifecycle:
     """The leader's pass over admitted workloads and priority rewrites."""
 
-    def __init__(self, world: ports.LifecycleWorld, kube: client.Kube) -> None:
+    def __init__(self, world: ports.LifecycleWorld, kube: client.KubeRequests) -> None:
         self.world = world
         self.kube = kube
 
@@ -76,7 +76,7 @@ class Lifecycle:
             info = w.infos.get(key)
             if view is None or info is None or key in w.in_flight:
                 continue
-            admitted.append(_admitted(view, info.active))
+            admitted.append(admitted_of(view, info.active))
         wfpr = w.config.wait_for_pods_ready
         for e in evictions.due(admitted, dict(w.cache.drained()), wfpr, now):
             view = w.workloads[e.key]
@@ -218,20 +218,31 @@ class Lifecycle:
         log.info("priority of %s is now %d", key, value)
 
 
-def _admitted(view: workload_view.WorkloadView, active: bool) -> evictions.Admitted:
+def admitted_of(view: workload_view.WorkloadView, active: bool) -> evictions.Admitted:
     """What the eviction rules read of an admitted Workload.
 
-    Its pods-ready clock starts at the later of its admission and the pods last turning unready.
+    Its pods-ready clock starts at its admission while the pods wait to start, and at the
+    pods turning unready once they wait to recover (``PodsReady`` False with reason
+    ``WaitForRecovery``), as Kueue's ``admittedNotReadyWorkload`` reads them.
     """
     ready = not view.is_true(_COND.ADMITTED) or view.is_true(_COND.PODS_READY)
+    pods = view.condition(_COND.PODS_READY)
+    recovering = (
+        not ready
+        and pods is not None
+        and pods.reason == conditions.PodsReadyReason.WAIT_FOR_RECOVERY
+    )
     since = 0.0
-    if not ready:
-        since = max(view.transition_time(_COND.ADMITTED), view.transition_time(_COND.PODS_READY))
+    if recovering:
+        since = view.transition_time(_COND.PODS_READY)
+    elif not ready:
+        since = view.transition_time(_COND.ADMITTED)
     return evictions.Admitted(
         view.key,
         active=active,
         evicting=view.is_true(_COND.EVICTED),
         pods_ready=ready,
         ready_since=since,
+        recovering=recovering,
         requeue_count=view.requeue_count,
     )

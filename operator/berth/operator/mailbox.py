@@ -6,12 +6,14 @@ the lifecycle task rewrites, whose reactivation or requeue it writes, the admiss
 scheduler loop has in flight, the Workloads whose pods are ready, and the ResourceFlavors and
 ClusterQueues (by kind and name) whose finalizer the finalizer task must look at. Posting a key
 wakes the task that reads the mailbox (when it has one); the task takes keys in key order, so
-passes are deterministic. Used by ``world`` (posting) and the tasks (reading).
+passes are deterministic. ``Wakeups`` holds the one event per task that the mailboxes and the
+watch intake set. Used by ``world`` and ``workload_machine`` (posting) and the tasks (reading).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
@@ -63,3 +65,15 @@ class Mailbox(Generic[K]):
 
     def __repr__(self) -> str:
         return f"Mailbox({self.name!r}, {len(self._keys)} keys)"
+
+
+@dataclasses.dataclass(slots=True)
+class Wakeups:
+    """Signals from the handlers to the tasks that act on what changed."""
+
+    schedule: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    statuses: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    jobs: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    lifecycle: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    finalizers: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    ungate: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)

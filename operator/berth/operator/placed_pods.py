@@ -24,7 +24,7 @@ import pydantic
 
 from berth.api import pod, quantity, topology
 from berth.core import resources
-from berth.core import topology as core_topology
+from berth.jobs.framework import pod_placement
 from berth.state import cache as cache_mod
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class PlacedPods:
             pods.pop(key, None)
         else:
             pods[key] = body
-        if not deleted and core_topology.is_gated(body):
+        if not deleted and pod_placement.is_gated(body):
             gated.add(key)
         else:
             gated.discard(key)

@@ -23,7 +23,7 @@ from berth.state.queues import manager
 
 if TYPE_CHECKING:
     from berth.operator import observe, placed_pods
-    from berth.operator.world import Wakeups
+    from berth.operator.mailbox import Wakeups
 
 Body = dict[str, Any]
 Mailbox = mailbox.Mailbox[names.WorkloadKey]

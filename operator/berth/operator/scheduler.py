@@ -69,7 +69,7 @@ class Scheduler:
     """Runs cycles while there is work; applies decisions to state, then to the API."""
 
     def __init__(
-        self, world: ports.SchedulerWorld, kube: client.Kube, recorder: events.Recorder
+        self, world: ports.SchedulerWorld, kube: client.KubeRequests, recorder: events.Records
     ) -> None:
         self.world = world
         self.kube = kube

@@ -235,7 +235,7 @@ class StatusPort(Protocol):
 class KubeStatusPort:
     """The ``StatusPort`` of a real API server."""
 
-    def __init__(self, kube: client.Kube) -> None:
+    def __init__(self, kube: client.KubeRequests) -> None:
         self.kube = kube
 
     async def patch(self, ident: tuple[str, str, str], status: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ A pod set admitted with a ``topologyAssignment`` starts with the ``berth.dev/tas
 pods; the pod webhook holds each new one at the ``berth.dev/topology`` scheduling gate. For every
 job whose placed pods wait (``World.to_pin``), this task reads the admission of its Workload
 and, pod set by pod set, gives each waiting pod the node labels of a domain that still has room
-(``core.topology.pin``: pods already pinned take their places first; waiting pods in completion
+(``core.pod_placement.pin``: pods already pinned take their places first; waiting pods in completion
 index order fill the domains in order) and removes the gate, in one strategic merge patch, as
 Kueue's topology ungater (``pkg/controller/tas/topology_ungater.go``) does. kube-scheduler then
 places the pod inside the domain admission counted it in.
@@ -25,6 +25,7 @@ from berth.adapters.kube import client, errors, jobs
 from berth.api import conditions, topology
 from berth.api.labels import POD_SET_LABEL
 from berth.core import topology as core_topology
+from berth.jobs.framework import pod_placement
 from berth.operator import ports
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ PODS = _Pods()
 class Ungater:
     """Pins waiting placed pods, job by job."""
 
-    def __init__(self, world: ports.UngaterWorld, kube: client.Kube) -> None:
+    def __init__(self, world: ports.UngaterWorld, kube: client.KubeRequests) -> None:
         self.world = world
         self.kube = kube
 
@@ -106,9 +107,9 @@ class Ungater:
 def pinned_now(assignment: core_topology.Assignment, pods: list[Body]) -> dict[str, dict[str, str]]:
     """The node selector of each waiting pod that gets a place now, by namespace/name."""
     active = [p for p in pods if _phase(p) not in _DONE and not _deleting(p)]
-    pinned = [_selector(p) for p in active if not core_topology.is_gated(p)]
-    waiting = sorted((p for p in active if core_topology.is_gated(p)), key=_rank)
-    return core_topology.pin(assignment, pinned, [_name(p) for p in waiting])
+    pinned = [_selector(p) for p in active if not pod_placement.is_gated(p)]
+    waiting = sorted((p for p in active if pod_placement.is_gated(p)), key=_rank)
+    return pod_placement.pin(assignment, pinned, [_name(p) for p in waiting])
 
 
 def _rank(pod: Body) -> tuple[int, str]:

@@ -1,4 +1,4 @@
-"""Everything the operator knows, fed by watch events, and the Workload state machine.
+"""Everything the operator knows, fed by watch events.
 
 The kopf handlers and the Workload informer call ``World.apply`` and ``World.remove`` with raw
 bodies; nothing here calls the API. Stale events (an older resourceVersion than already seen, or
@@ -6,42 +6,33 @@ an object already deleted) are ignored, so a full list can be applied on top of 
 time. Each kind goes to its owner:
 - queue objects, namespaces and priority classes to ``queue_objects``;
 - jobs of every integrated kind (``integrations``) and Pods to ``job_index``;
-- Workloads stay here. Each is read through ``api.workload_view`` and fed into ``berth.state``
-  through the transitions the simulator uses (``state.lifecycle``). A released admission is
-  forgotten and the inadmissible workloads of its quota tree are requeued. A pending workload is
-  added to its queue, after its backoff if it has one.
+- Workloads to the Workload state machine (``workload_machine``), which feeds them into
+  ``berth.state`` through the transitions the simulator uses; the job index learns which job
+  each belongs to, and the observer (metrics, history) sees every body that changes.
 
-The tasks learn what to look at again through ``mailbox.Mailbox``es. Workloads whose admission
-the scheduler loop has assumed but not yet written are *in flight*: events that do not show the
-admission yet are held until the write settles. Each task is typed against its own narrow view of
-this class (``ports``).
+The tasks learn what to look at again through ``mailbox.Mailbox``es. Each task is typed against
+its own narrow view of this class (``ports``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import logging
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from berth.api import (
     conditions,
     configuration,
-    kinds,
-    labels,
     names,
     workload_view,
 )
 from berth.api import node as api_node
 from berth.api import workload as api_workload
-from berth.api.configuration import RequeueTimestamp
-from berth.core import admission, cycle, priority, topology, workload
+from berth.core import cycle, priority, topology
 from berth.jobs import registry
 from berth.jobs.framework import composed, protocol
 from berth.jobs.rules import job_sync, job_updates, managed, unqueued
-from berth.operator import job_index, mailbox, placed_pods, queue_objects
+from berth.operator import job_index, mailbox, placed_pods, queue_objects, workload_machine
 from berth.state import lifecycle, priorities
 
 if TYPE_CHECKING:
@@ -65,18 +56,6 @@ def _rv(body: Body) -> int:
         return 0
 
 
-@dataclasses.dataclass(slots=True)
-class Wakeups:
-    """Signals from the handlers to the tasks that act on what changed."""
-
-    schedule: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    statuses: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    jobs: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    lifecycle: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    finalizers: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    ungate: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-
-
 class World:
     """The operator's memory of the cluster, and the state and queues the core is fed from."""
 
@@ -94,10 +73,7 @@ class World:
         self.watched_kinds = registry.watched_kinds(self.integrations)
         """Each kind of watched object, with the integration that reads it."""
         self.priorities = priorities.Registry()
-        self.wake = Wakeups()
-        self.workloads: dict[names.WorkloadKey, workload_view.WorkloadView] = {}
-        """The latest stored body of every Workload, read through its view."""
-        self.infos: dict[names.WorkloadKey, workload.WorkloadInfo] = {}
+        self.wake = mailbox.Wakeups()
         self.assemblies: dict[str, composed.Assembly[Body]] = {
             integ.member_kind: composed.Assembly(integ, lambda body: body)
             for integ in self.integrations.values()
@@ -111,11 +87,6 @@ class World:
         self.finalized = self.queue_objects.finalized
         self.take_finalize_due = self.queue_objects.take_finalize_due
         self.finalize_again = self.queue_objects.finalize_due.keep
-        self.in_flight: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox("admissions in flight")
-        """Admissions the scheduler loop has assumed and not yet written: events that do not
-        show them yet are held until the write returns."""
-        self.ready: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox("pods ready")
-        """Admitted workloads whose pods are all ready (``PodsReady=True``)."""
         self.dirty_jobs: mailbox.Mailbox[names.JobKey] = mailbox.Mailbox(
             "jobs to reconcile", self.wake.jobs
         )
@@ -124,16 +95,23 @@ class World:
         )
         """Workloads naming a WorkloadPriorityClass whose value changed: their spec.priority is
         rewritten by the leader's lifecycle task."""
-        self.reactivated: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox(
-            "reactivations to write", self.wake.lifecycle
+        self.machine = workload_machine.WorkloadMachine(
+            config,
+            clock,
+            self.state,
+            workload_machine.Jobs(self.index, self.integrations, self.queue_objects.deleting),
+            self.wake,
         )
-        """Workloads whose spec.active turned true: their requeueState is cleared by the
-        lifecycle task, as the simulator restarts their requeue count."""
-        self.requeue_holds: mailbox.Mailbox[names.WorkloadKey] = mailbox.Mailbox(
-            "requeues to write when due", self.wake.lifecycle
-        )
-        """Pending workloads whose Requeued condition is False for a reason the lifecycle task
-        turns True (BackoffFinished after a pods-ready timeout, a stopped queue restarted)."""
+        """Every Workload as last stored, and the state its conditions put it in."""
+        self.workloads = self.machine.workloads
+        self.infos = self.machine.infos
+        self.in_flight = self.machine.in_flight
+        self.ready = self.machine.ready
+        self.reactivated = self.machine.reactivated
+        self.requeue_holds = self.machine.requeue_holds
+        self.info_of = self.machine.info_of
+        self.settle_workload = self.machine.settle
+        self.release = self.machine.release
         self.placed_pods = placed_pods.PlacedPods(self.cache)
         """Others' usage per node (the room of topology domains) and Berth's placed pods."""
         self.to_pin: mailbox.Mailbox[str] = mailbox.Mailbox("placed pods to pin", self.wake.ungate)
@@ -331,43 +309,6 @@ class World:
 
     # Workloads ----------------------------------------------------------------------------------
 
-    def info_of(self, view: workload_view.WorkloadView) -> workload.WorkloadInfo | None:
-        """The core's view of a Workload (None if it does not load)."""
-        obj, problems = kinds.try_load(without_status(view.body))
-        if not isinstance(obj, api_workload.Workload):
-            log.warning("ignoring invalid Workload %s: %s", view.key, problems)
-            return None
-        ref = obj.spec.priority_class_ref
-        job_uid = view.owner_job_uid
-        job_key = self.job_of_uid.get(job_uid) if job_uid else None
-        job = None if job_key is None else job_key.object_key
-        info = workload.from_api(
-            obj,
-            priority=obj.spec.priority or 0,
-            creation_time=view.creation_time,
-            uid=view.uid,
-            priority_class=None if ref is None else ref.name,
-            job=job,
-            excluded_prefixes=tuple(self.config.resources.exclude_resource_prefixes),
-        )
-        evicted_at = self._timeout_eviction_time(view)
-        return info if evicted_at is None else info.with_order_time(evicted_at)
-
-    def _timeout_eviction_time(self, view: workload_view.WorkloadView) -> float | None:
-        """When a workload was evicted by a pods-ready timeout, if it queues by that time.
-
-        Kueue's ``GetQueueOrderTimestamp``: with ``requeuingStrategy.timestamp: Eviction``, the
-        transition time of ``Evicted=True`` (reason PodsReadyTimeout), which stays True until the
-        workload is admitted again.
-        """
-        wfpr = self.config.wait_for_pods_ready
-        if wfpr is None or wfpr.requeuing_strategy.timestamp != RequeueTimestamp.EVICTION:
-            return None
-        evicted = view.condition(_COND.EVICTED)
-        if evicted is None or not evicted.status or evicted.reason != _EVICT.PODS_READY_TIMEOUT:
-            return None
-        return evicted.last_transition
-
     def _workload(self, body: Body, *, deleted: bool) -> None:
         view = workload_view.WorkloadView(body)
         key = view.key
@@ -381,151 +322,11 @@ class World:
         if deleted:
             if self.observer is not None:
                 self.observer.workload(old, None, self.infos.get(key))
-            self.workloads.pop(key, None)
-            self.infos.pop(key, None)
-            self.ready.discard(key)
-            self.requeue_holds.discard(key)
-            self.release(key)
-            self.state.withdraw(key)
-            self.wake.schedule.set()
-            self.wake.statuses.set()
+            self.machine.forget(key)
             return
-        self.workloads[key] = view
-        # While an admission write is in flight, the scheduler loop settles it when it returns.
-        if key not in self.in_flight:
-            self._refresh_info(key, view)
-            self.settle_workload(key)
+        self.machine.take(view)
         if self.observer is not None:
             self.observer.workload(old, body, self.infos.get(key))
-
-    def _refresh_info(self, key: names.WorkloadKey, view: workload_view.WorkloadView) -> None:
-        """Take in a changed spec.priority, spec.active or spec.queueName.
-
-        Priority and activity through ``state.lifecycle.Lifecycle.change_info``; the queue when a
-        pending Job moved to another LocalQueue and the job controller made its Workload follow.
-        """
-        old = self.infos.get(key)
-        if old is None:
-            return
-        if (view.priority, view.active, view.queue_name) == (
-            old.priority,
-            old.active,
-            old.local_queue,
-        ):
-            return
-        info = self.info_of(view)
-        if info is None:
-            return
-        self.infos[key] = info
-        if info.local_queue != old.local_queue:
-            self.state.withdraw(key)  # queued again under its new LocalQueue as it settles
-        if info.active and not old.active:
-            self.reactivated.add(key)
-        self.state.change_info(info, self.clock())
-        self.wake.lifecycle.set()
-        self.wake.schedule.set()
-
-    def settle_workload(self, key: names.WorkloadKey) -> None:
-        """Bring state in line with the latest body of a Workload."""
-        view = self.workloads.get(key)
-        if view is None:
-            return
-        info = self.infos.get(key)
-        if info is None:
-            info = self.info_of(view)
-            if info is None:
-                return
-            self.infos[key] = info
-        if view.is_true(_COND.PODS_READY):
-            self.ready.add(key)
-        else:
-            self.ready.discard(key)
-        self.wake.statuses.set()
-        # A finished Workload's admission is never needed: it is not parsed.
-        finished = view.is_true(_COND.FINISHED)
-        adm = None if finished else self._held_admission(key, view)
-        # A deactivated workload that still holds quota keeps it until its Job has stopped and
-        # the job controller clears the admission, as after any other eviction.
-        if finished or (not info.active and adm is None):
-            self.requeue_holds.discard(key)
-            done = view.condition(_COND.FINISHED)
-            self.release(
-                key,
-                succeeded=done is not None
-                and done.status
-                and done.reason == conditions.FinishReason.SUCCEEDED,
-            )
-            self.state.withdraw(key)
-            self.wake.schedule.set()
-            return
-        if adm is not None:
-            self.requeue_holds.discard(key)
-            self.state.recall(
-                info,
-                lambda: (
-                    admission.from_status(info, adm),
-                    view.transition_time(_COND.QUOTA_RESERVED),
-                ),
-                evicted=view.is_true(_COND.EVICTED),
-            )
-            return
-        if key in self.cache.admitted:
-            self.release(key)
-        self._queue_pending(key, view, info)
-
-    def _unsupported_owner(self, view: workload_view.WorkloadView) -> bool:
-        if labels.UNSUPPORTED_OWNER_LABEL in view.labels:
-            return True
-        job_uid = view.owner_job_uid
-        job = None if job_uid is None else self.index.job_of(job_uid)
-        return job is not None and job_sync.foreign_owner(job, self.integrations) is not None
-
-    def _queue_pending(
-        self, key: names.WorkloadKey, view: workload_view.WorkloadView, info: workload.WorkloadInfo
-    ) -> None:
-        """Queue a pending workload, in the order and after the backoff its status says."""
-        if self._unsupported_owner(view):
-            self.state.withdraw(key)  # never a gang of its own (jobs.rules.job_sync.foreign_owner)
-            return
-        now = self.clock()
-        requeued = view.condition(_COND.REQUEUED)
-        requeue_at = 0.0
-        self.requeue_holds.discard(key)
-        if requeued is not None and not requeued.status and requeued.reason in _HELD:
-            # Kueue keeps such a workload out of its queue until Requeued turns True
-            # (BackoffFinished, *Restarted), which the lifecycle task writes.
-            self.requeue_holds.add(key)
-            requeue_at = math.inf
-        elif key in self.reactivated:
-            requeue_at = math.inf  # until the lifecycle task writes Requeued=True (Reactivated)
-        order = self._timeout_eviction_time(view)
-        want = -1.0 if order is None else order  # -1: by creation time
-        if info.queue_order_time != want:
-            info = self.infos[key] = info.with_order_time(want)
-        pw = self.queues.pending.get(key)
-        if (
-            pw is not None
-            and pw.info is info
-            and math.isinf(pw.requeue_at) == math.isinf(requeue_at)
-        ):
-            return
-        if pw is not None and not math.isinf(pw.requeue_at) and requeue_at == 0.0:
-            requeue_at = pw.requeue_at  # a backoff the scheduler loop set (a failed write)
-        self.state.enqueue(info, now, requeue_at=requeue_at)
-        self.wake.schedule.set()
-
-    def release(self, key: names.WorkloadKey, *, succeeded: bool = False) -> None:
-        """Stop counting an admission; requeue what waited in its quota tree (as the simulator).
-
-        ``succeeded``: it finished successfully, so its runtime teaches the estimates.
-        """
-        if self.state.release(key, self.clock(), succeeded=succeeded) is not None:
-            if self.queue_objects.deleting:
-                # A ClusterQueue being deleted may now hold nothing; no other object's
-                # finalizer depends on an admission.
-                self.wake.finalizers.set()
-            self.wake.schedule.set()
-            self.wake.statuses.set()
 
     def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
         """The Workload of a Job, if it exists."""
@@ -560,26 +361,6 @@ class World:
             runtime_limit=self._planned_bound(view, adm),
         )
 
-    def _held_admission(
-        self, key: names.WorkloadKey, view: workload_view.WorkloadView
-    ) -> api_workload.Admission | None:
-        """The admission a Workload holds quota with (QuotaReserved and a loadable admission).
-
-        One that does not load counts as none, with a warning: the Workload waits in its queue
-        and is admitted again, which writes a new admission over it.
-        """
-        if not view.is_true(_COND.QUOTA_RESERVED):
-            return None
-        adm = view.admission
-        if adm is None and view.raw_admission is not None:
-            log.warning(
-                "Workload %s: its status.admission does not load (%s); counted as not admitted, "
-                "it waits in its queue to be admitted again",
-                key,
-                "; ".join(str(p) for p in view.admission_problems),
-            )
-        return adm
-
     def _planned_bound(
         self, view: workload_view.WorkloadView, adm: api_workload.Admission | None
     ) -> float | None:
@@ -608,23 +389,3 @@ class World:
             and not view.is_true(_COND.EVICTED)
             and view.admission is not None
         )
-
-
-def without_status(body: Body) -> Body:
-    """The body without its status and server-set metadata, as the models load it.
-
-    Of the annotations only the runtime estimates are kept (the Backfill strategy plans with
-    them); the rest say nothing to the scheduler.
-    """
-    meta = body.get("metadata") or {}
-    out = {k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}}
-    notes = meta.get("annotations") or {}
-    runtimes = {k: notes[k] for k in api_workload.RUNTIME_ANNOTATIONS if k in notes}
-    if runtimes:
-        out["annotations"] = runtimes
-    return {
-        "apiVersion": body.get("apiVersion"),
-        "kind": body.get("kind"),
-        "metadata": out,
-        "spec": body.get("spec") or {},
-    }

@@ -8,9 +8,11 @@ rules, first match wins (Kueue's ``pkg/controller/core/workload_controller.go``)
 1. ``spec.active: false`` → ``Deactivated``;
 2. a LocalQueue or ClusterQueue stopped with ``HoldAndDrain`` → ``LocalQueueStopped`` or
    ``ClusterQueueStopped``;
-3. pods not all ready within ``waitForPodsReady.timeout`` of admission (or of the pods last
-   becoming unready) → ``PodsReadyTimeout``, requeued after ``core.podsready``'s backoff, or
-   deactivated once the requeuing limit is exceeded.
+3. pods not all ready within ``waitForPodsReady.timeout`` of admission, or, once they were
+   ready and one is not any more, within ``recoveryTimeout`` of that (which defaults to
+   ``timeout``; ``0s`` lets a workload recover for as long as it takes) →
+   ``PodsReadyTimeout``, requeued after ``core.podsready``'s backoff, or deactivated once the
+   requeuing limit is exceeded.
 
 A workload already being evicted is skipped. The simulator asks at the instants its timers and
 documents say; the operator's lifecycle task asks on every pass over every admitted workload.
@@ -44,6 +46,8 @@ class Admitted:
     pods_ready: bool = True
     ready_since: float = 0.0
     """When its pods-ready clock started: the admission, or the pods last becoming unready."""
+    recovering: bool = False
+    """Its pods were all ready once since admission (the recovery timeout applies)."""
     requeue_count: int = 0
     """Pods-ready timeouts so far (``status.requeueState.count``)."""
 
@@ -75,11 +79,7 @@ def due(
         elif w.key in drained:
             reason = drained[w.key]
             out.append(Eviction(w.key, reason, STOPPED_MESSAGES[reason]))
-        elif (
-            wait_for_pods_ready is not None
-            and not w.pods_ready
-            and podsready.timed_out(w.ready_since, wait_for_pods_ready.timeout, now)
-        ):
+        elif wait_for_pods_ready is not None and _timed_out(w, wait_for_pods_ready, now):
             decision = podsready.after_timeout(
                 wait_for_pods_ready.requeuing_strategy, w.requeue_count, now
             )
@@ -92,3 +92,13 @@ def due(
                 )
             )
     return out
+
+
+def _timed_out(w: Admitted, settings: configuration.WaitForPodsReady, now: float) -> bool:
+    """Kueue's ``admittedNotReadyWorkload``: the timeout of starting, or of recovering."""
+    if w.pods_ready:
+        return False
+    if not w.recovering:
+        return podsready.timed_out(w.ready_since, settings.timeout, now)
+    recovery = settings.effective_recovery_timeout
+    return recovery > 0 and podsready.timed_out(w.ready_since, recovery, now)

@@ -10,9 +10,10 @@ simulated run ends in. No I/O, no clock (``now`` is given).
 from __future__ import annotations
 
 from berth.api import names
-from berth.core import backfill, cycle, workload
+from berth.core import cycle, workload
 from berth.core import explain as core_explain
-from berth.core import reservations as reservations_mod
+from berth.core.backfill import planning
+from berth.core.backfill import reservations as reservations_mod
 from berth.state import cache as cache_mod
 from berth.state import lifecycle
 from berth.state.queues import manager
@@ -59,7 +60,7 @@ def find(
     return None if adm is None else adm.info
 
 
-def reservations(state: lifecycle.Lifecycle, now: float) -> list[backfill.Reservation]:
+def reservations(state: lifecycle.Lifecycle, now: float) -> list[planning.Reservation]:
     """The reservations of every Backfill queue at ``now`` (``berth queues``)."""
     queues = state.queues
     order = {

@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from berth.api import names
-from berth.core import cycle, cycle_groups, reservations, snapshot, workload
+from berth.core import cycle, cycle_groups, snapshot, workload
+from berth.core.backfill import reservations
 from berth.state import cache as cache_mod
 from berth.state import runtimes
 from berth.state.queues import manager, pending
@@ -49,7 +50,7 @@ class Lifecycle:
         self.queues = manager.QueueManager(self.cache)
         self.runtimes = runtimes.RuntimeHistory()
         self.estimate = runtimes.estimator(self.cache, self.runtimes)
-        """Runtime estimates (``core.estimates``) with what the finished workloads taught."""
+        """Runtime estimates (``core.backfill.estimates``), with what finished workloads taught."""
         self.kept: Mapping[str, reservations.Kept] = {}
         """The Backfill plans the last cycle left, for the next cycles to take over if nothing
         they were made from changed, at this instant or a later one (``reservations``)."""

@@ -2,7 +2,7 @@
 
 ``Lifecycle.release`` records how long each workload that finished successfully ran (from its
 quota reservation to its end). ``estimator`` gives the cycle every workload's expected runtime
-(``core.estimates``): what was learned is a percentile of the last ``WINDOW`` runtimes of
+(``core.backfill.estimates``): what was learned is a percentile of the last ``WINDOW`` runtimes of
 workloads of the same LocalQueue and pod sets, or of the whole LocalQueue while the shape has
 fewer than ``MIN_SAMPLES``. Memory only: after a restart the operator learns again.
 """
@@ -14,7 +14,8 @@ import math
 from collections.abc import Callable
 
 from berth.api import clusterqueue, names
-from berth.core import estimates, workload
+from berth.core import workload
+from berth.core.backfill import estimates
 from berth.state import cache as cache_mod
 
 WINDOW = 50

@@ -36,7 +36,9 @@ class Refusal:
 class MetricsAccess:
     """Reviews a scrape's token and right, keeping answers for a while."""
 
-    def __init__(self, kube: client.Kube, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, kube: client.KubeRequests, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.kube = kube
         self.clock = clock
         self._kept: dict[str, tuple[float, Refusal | None]] = {}

@@ -1,18 +1,20 @@
 """A session with the API server: one aiohttp session from a kubeconfig, and raw JSON requests.
 
 Every other module of the adapter sends its requests through ``Kube.request`` (or opens a watch
-with ``Kube.stream``), which returns decoded JSON and raises only ``berth.adapters.kube.errors``.
-``kubeconfig`` says where the server is and ``credentials`` keeps the identity fresh; a 401 to a
-renewable credential (a token file, an exec plugin) renews it and sends the request once more.
-``login`` tells kopf how to reach the same server with the same credentials. No generated client
-is used: Berth sends JSON it builds and reads JSON back. Called by the operator's composition
-root, ``berth up`` and the live source of ``berth explain`` and ``berth queues``.
+with ``Kube.stream``); those that only send requests, and the operator's tasks, take the narrow
+``KubeRequests`` port, which the tests' in-memory API server answers too. ``Kube.request``
+returns decoded JSON and raises only ``berth.adapters.kube.errors``. ``kubeconfig`` says where
+the server is and ``credentials`` keeps the identity fresh; a 401 to a renewable credential (a
+token file, an exec plugin) renews it and sends the request once more. ``login`` tells kopf how
+to reach the same server with the same credentials. No generated client is used: Berth sends
+JSON it builds and reads JSON back (docs/architecture.md says why). Called by the operator's
+composition root, ``berth up`` and the live source of ``berth explain`` and ``berth queues``.
 """
 
 from __future__ import annotations
 
 import urllib.request
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import orjson
@@ -41,6 +43,22 @@ larger than aiohttp's default."""
 _UNAUTHORIZED = 401
 
 
+class KubeRequests(Protocol):
+    """Raw JSON requests to one API server: what the operator's tasks and writers need."""
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,  # noqa: ANN401 - any JSON
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request; return the decoded JSON answer (raises ``errors`` only)."""
+        ...
+
+
 class Kube:
     """An open session with one API server."""
 
@@ -58,7 +76,16 @@ class Kube:
         At most ``connections`` requests are in flight at once; more wait for a connection.
         Raises ``PermanentError`` when no usable configuration is found, naming what to fix.
         """
-        creds = credentials.Credentials(kubeconfig.load(kubeconfig_path))
+        return await cls.connect(kubeconfig.load(kubeconfig_path), connections=connections)
+
+    @classmethod
+    async def connect(cls, target: kubeconfig.Target, *, connections: int = CONNECTIONS) -> Kube:
+        """Open a session with ``target``'s server, as its identity; nothing is sent yet.
+
+        At most ``connections`` requests are in flight at once; more wait for a connection.
+        Raises ``PermanentError`` when the target's certificates cannot be loaded.
+        """
+        creds = credentials.Credentials(target)
         # With no proxy in the environment there is nothing to look up, and a session that
         # looks reads the proxy variables and ~/.netrc in a worker thread for every request.
         session = aiohttp.ClientSession(
@@ -207,7 +234,7 @@ def _drop_field_owners(obj: object) -> None:
         meta.pop("managedFields", None)
 
 
-async def apply(kube: Kube, collection: str, body: dict[str, Any]) -> dict[str, Any]:
+async def apply(kube: KubeRequests, collection: str, body: dict[str, Any]) -> dict[str, Any]:
     """Create ``body`` under ``collection``, or replace the object of that name if it exists."""
     name = body["metadata"]["name"]
     try:

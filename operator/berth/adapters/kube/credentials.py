@@ -47,6 +47,7 @@ class Login:
     private_key_path: str | None
     private_key_data: bytes | None
     expiration: dt.datetime | None
+    proxy_url: str | None
 
 
 class Credentials:
@@ -108,6 +109,7 @@ class Credentials:
             private_key_path=None if key else _str(t.key_path),
             private_key_data=key,
             expiration=self._expiry,
+            proxy_url=t.proxy_url,
         )
 
     def _read_token_file(self, path: Path) -> str:

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from berth.adapters.kube import client, errors, workloads
 
@@ -63,13 +63,13 @@ def event_body(
     }
 
 
-async def _post(kube: client.Kube, body: dict[str, Any]) -> None:
+async def _post(kube: client.KubeRequests, body: dict[str, Any]) -> None:
     namespace = body["metadata"]["namespace"]
     await kube.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
 
 
 async def emit(
-    kube: client.Kube,
+    kube: client.KubeRequests,
     involved: dict[str, Any],
     reason: str,
     message: str,
@@ -81,12 +81,28 @@ async def emit(
     await _post(kube, event_body(involved, reason, message, now, warning=warning))
 
 
+class Records(Protocol):
+    """Where the scheduler loop hands its Events (a ``Recorder``)."""
+
+    def record(
+        self,
+        involved: dict[str, Any],
+        reason: str,
+        message: str,
+        now: float,
+        *,
+        warning: bool = False,
+    ) -> None:
+        """Take an Event about ``involved``; never wait."""
+        ...
+
+
 class Recorder:
     """Sends Events in the background; ``record`` queues one and returns at once."""
 
     def __init__(
         self,
-        kube: client.Kube,
+        kube: client.KubeRequests,
         *,
         capacity: int = CAPACITY,
         senders: int = SENDERS,

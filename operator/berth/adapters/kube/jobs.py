@@ -32,7 +32,7 @@ def path(resource: Resource, namespace: str, name: str | None = None) -> str:
 
 
 async def get(
-    kube: client.Kube, resource: Resource, namespace: str, name: str
+    kube: client.KubeRequests, resource: Resource, namespace: str, name: str
 ) -> dict[str, Any] | None:
     """A job as stored now (None: there is none of that name)."""
     try:
@@ -42,7 +42,7 @@ async def get(
 
 
 async def patch(
-    kube: client.Kube, resource: Resource, namespace: str, name: str, body: dict[str, Any]
+    kube: client.KubeRequests, resource: Resource, namespace: str, name: str, body: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge-patch a job's spec or metadata."""
     return await kube.request(
@@ -51,7 +51,7 @@ async def patch(
 
 
 async def patch_strategic(
-    kube: client.Kube, resource: Resource, namespace: str, name: str, body: dict[str, Any]
+    kube: client.KubeRequests, resource: Resource, namespace: str, name: str, body: dict[str, Any]
 ) -> dict[str, Any]:
     """Strategic-merge-patch a built-in object (a pod group's member: its gate, its finalizer)."""
     return await kube.request(
@@ -59,7 +59,7 @@ async def patch_strategic(
     )
 
 
-async def delete(kube: client.Kube, resource: Resource, namespace: str, name: str) -> None:
+async def delete(kube: client.KubeRequests, resource: Resource, namespace: str, name: str) -> None:
     """Delete one object of a job (a pod group's member); one already gone is no error."""
     try:
         await kube.request("DELETE", path(resource, namespace, name))
@@ -68,7 +68,7 @@ async def delete(kube: client.Kube, resource: Resource, namespace: str, name: st
 
 
 async def patch_status(
-    kube: client.Kube, resource: Resource, namespace: str, name: str, body: dict[str, Any]
+    kube: client.KubeRequests, resource: Resource, namespace: str, name: str, body: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge-patch a job's status (a Job's ``startTime``, cleared before its template changes)."""
     return await kube.request(

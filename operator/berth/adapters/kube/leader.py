@@ -57,7 +57,7 @@ class Elector:
 
     def __init__(
         self,
-        kube: client.Kube,
+        kube: client.KubeRequests,
         *,
         name: str,
         namespace: str,
@@ -155,7 +155,7 @@ async def _attempt(elector: Elector) -> bool:
 
 
 async def run_while_leader(
-    kube: client.Kube,
+    kube: client.KubeRequests,
     *,
     name: str,
     namespace: str,

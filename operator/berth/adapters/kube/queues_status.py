@@ -13,7 +13,7 @@ from berth.api import base
 
 
 async def patch_cluster_queue(
-    kube: client.Kube, name: str, status: dict[str, Any]
+    kube: client.KubeRequests, name: str, status: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge ``status`` into a ClusterQueue's status."""
     return await kube.request(
@@ -25,7 +25,7 @@ async def patch_cluster_queue(
 
 
 async def patch_local_queue(
-    kube: client.Kube, namespace: str, name: str, status: dict[str, Any]
+    kube: client.KubeRequests, namespace: str, name: str, status: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge ``status`` into a LocalQueue's status."""
     return await kube.request(

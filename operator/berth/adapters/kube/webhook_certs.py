@@ -74,7 +74,7 @@ def bundle_of(data: dict[str, bytes]) -> Bundle | None:
     return Bundle(tls.KeyPair(data[CERT], data[KEY]), data[CA])
 
 
-async def read(kube: client.Kube, namespace: str, name: str) -> Bundle | None:
+async def read(kube: client.KubeRequests, namespace: str, name: str) -> Bundle | None:
     """The bundle in Secret ``namespace/name``, or None while it does not exist or is incomplete."""
     try:
         secret = await kube.request("GET", _path(namespace, name))
@@ -123,7 +123,7 @@ def renewed(
 
 
 async def keep(
-    kube: client.Kube, namespace: str, name: str, hosts: list[str], now: dt.datetime
+    kube: client.KubeRequests, namespace: str, name: str, hosts: list[str], now: dt.datetime
 ) -> Bundle:
     """Make Secret ``namespace/name`` hold a certificate for ``hosts``; return what it holds."""
     try:
@@ -175,7 +175,7 @@ def ca_bundle_patch(configuration: dict[str, Any], ca_bundle: bytes) -> list[dic
     return ops
 
 
-async def patch_ca_bundle(kube: client.Kube, name: str, ca_bundle: bytes) -> int:
+async def patch_ca_bundle(kube: client.KubeRequests, name: str, ca_bundle: bytes) -> int:
     """Write ``ca_bundle`` into the webhook configurations called ``name``; return how many changed.
 
     A configuration that does not exist is left alone (the chart makes them; the operator never

@@ -56,14 +56,14 @@ def merge_conditions(
     return out
 
 
-async def create(kube: client.Kube, body: dict[str, Any]) -> dict[str, Any]:
+async def create(kube: client.KubeRequests, body: dict[str, Any]) -> dict[str, Any]:
     """Create a Workload; return it as stored."""
     namespace = body["metadata"]["namespace"]
     return await kube.request("POST", path(namespace), body=body)
 
 
 async def _patch(
-    kube: client.Kube,
+    kube: client.KubeRequests,
     key: names.WorkloadKey,
     resource_version: str | None,
     body: dict[str, Any],
@@ -82,7 +82,7 @@ async def _patch(
 
 
 async def patch_status(
-    kube: client.Kube,
+    kube: client.KubeRequests,
     key: names.WorkloadKey,
     resource_version: str | None,
     status: dict[str, Any],
@@ -92,7 +92,7 @@ async def patch_status(
 
 
 async def patch_spec(
-    kube: client.Kube,
+    kube: client.KubeRequests,
     key: names.WorkloadKey,
     resource_version: str | None,
     spec: dict[str, Any],
@@ -102,7 +102,7 @@ async def patch_spec(
 
 
 async def patch_metadata(
-    kube: client.Kube,
+    kube: client.KubeRequests,
     key: names.WorkloadKey,
     resource_version: str | None,
     metadata: dict[str, Any],
@@ -111,7 +111,7 @@ async def patch_metadata(
     return await _patch(kube, key, resource_version, {"metadata": metadata})
 
 
-async def delete(kube: client.Kube, key: names.WorkloadKey, uid: str) -> None:
+async def delete(kube: client.KubeRequests, key: names.WorkloadKey, uid: str) -> None:
     """Delete the Workload, only if it is still the one with ``uid`` (a precondition)."""
     body = {
         "apiVersion": "v1",

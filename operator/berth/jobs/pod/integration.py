@@ -12,8 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from berth.api import errors, names, workload
-from berth.core import topology
-from berth.jobs.framework import labelled
+from berth.jobs.framework import labelled, pod_placement
 from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
 from berth.jobs.pod import group as podgroup
 from berth.jobs.pod import rules
@@ -196,7 +195,7 @@ class PodGroupJob(labelled.Labelled):
                 members = sorted(
                     str(p["metadata"]["name"]) for p in gated if podgroup.role_of(p) == role
                 )
-                pinned.update(topology.pin(run.topology, (), members))
+                pinned.update(pod_placement.pin(run.topology, (), members))
         out: dict[str, Body] = {}
         for pod in gated:
             name, role = str(pod["metadata"]["name"]), podgroup.role_of(pod)

@@ -1,15 +1,17 @@
 """This replica's webhook endpoint: the TLS server, its certificate, and who points at it.
 
-- Local mode (``berth run``, ``berth up``): a certificate of this process's own, and webhook
-  configurations pointing at ``https://HOST:PORT`` that this process registers.
-- Cluster mode (``ClusterWebhooks``, as the Helm chart runs it): the certificate of the Secret
-  every replica shares (``cluster_certs.ServingFromSecret``), and the chart's configurations,
-  which point at the webhook Service and are never rewritten here.
+- Local mode (``berth run``, ``berth up``): a certificate of this process's own
+  (``certificates.Certificates``), and webhook configurations pointing at ``https://HOST:PORT``
+  (``configurations.Url``) that this process registers.
+- Cluster mode (``certificates.ClusterWebhooks``, as the Helm chart runs it): the certificate of
+  the Secret every replica shares (``certificates.ServingFromSecret``), and the installer's
+  configurations (the chart's, or ``webhooks/``), which point at the webhook Service and are
+  never rewritten here.
 
-``start`` serves; ``register`` points the local configurations at it and ``unregister`` removes
-them when the operator stops; ``background`` is what must run beside it (the Secret reader);
-``not_ready`` tells ``/readyz`` what is missing; ``close`` stops serving. Called by
-``berth.entry.operator_main``.
+``start`` serves ``routes.app``; ``register`` points the local configurations at it and
+``unregister`` removes them when the operator stops; ``background`` is what must run beside it
+(the Secret reader); ``not_ready`` tells ``/readyz`` what is missing; ``close`` stops serving.
+Called by ``berth.entry.operator_main``.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from berth.adapters import tls
 from berth.adapters.kube import client, errors, jobs
 from berth.jobs.framework import protocol
 from berth.jobs.rules import job_sync
-from berth.operator import cluster_certs, webhooks
 from berth.operator import world as world_mod
+from berth.operator.webhooks import certificates, configurations, routes
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +39,9 @@ class WebhookServer:
 
     runner: web.AppRunner
     base_url: str
-    certs: webhooks.Certificates | None
+    certs: certificates.Certificates | None
     """Local mode: this process's own certificate."""
-    serving: cluster_certs.ServingFromSecret | None
+    serving: certificates.ServingFromSecret | None
     """Cluster mode: the shared Secret's certificate."""
 
     @classmethod
@@ -50,15 +52,15 @@ class WebhookServer:
         *,
         host: str,
         port: int,
-        cluster: cluster_certs.ClusterWebhooks | None,
+        cluster: certificates.ClusterWebhooks | None,
     ) -> WebhookServer:
         """Serve the webhooks on ``host:port`` (0 picks a free port)."""
         certs = serving = None
         if cluster is None:
-            certs = webhooks.Certificates(host)
+            certs = certificates.Certificates(host)
             context = certs.ssl_context()
         else:
-            serving = cluster_certs.ServingFromSecret(
+            serving = certificates.ServingFromSecret(
                 kube, world.config.namespace, cluster, tls.ServingContext()
             )
             context = serving.context.context
@@ -82,7 +84,7 @@ class WebhookServer:
             return await jobs.get(kube, integration, namespace, name)
 
         runner = web.AppRunner(
-            webhooks.app(world, read_parent, read_object, read_job), access_log=None
+            routes.app(world, read_parent, read_object, read_job), access_log=None
         )
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=context)
@@ -96,7 +98,8 @@ class WebhookServer:
         """Local mode: point Berth's webhook configurations at this server."""
         if self.certs is None:
             return
-        for conf in webhooks.configurations(self.base_url, self.certs.ca_bundle, world):
+        endpoint = configurations.Url(self.base_url, self.certs.ca_bundle)
+        for conf in configurations.build(endpoint, world.config, world.integrations):
             plural = conf["kind"].lower() + "s"
             await client.apply(kube, f"/apis/admissionregistration.k8s.io/v1/{plural}", conf)
 
@@ -119,7 +122,7 @@ class WebhookServer:
         if self.certs is None:
             return
         for plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
-            path = f"/apis/admissionregistration.k8s.io/v1/{plural}/{webhooks.NAME}"
+            path = f"/apis/admissionregistration.k8s.io/v1/{plural}/{configurations.NAME}"
             try:
                 current = await kube.request("GET", path)
                 urls = {
@@ -129,7 +132,7 @@ class WebhookServer:
                 if urls and all(u.startswith(f"{self.base_url}/") for u in urls):
                     await kube.request("DELETE", path)
             except errors.KubeError as e:
-                log.warning("could not remove %s %s: %s", plural, webhooks.NAME, e)
+                log.warning("could not remove %s %s: %s", plural, configurations.NAME, e)
 
     async def close(self) -> None:
         """Stop serving."""

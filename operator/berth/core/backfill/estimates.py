@@ -1,6 +1,6 @@
 """How long a workload is expected to run once admitted, and where that figure comes from.
 
-The Backfill strategy (``core.backfill``) plans with these estimates. In order of trust:
+The Backfill strategy (``planning``) plans with these estimates. In order of trust:
 
 1. The job's own hard bound (``berth.dev/runtime-limit``, written from ``activeDeadlineSeconds``)
    and its ``berth.dev/expected-runtime`` annotation: the smaller of those it has (Slurm plans

@@ -3,7 +3,7 @@
 Reads the ``kueue`` folder a ``berth bench harness CONFIG --against kueue --dir DIR`` run left
 (``DIR/kueue``: minimalkueue's log, Kueue's recorder's per-Workload states and summary),
 replays the same Workloads through Berth's simulator with Kueue's create times and quota
-holds (``benchharness.replay``), once with scheduling cycles only when Kueue started one and
+holds (``replay``), once with scheduling cycles only when Kueue started one and
 once with cycles as Berth's operator runs them, and prints one Markdown table of evictions and
 average time to admission per workload class beside Kueue's own. Registered as a subcommand of
 ``berth bench``.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from berth.devtools.benchharness import generator, kueue, replay
+from berth.devtools.harness import generator, kueue, replay
 
 
 @click.command(name="harness-replay")

@@ -37,7 +37,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from berth.devtools.benchharness import generator, runner
+from berth.devtools.harness import generator, runner
 
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

@@ -9,7 +9,7 @@ the config's queues and Workloads with Kueue's generator, plays the jobs' part, 
 ``summary.yaml`` (per workload class: count, evictions, average time to admission; per
 ClusterQueue class its first and last status event) and ``minimalkueue.stats.yaml`` (the
 controller's wall, user and system time, and peak RSS). This module runs it and reads those
-two files into `KueueRun`. Called by ``bench_harness.command``.
+two files into `KueueRun`. Called by ``command``.
 """
 
 from __future__ import annotations

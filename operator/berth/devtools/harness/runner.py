@@ -33,8 +33,8 @@ from typing import Any
 
 from berth.adapters import wakeup
 from berth.api import base
-from berth.devtools.benchharness import api as api_mod
-from berth.devtools.benchharness import generator
+from berth.devtools.harness import api as api_mod
+from berth.devtools.harness import generator
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ request counters, the operator's CPU time and peak memory read around it, and op
 server's Go CPU profile taken during it (``--apiserver-profile``). Prints the summary as YAML
 (``--out`` writes it too).
 
-With ``--against kueue``, Kueue's own harness (``benchharness.kueue``) runs the same config first,
+With ``--against kueue``, Kueue's own harness (``kueue``) runs the same config first,
 on a control plane of its own from the same binaries, and then Berth's on a fresh one, on equal
 terms: Berth's creates paced as Kueue's generator paces them and no admission webhook on the
 Workload path (minimalkueue registers none). It prints one Markdown table of both, with Berth ÷
@@ -32,10 +32,10 @@ import click
 import yaml
 
 from berth.api import crd
-from berth.devtools.benchharness import api as api_mod
-from berth.devtools.benchharness import ceiling, generator, kueue, proc, runner, summary
 from berth.devtools.devcluster import errors as devcluster_errors
 from berth.devtools.devcluster import launcher
+from berth.devtools.harness import api as api_mod
+from berth.devtools.harness import ceiling, generator, kueue, proc, runner, summary
 
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 _WEBHOOKS = "/apis/admissionregistration.k8s.io/v1"

@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from berth.api import base
-from berth.devtools.benchharness import api as api_mod
-from berth.devtools.benchharness import runner
+from berth.devtools.harness import api as api_mod
+from berth.devtools.harness import runner
 
 NAMESPACE = "berth-bench-ceiling"
 

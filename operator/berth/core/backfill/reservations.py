@@ -1,20 +1,20 @@
-"""The Backfill strategy inside one scheduling cycle: a ``backfill.Plan`` per quota tree.
+"""The Backfill strategy inside one scheduling cycle: a ``planning.Plan`` per quota tree.
 
 ``core.cycle`` builds a ``Planner`` when some ClusterQueue uses the strategy and asks it three
 things about each entry it processes: whether a fitting entry would delay a reservation
 (``held``), that an entry took its quota (``started``: it is running work from now on), and when a
 blocked entry's own reservation starts (``blocked``: it joins the holders). Heads blocked in this
 cycle join the holders and admissions of this cycle join the releases, so later entries see
-them: the tree's plan takes either in where it stands (``backfill.Plan.add``, ``insert`` and
+them: the tree's plan takes either in where it stands (``planning.Plan.add``, ``insert`` and
 ``started``), and places again only the reservations that may have moved. It is made again after
 a preemption or a hold. ``outlook`` answers the same questions for ``berth explain``.
 
 A plan is made from the tree's admitted work and holders, the estimates and ``now``. A cycle that
 neither preempted nor held anything in a tree leaves its plan as the next cycle would make it
 again (``Kept``): the next cycle takes it over when the tree's generation (counting the
-admissions the plan took in, ``backfill.Plan.started``), the holders (the same objects; those
+admissions the plan took in, ``planning.Plan.started``), the holders (the same objects; those
 parked since are inserted), ``now`` (or a later instant before which no running work was due to
-end, ``backfill.Plan.moved_to``) and the version of estimates and evictions all agree, and a
+end, ``planning.Plan.moved_to``) and the version of estimates and evictions all agree, and a
 tree whose queues only park heads is planned once per change, not once per cycle.
 
 Pure and deterministic; the inputs (``Inputs``) come from ``berth.state``.
@@ -28,12 +28,13 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 from berth.api import duration, names
-from berth.core import backfill, estimates, flavors, ordering, quota, resources, snapshot, workload
+from berth.core import flavors, ordering, quota, resources, snapshot, workload
+from berth.core.backfill import estimates, planning
 
 Given = dict[tuple[names.ClusterQueueName, names.WorkloadKey], workload.WorkloadInfo]
 """The holders a plan was made with (and given later), by queue and workload."""
 
-Ends = Mapping[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, backfill.Release]]
+Ends = Mapping[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, planning.Release]]
 """When admitted work gives its quota back, by workload, with the admission it was worked out
 for."""
 
@@ -46,7 +47,7 @@ class Kept:
     generation: int
     version: tuple[int, ...]
     holders: Given
-    plan: backfill.Plan
+    plan: planning.Plan
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -68,7 +69,7 @@ class Inputs:
     ends: Ends = dataclasses.field(default_factory=dict)
     """When admitted work gives its quota back, as earlier cycles' plans worked it out at this
     ``version`` of this snapshot (``CycleResult.ends``): the same admission (the same object)
-    gives it back then while that time lies ahead (``backfill.expected_end``). Every plan made
+    gives it back then while that time lies ahead (``planning.expected_end``). Every plan made
     afresh lists the tree's admitted work, and most of it is what the plans before it listed."""
 
 
@@ -98,19 +99,19 @@ class Planner:
         self.holders: dict[names.ClusterQueueName, list[workload.WorkloadInfo]] = {
             cq: list(infos) for cq, infos in inputs.holders.items()
         }
-        self.started_here: dict[str, list[backfill.Release]] = {}
-        self.plans: dict[str, backfill.Plan | None] = {}
+        self.started_here: dict[str, list[planning.Release]] = {}
+        self.plans: dict[str, planning.Plan | None] = {}
         self._victims_seen: dict[str, int] = {}
         """How many victims the cycle had chosen when each tree's plan was made."""
         self._members: dict[str, list[names.ClusterQueueName]] | None = None
         self._starts: dict[names.WorkloadKey, float] = dict(inputs.hints)
         """Where plans placed holders' reservations, earlier cycles' and then this one's: each
-        plan's placements search there first and note what they find (``backfill.Plan``)."""
+        plan's placements search there first and note what they find (``planning.Plan``)."""
         self._ends: Ends = inputs.ends
         """The ends it was given, then (copied on the first it works out) with this cycle's."""
         self._given: dict[str, Given] = {}
         """Each tree's holders as ``_holders_of`` found them, until a head joins them."""
-        self.fits: backfill.Fits = functools.partial(_fits_now, snap, {})
+        self.fits: planning.Fits = functools.partial(_fits_now, snap, {})
         """Its assignment's usage if it fits as the snapshot stands, preemption not considered.
         Bound to the snapshot, not to the planner: a plan the planner keeps must not refer back
         to it, or every cycle under Backfill would leave a reference cycle behind."""
@@ -127,12 +128,12 @@ class Planner:
         return self._members.get(root, [])
 
     def _end(self, info: workload.WorkloadInfo, cq: names.ClusterQueueName, since: float) -> float:
-        return backfill.expected_end(since, self.inputs.estimate(info, cq).seconds, self.now)
+        return planning.expected_end(since, self.inputs.estimate(info, cq).seconds, self.now)
 
-    def _holder(self, info: workload.WorkloadInfo, cq: names.ClusterQueueName) -> backfill.Holder:
-        return backfill.Holder(info, cq, self.inputs.estimate(info, cq))
+    def _holder(self, info: workload.WorkloadInfo, cq: names.ClusterQueueName) -> planning.Holder:
+        return planning.Holder(info, cq, self.inputs.estimate(info, cq))
 
-    def plan(self, root: str) -> backfill.Plan | None:
+    def plan(self, root: str) -> planning.Plan | None:
         """The tree's plan (None when no queue of the tree holds a reservation)."""
         if root in self.plans:
             return self.plans[root]
@@ -169,10 +170,10 @@ class Planner:
         members = self._queues_of(root)
         return self.generation(members[0]) if members else 0
 
-    def _taken_over(self, root: str, holders: Given) -> backfill.Plan | None:
+    def _taken_over(self, root: str, holders: Given) -> planning.Plan | None:
         """The last cycle's plan of the tree, if it is the plan this cycle would make.
 
-        Holders it was not made with join it where they stand (``backfill.Plan.insert``): a
+        Holders it was not made with join it where they stand (``planning.Plan.insert``): a
         workload the last cycle parked for another reason can be its queue's first parked.
         """
         kept = self.inputs.kept.get(root)
@@ -216,8 +217,8 @@ class Planner:
                 out[root] = Kept(self.now, generation, self.inputs.version, given, plan)
         return out
 
-    def _new_plan(self, root: str, holders: Sequence[backfill.Holder]) -> backfill.Plan:
-        return backfill.Plan(
+    def _new_plan(self, root: str, holders: Sequence[planning.Holder]) -> planning.Plan:
+        return planning.Plan(
             self.snap, self.now, self._releases(root), holders, self.fits, hints=self._starts
         )
 
@@ -241,24 +242,24 @@ class Planner:
         self.plans.pop(root, None)
         self.changed_roots.add(root)
 
-    def _releases(self, root: str) -> list[backfill.Release]:
+    def _releases(self, root: str) -> list[planning.Release]:
         """When the tree's admitted work, and then what this cycle started, gives its quota back.
 
         In this order, so that a plan sorts them as one that started those of this cycle one by
-        one (``backfill.Plan.started``) holds them: the latest last among equal ends.
+        one (``planning.Plan.started``) holds them: the latest last among equal ends.
         """
         releases = []
-        worked_out: dict[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, backfill.Release]]
+        worked_out: dict[names.WorkloadKey, tuple[snapshot.AdmittedWorkload, planning.Release]]
         worked_out = {}
         for name in self._queues_of(root):
             for adm in self.snap.admitted.get(name, {}).values():
                 key = adm.info.key
                 if adm.evicted or key in self.preempted:
-                    releases.append(backfill.Release(self.now, name, adm.admission.usage))
+                    releases.append(planning.Release(self.now, name, adm.admission.usage))
                     continue
                 found = self._ends.get(key)
                 if found is None or found[0] is not adm or found[1].end <= self.now:
-                    release = backfill.Release(
+                    release = planning.Release(
                         self._end(adm.info, name, adm.reserved_at), name, adm.admission.usage
                     )
                     found = worked_out[key] = (adm, release)
@@ -283,7 +284,7 @@ class Planner:
         runtime = self.inputs.estimate(info, cq)
         limit = info.runtime_limit
         bounded = math.inf if limit is None else self.now + limit
-        ends = backfill.Ends(self.now + runtime.seconds, bounded)
+        ends = planning.Ends(self.now + runtime.seconds, bounded)
         r = plan.delayed_by(info, cq, usage, ends, borrows=borrows)
         if r is None:
             return None
@@ -309,13 +310,13 @@ class Planner:
     ) -> None:
         """A workload took its quota in this cycle: it is running work from now on.
 
-        The tree's plan takes it in (``backfill.Plan.started``), unless victims were chosen
+        The tree's plan takes it in (``planning.Plan.started``), unless victims were chosen
         since the plan was made (they end now, which a plan cannot take in) or flavors are
         placed by topology (what a release gives back there is more than quota); then the plan
         is made again when next needed.
         """
         root = self.root_of(cq)
-        release = backfill.Release(self._end(info, cq, self.now), cq, usage)
+        release = planning.Release(self._end(info, cq, self.now), cq, usage)
         self.started_here.setdefault(root, []).append(release)
         plan = self.plans.get(root)
         if (
@@ -347,7 +348,7 @@ class Planner:
         self._given.pop(root, None)
         plan = self.plans.get(root)
         last = None if plan is None else plan.last_key()
-        if plan is not None and (last is None or last < backfill.holder_key(info)):
+        if plan is not None and (last is None or last < planning.holder_key(info)):
             # Behind every holder placed: the others keep their reservations.
             found = plan.add(self._holder(info, cq.name))
             self.made_with.setdefault(root, {})[(cq.name, info.key)] = info
@@ -510,7 +511,7 @@ def current(
     now: float,
     inputs: Inputs,
     order: Mapping[names.ClusterQueueName, Sequence[workload.WorkloadInfo]],
-) -> list[backfill.Reservation]:
+) -> list[planning.Reservation]:
     """Every reservation of the Backfill queues now, for ``berth queues``.
 
     A queue's holders are the first workloads of its ``order`` that do not fit now (what the
@@ -521,7 +522,7 @@ def current(
         cq = snap.cluster_queues.get(name)
         if cq is not None and cq.backfill is not None:
             planner.holders[name] = _first_blocked(planner, cq, infos)
-    out: list[backfill.Reservation] = []
+    out: list[planning.Reservation] = []
     for root in sorted({planner.root_of(name) for name in planner.holders}):
         plan = planner.plan(root)
         if plan is not None:

@@ -1,9 +1,12 @@
-"""Where a replica's webhook certificate comes from in cluster mode, and who keeps it current.
+"""Where a replica's webhook serving certificate comes from, and who keeps it current.
 
-In cluster mode (``berth run --webhook-secret NAME``, as the Helm chart runs it) every replica
-serves the webhooks behind one Service with the certificate of one Secret in the operator's
-namespace, and the webhook configurations are the chart's: the operator never creates them or
-changes where they point.
+Local mode (``berth run``, ``berth up``): ``Certificates``, a CA and a serving certificate of
+this process's own, kept in memory only; the configurations this process registers trust that CA.
+
+Cluster mode (``berth run --webhook-secret NAME``, as the Helm chart runs it, or the
+manifests in ``webhooks/``): every replica serves the webhooks behind one Service with the
+certificate of one Secret in the operator's namespace, and the webhook configurations are the
+installer's: the operator never creates them or changes where they point.
 
 - ``ServingFromSecret.run`` (every replica): reads the Secret every ``poll`` seconds and loads a
   changed certificate into the server's TLS context, so a rotation reaches every replica without
@@ -13,23 +16,49 @@ changes where they point.
   configurations named ``configuration_name`` — nothing else in them.
 
 Both retry on transient API errors with a capped backoff; an API server restart costs a pause.
-Called by ``berth.entry.operator_main``.
+Called by ``server``, ``berth.entry.operator_main`` and ``berth.entry.run_cmd``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import datetime as dt
 import logging
+import ssl
 
 from berth.adapters import tls
 from berth.adapters.kube import client, errors, webhook_certs
+from berth.operator.webhooks import configurations
 
 log = logging.getLogger(__name__)
 
 _BACKOFF_FIRST = 1.0
 _BACKOFF_MAX = 30.0
+
+
+class Certificates:
+    """Local mode: a CA and a serving certificate for the webhook host, kept in memory only.
+
+    The private key is never written to disk (``tls.ServingContext`` hands it to ``ssl`` and
+    removes the file at once), so a killed operator leaves no key behind.
+    """
+
+    def __init__(self, host: str) -> None:
+        self.ca = tls.new_certificate_authority("berth-webhook-ca")
+        self.serving = tls.issue_serving_certificate(self.ca, [host], "berth-webhook")
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A server-side TLS context with the serving certificate."""
+        context = tls.ServingContext()
+        context.load(self.serving)
+        return context.context
+
+    @property
+    def ca_bundle(self) -> str:
+        """The CA certificate, base64 encoded, for ``clientConfig.caBundle``."""
+        return base64.b64encode(self.ca.cert_pem).decode()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -42,7 +71,7 @@ class ClusterWebhooks:
     """The webhook Service, whose names the certificate carries; None when cert-manager keeps it."""
     manage: bool = True
     """The leader creates and renews the Secret and keeps the configurations' caBundle."""
-    configuration_name: str = "berth"
+    configuration_name: str = configurations.NAME
     """The Mutating- and ValidatingWebhookConfiguration whose caBundle the leader keeps."""
     cluster_domain: str = "cluster.local"
     poll: float = 10.0

@@ -5,5 +5,6 @@ and builds the queue objects and Workloads; ``api`` is a small counted REST clie
 creates Workloads on schedule, plays the job's part (finishes each after its runtime, clears
 evictions) and records every transition; ``summary`` turns the record into figures; ``ceiling``
 measures what the API server itself accepts; ``proc`` starts the operator and reads its CPU time
-and memory. ``berth bench harness`` (``berth.devtools.bench_harness``) puts them together.
+and memory. ``command`` and ``replay_command`` are ``berth bench harness`` and ``berth bench
+harness-replay``, which put them together.
 """

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from berth.devtools.bench_harness import command
-from berth.devtools.benchharness import api as api_mod
-from berth.devtools.benchharness import generator, kueue, runner, summary
+from berth.devtools.harness import api as api_mod
+from berth.devtools.harness import command, generator, kueue, runner, summary
 
 CONFIGS = Path(__file__).resolve().parents[2] / "config" / "bench"
 

@@ -23,7 +23,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from berth.devtools.benchharness import generator
+from berth.devtools.harness import generator
 from berth.sim import documents, engine
 
 LOG = "minimalkueue.err.log"

@@ -3,7 +3,7 @@
 Berth's own ``Backfill`` queueing strategy (Slurm's backfill; Kueue has no equivalent). Within
 one quota tree, the first ``reservationDepth`` blocked workloads of each Backfill ClusterQueue
 hold a *reservation*: the flavors they would get and the earliest time they fit, computed from
-the expected ends of running work (``core.estimates``). A workload behind a reservation holder is
+the expected ends of running work (``estimates``). A workload behind a reservation holder is
 admitted only if it does not delay that reservation: it ends (by its estimate) before the
 reservation starts, or the reservation still fits at its start with the workload running.
 
@@ -44,7 +44,8 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 
 from berth.api import clusterqueue, names
-from berth.core import estimates, ordering, resources, snapshot, workload
+from berth.core import ordering, resources, snapshot, workload
+from berth.core.backfill import estimates
 
 Fits = Callable[
     [names.ClusterQueueName, workload.WorkloadInfo], resources.FlavorResourceAmounts | None
