@@ -19,8 +19,7 @@ import pydantic
 
 from berth.api import errors, kinds, names
 from berth.api import workload as api_workload
-
-Body = dict[str, Any]
+from berth.api.bodies import Body
 
 
 def parse_time(text: str | None) -> float:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from berth.api import errors, workload
+from berth.api import bodies, errors, workload
+from berth.api.bodies import Body
 from berth.api.labels import KUEUE_MIN_PARALLELISM, MIN_PARALLELISM
 from berth.jobs.framework import jobspec, labelled, podsets, workload_body
-from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
+from berth.jobs.framework.protocol import PodSetOriginal, PodSetRun
 
 
 def pod_count(job: dict[str, Any]) -> int:
@@ -33,7 +34,7 @@ def to_workload(
     job: dict[str, Any], *, uid: str, honor_kueue: bool = False
 ) -> tuple[workload.Workload | None, list[errors.FieldError]]:
     """Build the Workload of a Job, or return the field errors that prevent it."""
-    meta = job.get("metadata") or {}
+    meta = bodies.meta(job)
     spec = job.get("spec") or {}
     problems = jobspec.spec_problems(spec)
     if problems:
@@ -118,7 +119,7 @@ def restore_patch(
 
     ``count`` is the pod set's count as the Workload recorded it (the original parallelism).
     """
-    meta = original.get("metadata") or {}
+    meta = bodies.meta(original)
     spec = original.get("spec") or {}
     patch: dict[str, Any] = {"spec": {}}
     template = podsets.template_patch(

@@ -27,9 +27,10 @@ import copy
 import dataclasses
 from typing import Any
 
-from berth.api import errors, workload
+from berth.api import bodies, errors, workload
+from berth.api.bodies import Body
 from berth.jobs.framework import jobspec, labelled, podsets, workload_body
-from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
+from berth.jobs.framework.protocol import PodSetOriginal, PodSetRun
 
 KIND = "JobSet"
 GROUP = "jobset.x-k8s.io"
@@ -91,9 +92,9 @@ def child_as_made(js: Body, child: Body) -> Body | str:
     The controller names each child ``<jobset>-<replicatedJob>-<index>``, index below the
     replicated job's ``replicas``, and gives it the replicated job's Job spec.
     """
-    meta = child.get("metadata") or {}
+    meta = bodies.meta(child)
     name = str(meta.get("name") or "")
-    js_meta = js.get("metadata") or {}
+    js_meta = bodies.meta(js)
     js_name = str(js_meta.get("name") or "")
     if str(child.get("kind") or "Job") != "Job":
         return f"kind: the JobSet controller makes Jobs only, not a {child.get('kind')}"
@@ -219,7 +220,7 @@ def restore_patch(js: Body, originals: dict[str, Body]) -> Body | None:
         spec = original.get("spec") or {}
         templates[name] = podsets.with_fields(
             current,
-            dict((original.get("metadata") or {}).get("labels") or {}),
+            bodies.labels_of(original),
             dict(spec.get("nodeSelector") or {}),
             list(spec.get("tolerations") or []),
         )

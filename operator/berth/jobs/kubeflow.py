@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from berth.api import configuration, errors, workload
+from berth.api import bodies, configuration, errors, workload
+from berth.api.bodies import Body
 from berth.jobs.framework import labelled, podsets, workload_body
-from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
+from berth.jobs.framework.protocol import PodSetOriginal, PodSetRun
 
 GROUP = "kubeflow.org"
 API_VERSION = f"{GROUP}/v1"
@@ -252,7 +253,7 @@ def restore_patch(kind: Kind, job: Body, originals: dict[str, Body]) -> Body | N
         spec = original.get("spec") or {}
         template = podsets.template_patch(
             replica.get("template") or {},
-            dict((original.get("metadata") or {}).get("labels") or {}),
+            bodies.labels_of(original),
             dict(spec.get("nodeSelector") or {}),
             list(spec.get("tolerations") or []),
         )

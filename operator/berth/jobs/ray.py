@@ -36,11 +36,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from berth.api import errors, workload
+from berth.api import bodies, errors, workload
+from berth.api.bodies import Body
 from berth.api.labels import JOB_UID_LABEL
 from berth.jobs.framework import podsets, protocol, workload_body
 from berth.jobs.framework.labelled import Labelled
-from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
+from berth.jobs.framework.protocol import PodSetOriginal, PodSetRun
 
 GROUP = "ray.io"
 API_VERSION = f"{GROUP}/v1"
@@ -180,9 +181,9 @@ def child_as_made(rayjob: Body, child: Body) -> Body | str:
     head also runs KubeRay's default submitter container), and in ``K8sJobMode`` one submitter
     Job named as the RayJob.
     """
-    meta = rayjob.get("metadata") or {}
+    meta = bodies.meta(rayjob)
     ref = f"RayJob {meta.get('namespace')}/{meta.get('name')}"
-    name = str((child.get("metadata") or {}).get("name") or "")
+    name = bodies.name(child)
     kind = str(child.get("kind") or "Job")
     made = {"metadata": child.get("metadata") or {}}
     if kind == RAYCLUSTER.kind:
@@ -362,7 +363,7 @@ def _placed(original: Body, name: str, uid: str, runs: dict[str, PodSetRun]) -> 
 def _recorded(original: Body) -> _Fields:
     spec = original.get("spec") or {}
     return (
-        dict((original.get("metadata") or {}).get("labels") or {}),
+        bodies.labels_of(original),
         dict(spec.get("nodeSelector") or {}),
         list(spec.get("tolerations") or []),
     )
@@ -410,7 +411,7 @@ def start_patch(
     shape: Shape, job: Body, originals: list[PodSetOriginal], runs: list[PodSetRun]
 ) -> Body:
     """Unsuspend the job, each role's template on its pod set's flavors."""
-    uid = str((job.get("metadata") or {}).get("uid") or "")
+    uid = bodies.uid(job)
     recorded = {o.name: o.template for o in originals}
     by_name = {r.name: r for r in runs}
     wanted = {

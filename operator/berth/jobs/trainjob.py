@@ -40,10 +40,11 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from berth.api import errors, workload
+from berth.api import bodies, errors, workload
+from berth.api.bodies import Body
 from berth.jobs import jobset
 from berth.jobs.framework import labelled, merge, podsets, protocol, workload_body
-from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
+from berth.jobs.framework.protocol import PodSetOriginal, PodSetRun
 
 KIND = "TrainJob"
 GROUP = "trainer.kubeflow.org"
@@ -92,7 +93,7 @@ def key_of(runtime: Body) -> RuntimeKey | None:
     kind = str(runtime.get("kind") or "")
     if kind not in RUNTIME_PLURALS:
         return None
-    meta = runtime.get("metadata") or {}
+    meta = bodies.meta(runtime)
     namespace = "" if kind == CLUSTER_RUNTIME else str(meta.get("namespace") or "")
     return RuntimeKey(kind, namespace, str(meta.get("name") or ""))
 
@@ -110,11 +111,7 @@ def runtime_ref(job: Body) -> RuntimeKey | errors.FieldError:
             f"must name a {CLUSTER_RUNTIME} or {NAMESPACED_RUNTIME} of {GROUP}, not {kind} of "
             f"{group}",
         )
-    namespace = (
-        ""
-        if kind == CLUSTER_RUNTIME
-        else str((job.get("metadata") or {}).get("namespace") or "default")
-    )
+    namespace = "" if kind == CLUSTER_RUNTIME else bodies.namespace(job, "default")
     return RuntimeKey(kind, namespace, str(ref["name"]))
 
 
@@ -360,8 +357,8 @@ def child_as_made(job: Body, runtimes: Runtimes, child: Body) -> Body | str:
     """
     if str(child.get("kind") or "") != jobset.KIND:
         return f"kind: the Trainer makes a JobSet only, not a {child.get('kind')}"
-    name = (job.get("metadata") or {}).get("name")
-    if (child.get("metadata") or {}).get("name") != name:
+    name = bodies.name(job)
+    if bodies.name(child) != name:
         return f"metadata.name: TrainJob {name} makes the JobSet {name} only"
     made, problems = as_jobset(job, runtimes, with_own_patch=True)
     if made is None:

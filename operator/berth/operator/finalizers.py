@@ -21,7 +21,7 @@ from typing import Any
 
 from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events
-from berth.api import base, names
+from berth.api import base, bodies, names
 from berth.operator import ports
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class Finalizers:
 
     async def reconcile(self, kind: str, name: str, body: dict[str, Any]) -> None:
         """Add or remove the finalizer of one object, or say what keeps it."""
-        meta = body.get("metadata") or {}
+        meta = bodies.meta(body)
         finalizers = list(meta.get("finalizers") or [])
         deleting = bool(meta.get("deletionTimestamp"))
         if not deleting:
@@ -101,7 +101,7 @@ class Finalizers:
         log.info("%s %s is no longer in use: deleted", kind, name)
 
     async def _patch(
-        self, kind: str, name: str, meta: dict[str, Any], finalizers: list[str]
+        self, kind: str, name: str, meta: bodies.ObjectMeta, finalizers: list[str]
     ) -> None:
         path = f"/apis/{base.GROUP}/{base.VERSION}/{_PLURALS[kind]}/{name}"
         stored = await self.kube.request(

@@ -12,12 +12,10 @@ Workload. Read by the job controller
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from berth.api import names
+from berth.api import bodies, job_view, names
+from berth.api.bodies import Body
 from berth.jobs.framework import protocol
-
-Body = dict[str, Any]
 
 
 def owner_job_uid(body: Body, composed: Sequence[protocol.Composed] = ()) -> str | None:
@@ -31,21 +29,13 @@ def owner_job_uid(body: Body, composed: Sequence[protocol.Composed] = ()) -> str
             key = kind.group_of(body)
             if key is not None:
                 return kind.job_uid(key)
-    refs = [
-        r for r in (body.get("metadata") or {}).get("ownerReferences") or [] if isinstance(r, dict)
-    ]
-    for ref in refs:
-        if ref.get("controller") is True and ref.get("uid"):
-            return str(ref.get("uid"))
-    for ref in refs:
+    ref = bodies.controller(body)
+    if ref is not None and ref.get("uid"):
+        return str(ref.get("uid"))
+    for ref in bodies.owner_references(body):
         if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
             return str(ref.get("uid"))
     return None
-
-
-def _meta(body: Body) -> dict[str, Any]:
-    meta = body.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 class JobIndex:
@@ -76,9 +66,8 @@ class JobIndex:
         ``parent_uid`` names the integrated job a child Job belongs to: the parent is returned
         instead, since a child's change (its pods stopping, say) is its parent's news.
         """
-        meta = _meta(body)
-        key = names.JobKey(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        uid = str(meta.get("uid") or "")
+        view = job_view.JobView(body, kind)
+        key, uid = view.key, view.uid
         if deleted:
             self.jobs.pop(key, None)
             self.job_of_uid.pop(uid, None)
@@ -122,7 +111,7 @@ class JobIndex:
         job_uid = owner_job_uid(body, self.composed)
         if job_uid is None:
             return None
-        name = str(_meta(body).get("name") or "")
+        name = bodies.name(body)
         status = body.get("status")
         phase = status.get("phase") if isinstance(status, dict) else None
         pods = self.pods_of_job.setdefault(job_uid, set())
@@ -150,7 +139,7 @@ class JobIndex:
 
     def workload_for_job(self, job: Body) -> names.WorkloadKey | None:
         """The Workload of a job, if it exists."""
-        return self.workload_of_job.get(str(_meta(job).get("uid") or ""))
+        return self.workload_of_job.get(bodies.uid(job))
 
     def job_of(self, uid: str) -> Body | None:
         """The job of this uid, as last seen."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events, jobs, workloads
-from berth.api import conditions, kinds, names, workload_view
+from berth.api import bodies, conditions, kinds, names, workload_view
 from berth.api import workload as api_workload
 from berth.jobs.framework import protocol, workload_body
 from berth.jobs.framework.protocol import Integration
@@ -586,7 +586,7 @@ def _refused_by_own_webhook(error: errors.KubeError) -> bool:
 
 
 def _job_key(integ: Integration, job: dict[str, Any]) -> names.JobKey:
-    meta = job.get("metadata") or {}
+    meta = bodies.meta(job)
     return names.JobKey(integ.kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 

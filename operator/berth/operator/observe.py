@@ -22,10 +22,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from berth.adapters import history, metrics
 from berth.api import conditions, names, workload_view
+from berth.api.bodies import Body
 from berth.core import admission, cycle
 from berth.core import workload as core_workload
 from berth.state import cache as cache_mod
@@ -34,8 +35,6 @@ from berth.state.queues import manager
 log = logging.getLogger(__name__)
 _COND = conditions.WorkloadCondition
 _KIND = history.EventKind
-
-Body = dict[str, Any]
 
 
 def _conditions(body: Body | None) -> dict[str, Body]:

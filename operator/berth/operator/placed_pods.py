@@ -18,17 +18,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import pydantic
 
-from berth.api import pod, quantity, topology
+from berth.api import bodies, pod, quantity, topology
+from berth.api.bodies import Body
 from berth.core import resources
 from berth.jobs.framework import pod_placement
 from berth.state import cache as cache_mod
 
 log = logging.getLogger(__name__)
-Body = dict[str, Any]
 
 _DONE = frozenset({"Succeeded", "Failed"})
 
@@ -64,7 +63,7 @@ class PlacedPods:
         Returns the uid of the job whose placed pods changed (the ungater looks at it), and
         whether room was freed on a topology-aware node (pending workloads try again).
         """
-        meta = body.get("metadata") or {}
+        meta = bodies.meta(body)
         labels = meta.get("labels") or {}
         placed_by = labels.get(topology.PLACED_LABEL)
         if placed_by is not None and not known(str(placed_by)):

@@ -10,9 +10,10 @@ mailbox or the state). Used by ``scheduler``, ``lifecycle``, ``jobcontroller``, 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from berth.api import configuration, names, workload_view
+from berth.api.bodies import Body
 from berth.core import cycle, priority, workload
 from berth.jobs.framework.protocol import Integration
 from berth.jobs.rules import job_sync, job_updates
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from berth.operator import observe, placed_pods
     from berth.operator.mailbox import Wakeups
 
-Body = dict[str, Any]
 Mailbox = mailbox.Mailbox[names.WorkloadKey]
 
 

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
 
-from berth.api import base, clusterqueue, kinds, names, priorityclass, validation
+from berth.api import base, bodies, clusterqueue, kinds, names, priorityclass, validation
+from berth.api.bodies import Body
 from berth.operator import mailbox
 from berth.state import cache as cache_mod
 from berth.state import priorities
 
 log = logging.getLogger(__name__)
-Body = dict[str, Any]
 
 FINALIZED_KINDS = frozenset({"ResourceFlavor", "ClusterQueue"})
 """Kinds kept from deletion while in use (``operator/finalizers``)."""
@@ -44,11 +43,11 @@ class Changed:
 
 
 def _deleting(body: Body) -> bool:
-    return bool((body.get("metadata") or {}).get("deletionTimestamp"))
+    return bodies.deleting(body)
 
 
 def _key(body: Body) -> names.WorkloadKey:
-    meta = body.get("metadata") or {}
+    meta = bodies.meta(body)
     return names.WorkloadKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
@@ -168,7 +167,7 @@ class QueueObjects:
             self.cache.delete(kind, key.namespace, key.name)
 
     def _namespace(self, body: Body, *, deleted: bool) -> Changed:
-        meta = body.get("metadata") or {}
+        meta = bodies.meta(body)
         name = str(meta.get("name") or "")
         if deleted:
             self.cache.delete_namespace(name)
@@ -180,7 +179,7 @@ class QueueObjects:
         return Changed(queues=True)
 
     def _pod_class(self, body: Body, *, deleted: bool) -> Changed:
-        name = str((body.get("metadata") or {}).get("name") or "")
+        name = bodies.name(body)
         if deleted:
             self.registry.drop_pod_class(name)
             return Changed()
@@ -199,5 +198,5 @@ def _consumed(body: Body) -> Body:
     """
     out = {k: v for k, v in body.items() if k not in {"metadata", "status"}}
     # A ClusterQueue being deleted admits nothing new (Kueue's Terminating): the cache reads it.
-    out["deletionTimestamp"] = (body.get("metadata") or {}).get("deletionTimestamp")
+    out["deletionTimestamp"] = bodies.meta(body).get("deletionTimestamp")
     return out

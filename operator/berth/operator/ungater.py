@@ -18,18 +18,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from typing import Any
 
 from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, jobs
-from berth.api import conditions, topology
+from berth.api import bodies, conditions, topology
+from berth.api.bodies import Body
 from berth.api.labels import POD_SET_LABEL
 from berth.core import topology as core_topology
 from berth.jobs.framework import pod_placement
 from berth.operator import ports
 
 log = logging.getLogger(__name__)
-Body = dict[str, Any]
 _COND = conditions.WorkloadCondition
 _RETRY = 1.0
 _INDEX = "batch.kubernetes.io/job-completion-index"
@@ -86,7 +85,7 @@ class Ungater:
             assignment = core_topology.from_status(psa.topology_assignment)
             if assignment is None:
                 continue
-            mine = [p for p in pods if _labels(p).get(POD_SET_LABEL) == psa.name]
+            mine = [p for p in pods if bodies.labels_of(p).get(POD_SET_LABEL) == psa.name]
             for name, selector in pinned_now(assignment, mine).items():
                 await self._pin(name, selector)
 
@@ -109,24 +108,15 @@ def pinned_now(assignment: core_topology.Assignment, pods: list[Body]) -> dict[s
     active = [p for p in pods if _phase(p) not in _DONE and not _deleting(p)]
     pinned = [_selector(p) for p in active if not pod_placement.is_gated(p)]
     waiting = sorted((p for p in active if pod_placement.is_gated(p)), key=_rank)
-    return pod_placement.pin(assignment, pinned, [_name(p) for p in waiting])
+    return pod_placement.pin(assignment, pinned, [bodies.namespaced_name(p) for p in waiting])
 
 
 def _rank(pod: Body) -> tuple[int, str]:
     """Completion index first (neighbouring ranks share a domain), then name."""
-    meta = pod.get("metadata") or {}
+    meta = bodies.meta(pod)
     raw = (meta.get("labels") or {}).get(_INDEX) or (meta.get("annotations") or {}).get(_INDEX)
     index = str(raw or "")
-    return (int(index) if index.isdigit() else 1 << 31), _name(pod)
-
-
-def _labels(pod: Body) -> dict[str, str]:
-    return dict((pod.get("metadata") or {}).get("labels") or {})
-
-
-def _name(pod: Body) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace')}/{meta.get('name')}"
+    return (int(index) if index.isdigit() else 1 << 31), bodies.namespaced_name(pod)
 
 
 def _phase(pod: Body) -> str | None:
@@ -135,7 +125,7 @@ def _phase(pod: Body) -> str | None:
 
 
 def _deleting(pod: Body) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    return bodies.deleting(pod)
 
 
 def _selector(pod: Body) -> dict[str, str]:

@@ -18,10 +18,10 @@ import dataclasses
 import logging
 import math
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
 
-from berth.api import conditions, configuration, kinds, labels, names, workload_view
+from berth.api import bodies, conditions, configuration, kinds, labels, names, workload_view
 from berth.api import workload as api_workload
+from berth.api.bodies import Body
 from berth.api.configuration import RequeueTimestamp
 from berth.core import admission, workload
 from berth.jobs.framework import protocol
@@ -36,8 +36,6 @@ _HELD = frozenset(
     {_EVICT.PODS_READY_TIMEOUT, _EVICT.LOCAL_QUEUE_STOPPED, _EVICT.CLUSTER_QUEUE_STOPPED}
 )
 """Requeued=False reasons the lifecycle task turns True once their cause is over."""
-
-Body = dict[str, Any]
 
 
 class WorkloadMachine:
@@ -299,7 +297,7 @@ def without_status(body: Body) -> Body:
     Of the annotations only the runtime estimates are kept (the Backfill strategy plans with
     them); the rest say nothing to the scheduler.
     """
-    meta = body.get("metadata") or {}
+    meta = bodies.meta(body)
     out = {k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}}
     notes = meta.get("annotations") or {}
     runtimes = {k: notes[k] for k in api_workload.RUNTIME_ANNOTATIONS if k in notes}

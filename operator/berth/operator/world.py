@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from berth.api import (
+    bodies,
     conditions,
     configuration,
     names,
@@ -28,6 +29,7 @@ from berth.api import (
 )
 from berth.api import node as api_node
 from berth.api import workload as api_workload
+from berth.api.bodies import Body
 from berth.core import cycle, priority, topology
 from berth.jobs import registry
 from berth.jobs.framework import composed, protocol
@@ -46,12 +48,10 @@ _HELD = frozenset(
 )
 """Requeued=False reasons the lifecycle task turns True once their cause is over."""
 
-Body = dict[str, Any]
-
 
 def _rv(body: Body) -> int:
     try:
-        return int((body.get("metadata") or {}).get("resourceVersion") or 0)
+        return int(bodies.resource_version(body) or 0)
     except ValueError:
         return 0
 
@@ -125,7 +125,7 @@ class World:
 
     def _fresh(self, kind: str, body: Body, *, deleted: bool) -> bool:
         """Tell whether this body is newer than anything seen of the object; remember it."""
-        meta = body.get("metadata") or {}
+        meta = bodies.meta(body)
         ident = (kind, meta.get("namespace") or "", meta.get("name") or "")
         rv = _rv(body)
         if rv and (rv < self._seen.get(ident, 0) or rv <= self._gone.get(ident, 0)):
@@ -169,7 +169,7 @@ class World:
 
     def _node(self, body: Body, *, deleted: bool) -> None:
         """Keep a node of topology-aware flavors; pending workloads try again when it changed."""
-        name = str((body.get("metadata") or {}).get("name") or "")
+        name = bodies.name(body)
         if deleted:
             changed = self.cache.delete_node(name)
         else:
@@ -204,7 +204,7 @@ class World:
         key = None if assembly is None else assembly.kind.group_of(body)
         if assembly is None or key is None:
             return
-        name = str((body.get("metadata") or {}).get("name") or "")
+        name = bodies.name(body)
         gone = False
         if deleted:
             gone = assembly.leave(key, name)
@@ -284,7 +284,7 @@ class World:
 
     def managed(self, job: Body) -> bool:
         """Tell whether Berth manages a job (``jobs.rules.managed``: one predicate, every path)."""
-        namespace = str((job.get("metadata") or {}).get("namespace") or "default")
+        namespace = bodies.namespace(job, "default")
         labels = self.cache.namespace_labels(namespace)
         return managed.decide(job, labels, self.config, self.integrations).managed
 
@@ -296,7 +296,7 @@ class World:
         """The LocalQueue a managed job naming none is queued in (``jobs.rules.unqueued`` 1)."""
         if not self.managed(job) or self.integration(job).queue_name(job) is not None:
             return None
-        namespace = str((job.get("metadata") or {}).get("namespace") or "default")
+        namespace = bodies.namespace(job, "default")
         return unqueued.default_queue(self.local_queue_names(namespace))
 
     def parent_of(self, job: Body) -> job_sync.Parent | None:
@@ -377,7 +377,7 @@ class World:
         A child of an integrated parent has no Workload of its own: its chain's root's counts
         (a TrainJob's, for the Jobs of its JobSet).
         """
-        uid = str((job.get("metadata") or {}).get("uid") or "")
+        uid = bodies.uid(job)
         root = self.index.root(uid)
         if root != uid:
             found = self.index.job_of(root)

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import yaml
 
-from berth.api import base, duration, errors, kinds, kueue_convert, names, validation
+from berth.api import base, bodies, duration, errors, kinds, kueue_convert, names, validation
 from berth.api import node as api_node
 from berth.jobs import registry
 from berth.jobs.framework import protocol
@@ -96,12 +96,12 @@ class Document:
     @property
     def name(self) -> str:
         """``metadata.name``."""
-        return str((self.raw.get("metadata") or {}).get("name") or "")
+        return bodies.name(self.raw)
 
     @property
     def namespace(self) -> str:
         """``metadata.namespace`` (``default`` when unset)."""
-        return str((self.raw.get("metadata") or {}).get("namespace") or "default")
+        return bodies.namespace(self.raw, "default")
 
 
 def generated(

@@ -23,7 +23,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from berth.api import configuration, errors, names, priorityclass
+from berth.api import bodies, configuration, errors, names, priorityclass
 from berth.api import workload as api_workload
 from berth.core import priority
 from berth.jobs.framework import composed, protocol, workload_body
@@ -186,7 +186,7 @@ class Intake:
         """Create or replace the object of ``doc``."""
         obj = doc.obj
         if doc.kind == documents.NAMESPACE:
-            labels = (doc.raw.get("metadata") or {}).get("labels") or {}
+            labels = bodies.labels_of(doc.raw)
             self.cache.upsert_namespace(doc.name, {str(k): str(v) for k, v in labels.items()})
             return Effect.QUEUES
         if doc.kind in documents.COMPOSED:

@@ -201,7 +201,7 @@ class Kube:
         while True:
             page = await self.request("GET", path, query=query)
             items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
+            meta = page.get("metadata") or {}  # a list's metadata: continue, resourceVersion
             token = meta.get("continue")
             if not token:
                 return items, str(meta.get("resourceVersion") or "")

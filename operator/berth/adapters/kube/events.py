@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from berth.adapters.kube import client, errors, workloads
+from berth.api import bodies
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ def event_body(
     warning: bool = False,
 ) -> dict[str, Any]:
     """An Event about ``involved`` (an object with apiVersion, kind and metadata)."""
-    meta = involved.get("metadata") or {}
+    meta = bodies.meta(involved)
     namespace = meta.get("namespace") or "default"
     stamp = workloads.timestamp(now)
     return {

@@ -22,15 +22,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
 
 import aiohttp
 
 from berth.adapters.kube import client, errors
+from berth.api import bodies
+from berth.api.bodies import Body
 
 log = logging.getLogger(__name__)
 
-Body = dict[str, Any]
 _BACKOFF_FIRST = 0.2
 _GONE = 410
 """HTTP 410 Gone: the resourceVersion asked for is older than the server keeps."""
@@ -130,7 +130,7 @@ class Informer:
             if code == _GONE:
                 raise Gone
             raise errors.TransientError(f"watch {self.path}: {obj.get('message') or obj}", code)
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        rv = bodies.resource_version(obj)
         if rv:
             self.resource_version = str(rv)
         if kind == "BOOKMARK":
@@ -182,5 +182,5 @@ class Informer:
 
 
 def _key(obj: Body) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
+    meta = bodies.meta(obj)
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")

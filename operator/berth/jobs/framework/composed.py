@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from berth.api import names
-from berth.jobs.framework.protocol import Body, ComposedIntegration
+from berth.api.bodies import Body
+from berth.jobs.framework.protocol import ComposedIntegration
 
 Member = TypeVar("Member")
 

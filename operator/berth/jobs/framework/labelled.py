@@ -8,29 +8,28 @@ that setting. Used by every kind, the Workload body and the rules.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
+from berth.api import bodies
+from berth.api.bodies import Body
 from berth.api.labels import KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL, PRIORITY_LABEL, QUEUE_LABEL
 
-Body = dict[str, Any]
 
-
-def _label(meta: dict[str, Any], key: str, fallback: str | None, honor_kueue: bool) -> str | None:
-    labels = meta.get("labels") or {}
+def _label(job: Body, key: str, fallback: str | None, honor_kueue: bool) -> str | None:
+    labels = bodies.labels_of(job)
     value = labels.get(key)
     if value is None and honor_kueue and fallback is not None:
         value = labels.get(fallback)
     return None if value is None else str(value)
 
 
-def queue_name(job: dict[str, Any], *, honor_kueue: bool = False) -> str | None:
+def queue_name(job: Body, *, honor_kueue: bool = False) -> str | None:
     """The LocalQueue a Job names, if any."""
-    return _label(job.get("metadata") or {}, QUEUE_LABEL, KUEUE_QUEUE_LABEL, honor_kueue)
+    return _label(job, QUEUE_LABEL, KUEUE_QUEUE_LABEL, honor_kueue)
 
 
-def priority_class(job: dict[str, Any], *, honor_kueue: bool = False) -> str | None:
+def priority_class(job: Body, *, honor_kueue: bool = False) -> str | None:
     """The WorkloadPriorityClass a Job names, if any."""
-    return _label(job.get("metadata") or {}, PRIORITY_LABEL, KUEUE_PRIORITY_LABEL, honor_kueue)
+    return _label(job, PRIORITY_LABEL, KUEUE_PRIORITY_LABEL, honor_kueue)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from berth.jobs.framework.protocol import Body, Integration
+from berth.api.bodies import Body
+from berth.jobs.framework.protocol import Integration
 
 
 def merge_patch(target: Any, patch: Any) -> Any:  # noqa: ANN401 - JSON values

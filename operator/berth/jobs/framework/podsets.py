@@ -11,6 +11,7 @@ import copy
 import dataclasses
 from typing import Any
 
+from berth.api import bodies
 from berth.api.labels import POD_SET_LABEL
 
 
@@ -48,7 +49,7 @@ def template_patch(
     tolerations: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """A JSON merge patch giving a pod template these labels, node selector and tolerations."""
-    current_labels = (template.get("metadata") or {}).get("labels") or {}
+    current_labels = bodies.labels_of(template)
     pod_spec = template.get("spec") or {}
     out: dict[str, Any] = {}
     label_patch = _map_patch(current_labels, labels)
@@ -104,7 +105,7 @@ def placed(
     The recorded template's own, plus the ``berth.dev/podset`` label, every flavor's node labels
     and every flavor's tolerations (as Kueue's ``podset.Merge``). Shared by every job kind.
     """
-    meta = original.get("metadata") or {}
+    meta = bodies.meta(original)
     spec = original.get("spec") or {}
     labels = dict(meta.get("labels") or {})
     labels[POD_SET_LABEL] = pod_set

@@ -19,10 +19,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from berth.api import errors, names, workload
+from berth.api.bodies import Body
 from berth.core import topology
 from berth.jobs.framework import podsets
-
-Body = dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

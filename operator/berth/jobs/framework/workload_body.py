@@ -14,12 +14,13 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from berth.api import base, duration, errors, kinds, names, resourceflavor, workload
+from berth.api import base, bodies, duration, errors, kinds, names, resourceflavor, workload
 from berth.api import topology as api_topology
+from berth.api.bodies import Body
 from berth.api.labels import JOB_UID_LABEL, UNSUPPORTED_OWNER_LABEL
 from berth.core import priority, topology
 from berth.jobs.framework import labelled, podsets, protocol
-from berth.jobs.framework.protocol import Body, Integration, PodSetOriginal, PodSetRun
+from berth.jobs.framework.protocol import Integration, PodSetOriginal, PodSetRun
 
 _MAX_NAME = 253
 _HASH = 5
@@ -76,7 +77,7 @@ def build_workload(
     ``berth.dev/expected-runtime`` annotation is copied and its hard ``runtime_limit`` written
     as ``berth.dev/runtime-limit``, for the Backfill strategy's estimates.
     """
-    meta = job.get("metadata") or {}
+    meta = bodies.meta(job)
     notes: dict[str, str] = {}
     expected = (meta.get("annotations") or {}).get(workload.EXPECTED_RUNTIME_ANNOTATION)
     if expected is not None:
@@ -132,7 +133,7 @@ class NewWorkload:
         Berth does not integrate: it is never queued (``jobs.rules.job_sync``), and the Workload
         webhook keeps the label.
         """
-        meta = job.get("metadata") or {}
+        meta = bodies.meta(job)
         body = self.obj.to_yaml_dict()
         body["metadata"]["ownerReferences"] = (
             integration.owner_references(job)

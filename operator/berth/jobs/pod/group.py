@@ -44,12 +44,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from berth.api import errors, quantity, workload
+from berth.api import bodies, errors, quantity, workload
 from berth.api import topology as api_topology
+from berth.api.bodies import Body
 from berth.api.labels import POD_SET_LABEL, QUEUE_LABEL
 from berth.jobs.framework import labelled, podsets, workload_body
-
-Body = dict[str, Any]
 
 KIND = "Pod"
 API_VERSION = "v1"
@@ -77,21 +76,6 @@ _MAX_NAME = 253
 
 def _map(value: Any) -> Body:  # noqa: ANN401 - a JSON value
     return value if isinstance(value, dict) else {}
-
-
-def meta_of(pod: Body) -> Body:
-    """A pod's metadata ({} when absent or not a map)."""
-    return _map(pod.get("metadata"))
-
-
-def labels_of(pod: Body) -> Body:
-    """A pod's labels."""
-    return _map(meta_of(pod).get("labels"))
-
-
-def annotations_of(pod: Body) -> Body:
-    """A pod's annotations."""
-    return _map(meta_of(pod).get("annotations"))
 
 
 def spec_of(pod: Body) -> Body:
@@ -127,12 +111,12 @@ class Membership:
 
 def group_name(pod: Body, *, honor_kueue: bool = False) -> str | None:
     """The group a pod's label names, if any."""
-    return read_key(labels_of(pod), GROUP_LABEL, KUEUE_GROUP_LABEL, honor_kueue)
+    return read_key(bodies.labels_of(pod), GROUP_LABEL, KUEUE_GROUP_LABEL, honor_kueue)
 
 
 def total_key_of(pod: Body, *, honor_kueue: bool) -> str:
     """The annotation that holds the group's size (Kueue's under ``honorKueueLabels``)."""
-    notes = annotations_of(pod)
+    notes = bodies.annotations_of(pod)
     if honor_kueue and TOTAL_ANNOTATION not in notes and KUEUE_TOTAL_ANNOTATION in notes:
         return KUEUE_TOTAL_ANNOTATION
     return TOTAL_ANNOTATION
@@ -142,7 +126,7 @@ def metadata_problems(pod: Body, *, honor_kueue: bool = False) -> list[errors.Fi
     """What is wrong with a pod's group label and size annotation (both, or neither)."""
     group = group_name(pod, honor_kueue=honor_kueue)
     total_key = total_key_of(pod, honor_kueue=honor_kueue)
-    total = annotations_of(pod).get(total_key)
+    total = bodies.annotations_of(pod).get(total_key)
     label_field = f"metadata.labels[{GROUP_LABEL}]"
     total_field = f"metadata.annotations[{total_key}]"
     both = f"set both the {GROUP_LABEL} label and the {TOTAL_ANNOTATION} annotation, or neither"
@@ -172,23 +156,19 @@ def membership(pod: Body, *, honor_kueue: bool = False) -> Membership | None:
         return None
     group = group_name(pod, honor_kueue=honor_kueue)
     if group is None:
-        return Membership(str(meta_of(pod).get("name") or ""), 1, grouped=False)
-    total = int(str(annotations_of(pod)[total_key_of(pod, honor_kueue=honor_kueue)]))
+        return Membership(str(bodies.meta(pod).get("name") or ""), 1, grouped=False)
+    total = int(str(bodies.annotations_of(pod)[total_key_of(pod, honor_kueue=honor_kueue)]))
     return Membership(group, total, grouped=True)
 
 
 def controlled(pod: Body) -> bool:
     """Tell whether a controller owns the pod (a Job's pods, a ReplicaSet's): not a member."""
-    refs = meta_of(pod).get("ownerReferences")
-    return any(
-        isinstance(r, dict) and r.get("controller") is True
-        for r in (refs if isinstance(refs, list) else [])
-    )
+    return bodies.controller(pod) is not None
 
 
 def is_member(pod: Body) -> bool:
     """Tell whether the Pod webhook made this pod a member (Berth's label on it)."""
-    return labels_of(pod).get(MANAGED_LABEL) == "true" and not controlled(pod)
+    return bodies.labels_of(pod).get(MANAGED_LABEL) == "true" and not controlled(pod)
 
 
 def group_uid(namespace: str, name: str) -> str:
@@ -213,21 +193,21 @@ def is_terminated(pod: Body) -> bool:
 
 def is_runnable(pod: Body) -> bool:
     """Not failed, and not deleted before it was bound (Kueue's ``isPodRunnableOrSucceeded``)."""
-    if meta_of(pod).get("deletionTimestamp") and not spec_of(pod).get("nodeName"):
+    if bodies.meta(pod).get("deletionTimestamp") and not spec_of(pod).get("nodeName"):
         return False
     return _phase(pod) != "Failed"
 
 
 def _deleted_at(pod: Body) -> bool:
-    return bool(meta_of(pod).get("deletionTimestamp"))
+    return bool(bodies.meta(pod).get("deletionTimestamp"))
 
 
 def _created(pod: Body) -> str:
-    return str(meta_of(pod).get("creationTimestamp") or "")
+    return str(bodies.meta(pod).get("creationTimestamp") or "")
 
 
 def _finalized(pod: Body) -> bool:
-    finalizers = meta_of(pod).get("finalizers")
+    finalizers = bodies.meta(pod).get("finalizers")
     return isinstance(finalizers, list) and FINALIZER in finalizers
 
 
@@ -242,7 +222,7 @@ def ordered(pods: Iterable[Body]) -> list[Body]:
             not _finalized(p),
             is_gated(p),
             _created(p),
-            str(meta_of(p).get("name") or ""),
+            str(bodies.meta(p).get("name") or ""),
         ),
     )
 
@@ -251,7 +231,7 @@ def group_body(namespace: str, name: str, pods: Iterable[Body]) -> Body:
     """A group as one job: its pods in Kueue's order, the first one's labels and annotations."""
     members = ordered(pods)
     first = members[0] if members else {}
-    meta = meta_of(first)
+    meta = bodies.meta(first)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -259,8 +239,8 @@ def group_body(namespace: str, name: str, pods: Iterable[Body]) -> Body:
             "namespace": namespace,
             "name": name,
             "uid": group_uid(namespace, name),
-            "labels": dict(labels_of(first)),
-            "annotations": dict(annotations_of(first)),
+            "labels": dict(bodies.labels_of(first)),
+            "annotations": dict(bodies.annotations_of(first)),
             "creationTimestamp": meta.get("creationTimestamp"),
         },
         "pods": members,
@@ -300,7 +280,9 @@ def excess(group: Body, *, honor_kueue: bool = False) -> list[Body]:
 def is_unretriable(group: Body, *, honor_kueue: bool = False) -> bool:
     """Tell whether any member says the group may not be retried."""
     return any(
-        read_key(annotations_of(p), RETRIABLE_ANNOTATION, KUEUE_RETRIABLE_ANNOTATION, honor_kueue)
+        read_key(
+            bodies.annotations_of(p), RETRIABLE_ANNOTATION, KUEUE_RETRIABLE_ANNOTATION, honor_kueue
+        )
         == "false"
         for p in pods(group)
     )
@@ -358,7 +340,7 @@ def role_hash(spec: Body) -> str:
 
 def role_of(pod: Body) -> str:
     """A member's role: as the webhook recorded it, else hashed from its spec now."""
-    recorded = annotations_of(pod).get(ROLE_ANNOTATION)
+    recorded = bodies.annotations_of(pod).get(ROLE_ANNOTATION)
     return str(recorded) if recorded else role_hash(spec_of(pod))
 
 
@@ -397,7 +379,7 @@ def consistency_problems(group: Body, *, honor_kueue: bool = False) -> list[erro
     queue = labelled.queue_name(first, honor_kueue=honor_kueue)
     size = membership(first, honor_kueue=honor_kueue)
     for pod in members:
-        name = meta_of(pod).get("name")
+        name = bodies.meta(pod).get("name")
         problems += [
             errors.FieldError(f"pods[{name}].{p.path}", p.message)
             for p in metadata_problems(pod, honor_kueue=honor_kueue)
@@ -439,7 +421,7 @@ def to_workload(
     sets = pod_sets(group, honor_kueue=honor_kueue)
     first = runnable(group)[0]
     grouped = group_name(first, honor_kueue=honor_kueue) is not None
-    name = str(meta_of(group).get("name") or "")
+    name = str(bodies.meta(group).get("name") or "")
     return workload_body.build_workload(
         group,
         uid=uid,
@@ -542,11 +524,11 @@ def owner_references(group: Body) -> list[Body]:
         {
             "apiVersion": API_VERSION,
             "kind": KIND,
-            "name": meta_of(p).get("name"),
-            "uid": meta_of(p).get("uid"),
+            "name": bodies.meta(p).get("name"),
+            "uid": bodies.meta(p).get("uid"),
         }
         for p in pods(group)
-        if meta_of(p).get("uid") and not _deleted_at(p)
+        if bodies.meta(p).get("uid") and not _deleted_at(p)
     ]
 
 
@@ -567,13 +549,13 @@ def to_stop(group: Body) -> list[Body]:
     return [
         p
         for p in pods(group)
-        if not is_gated(p) and not is_terminated(p) and not meta_of(p).get("deletionTimestamp")
+        if not is_gated(p) and not is_terminated(p) and not bodies.meta(p).get("deletionTimestamp")
     ]
 
 
 def finalizers_of(pod: Body) -> list[Any]:
     """A pod's finalizers."""
-    found = meta_of(pod).get("finalizers")
+    found = bodies.meta(pod).get("finalizers")
     return found if isinstance(found, list) else []
 
 

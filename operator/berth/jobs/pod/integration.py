@@ -11,9 +11,10 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from berth.api import errors, names, workload
+from berth.api import bodies, errors, names, workload
+from berth.api.bodies import Body
 from berth.jobs.framework import labelled, pod_placement
-from berth.jobs.framework.protocol import Body, PodSetOriginal, PodSetRun
+from berth.jobs.framework.protocol import PodSetOriginal, PodSetRun
 from berth.jobs.pod import group as podgroup
 from berth.jobs.pod import rules
 
@@ -75,7 +76,7 @@ class PodGroupJob(labelled.Labelled):
         member = podgroup.membership(obj) if podgroup.is_member(obj) else None
         if member is None:
             return None
-        namespace = str(podgroup.meta_of(obj).get("namespace") or "")
+        namespace = str(bodies.meta(obj).get("namespace") or "")
         return names.JobKey(podgroup.KIND, namespace, member.name)
 
     def group_of_new(self, obj: Body) -> names.JobKey | None:
@@ -85,7 +86,7 @@ class PodGroupJob(labelled.Labelled):
         member = podgroup.membership(obj, honor_kueue=self.honor_kueue_labels)
         if member is None:
             return None
-        namespace = str(podgroup.meta_of(obj).get("namespace") or "default")
+        namespace = str(bodies.meta(obj).get("namespace") or "default")
         return names.JobKey(podgroup.KIND, namespace, member.name)
 
     def job_uid(self, key: names.JobKey) -> str:
@@ -147,11 +148,11 @@ class PodGroupJob(labelled.Labelled):
 
     def may_drop_finalizer(self, job: Body, member: Body, *, finished_workload: bool) -> bool:
         """The member is one ``group.finalizer_drops`` lets go."""
-        name = podgroup.meta_of(member).get("name")
+        name = bodies.meta(member).get("name")
         drops = podgroup.finalizer_drops(
             job, finished_workload=finished_workload, honor_kueue=self.honor_kueue_labels
         )
-        return any(podgroup.meta_of(p).get("name") == name for p in drops)
+        return any(bodies.meta(p).get("name") == name for p in drops)
 
     # Integration --------------------------------------------------------------------------------
 

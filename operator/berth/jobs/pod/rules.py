@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from berth.api import errors
+from berth.api import bodies, errors
+from berth.api.bodies import Body
 from berth.api.labels import KUEUE_QUEUE_LABEL, QUEUE_LABEL
 from berth.jobs.framework import labelled
 from berth.jobs.pod import group as pod_group
@@ -26,7 +27,6 @@ from berth.jobs.pod.group import (
     RETRIABLE_ANNOTATION,
     ROLE_ANNOTATION,
     TOTAL_ANNOTATION,
-    Body,
 )
 
 
@@ -42,7 +42,7 @@ def webhook_patch(pod: Body, *, honor_kueue: bool = False) -> list[Body]:
     With ``honor_kueue``, Kueue's group label and size annotation are copied to Berth's, so
     everything after the webhook reads Berth's alone.
     """
-    meta = pod_group.meta_of(pod)
+    meta = bodies.meta(pod)
     spec = pod_group.spec_of(pod)
     ops: list[Body] = []
     labels = {MANAGED_LABEL: "true"}
@@ -52,8 +52,8 @@ def webhook_patch(pod: Body, *, honor_kueue: bool = False) -> list[Body]:
         if group is not None:
             labels[GROUP_LABEL] = group
         total_key = pod_group.total_key_of(pod, honor_kueue=True)
-        if total_key in pod_group.annotations_of(pod):
-            notes[TOTAL_ANNOTATION] = str(pod_group.annotations_of(pod)[total_key])
+        if total_key in bodies.annotations_of(pod):
+            notes[TOTAL_ANNOTATION] = str(bodies.annotations_of(pod)[total_key])
     for field, values in (("labels", labels), ("annotations", notes)):
         if field not in meta:
             ops.append({"op": "add", "path": f"/metadata/{field}", "value": {}})
@@ -81,7 +81,7 @@ def create_problems(pod: Body, *, honor_kueue: bool = False) -> list[errors.Fiel
     make a member (no queue, or not gated).
     """
     problems = pod_group.metadata_problems(pod, honor_kueue=honor_kueue)
-    claimed = MANAGED_LABEL in pod_group.labels_of(pod)
+    claimed = MANAGED_LABEL in bodies.labels_of(pod)
     if claimed and (
         labelled.queue_name(pod, honor_kueue=honor_kueue) is None or not pod_group.is_gated(pod)
     ):
@@ -135,8 +135,8 @@ def update_problems(
                 "delete the pod instead",
             )
         )
-    old_labels, new_labels = pod_group.labels_of(old), pod_group.labels_of(new)
-    old_notes, new_notes = pod_group.annotations_of(old), pod_group.annotations_of(new)
+    old_labels, new_labels = bodies.labels_of(old), bodies.labels_of(new)
+    old_notes, new_notes = bodies.annotations_of(old), bodies.annotations_of(new)
     fixed = [
         ("labels", old_labels, new_labels, QUEUE_LABEL),
         ("labels", old_labels, new_labels, KUEUE_QUEUE_LABEL),

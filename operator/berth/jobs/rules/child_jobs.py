@@ -20,8 +20,9 @@ RayCluster of an admitted parent may run.
 from __future__ import annotations
 
 from berth.api import quantity, workload
+from berth.api.bodies import Body
 from berth.jobs.framework import protocol
-from berth.jobs.framework.protocol import Body, Integration
+from berth.jobs.framework.protocol import Integration
 
 
 def refusal(

@@ -39,15 +39,15 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from berth.api import pod
+from berth.api import bodies, pod
 from berth.api import workload as api_workload
+from berth.api.bodies import Body
 from berth.jobs import batchjob, registry, trainjob
 from berth.jobs.framework import merge, protocol
 
 _BATCH_JOB = batchjob.BatchJob()
 """The integration the rules read a Job through when the caller binds none (unit tables)."""
 
-Body = dict[str, Any]
 
 OWN_KINDS = frozenset({("batch", "CronJob")})
 """Controllers whose Jobs are ordinary Jobs."""
@@ -62,16 +62,9 @@ class Parent:
     uid: str
 
 
-def _controller(job: Body) -> dict[str, Any] | None:
-    for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller"):
-            return ref
-    return None
-
-
 def parent(job: Body, enabled: Mapping[str, protocol.Integration]) -> Parent | None:
     """The Job's controller when it is another job kind Berth integrates, else None."""
-    ref = _controller(job)
+    ref = bodies.controller(job)
     if ref is None:
         return None
     found = registry.by_api_version(
@@ -89,14 +82,13 @@ def foreign_owner(job: Body, enabled: Mapping[str, protocol.Integration] = {}) -
     """
     if parent(job, enabled) is not None:
         return None
-    for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
-        if not ref.get("controller"):
-            continue
-        group = str(ref.get("apiVersion") or "").rpartition("/")[0]
-        if (group, ref.get("kind")) in OWN_KINDS:
-            return None
-        return f"{ref.get('kind')}/{ref.get('name')}"
-    return None
+    ref = bodies.controller(job)
+    if ref is None:
+        return None
+    group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+    if (group, ref.get("kind")) in OWN_KINDS:
+        return None
+    return f"{ref.get('kind')}/{ref.get('name')}"
 
 
 WORKLOAD_CLASS = "WorkloadPriorityClass"
@@ -135,9 +127,7 @@ def drift(
 ) -> tuple[Drift, str | None]:
     """How ``job`` differs from ``workload``, and the Job's queue."""
     queue = integration.queue_name(job)
-    wanted, problems = integration.to_workload(
-        job, uid=str((job.get("metadata") or {}).get("uid") or "")
-    )
+    wanted, problems = integration.to_workload(job, uid=bodies.uid(job))
     if wanted is None or problems:
         return Drift.NONE, queue  # an invalid Job keeps its Workload; its create was refused
     if wanted.spec.pod_sets != workload.spec.pod_sets:
@@ -212,7 +202,7 @@ def divergences(
 
     ``originals`` are the pod sets the Workload recorded, ``runs`` how the admission runs each.
     """
-    uid = str((job.get("metadata") or {}).get("uid") or "")
+    uid = bodies.uid(job)
     running, problems = integration.to_workload(job, uid=uid)
     if running is None:
         why = "; ".join(str(p) for p in problems)

@@ -53,15 +53,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from berth.api import duration, errors, validation, workload
+from berth.api import bodies, duration, errors, validation, workload
+from berth.api.bodies import Body
 from berth.api.labels import QUEUE_LABEL
 from berth.jobs import batchjob
 from berth.jobs.framework import protocol
 
 _BATCH_JOB = batchjob.BatchJob()
 """The integration the rules read a Job through when the caller binds none (unit tables)."""
-
-Body = dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,11 +82,6 @@ class WorkloadState:
     ``berth.dev/runtime-limit``), while it holds quota there; None elsewhere."""
 
 
-def _name(job: Body) -> str:
-    meta = job.get("metadata") or {}
-    return f"{meta.get('namespace')}/{meta.get('name')}"
-
-
 def refusals(
     old: Body,
     new: Body,
@@ -96,7 +90,7 @@ def refusals(
 ) -> list[errors.FieldError]:
     """Every rule the update ``old`` → ``new`` breaks (empty: allowed)."""
     out: list[errors.FieldError] = []
-    name = f"{integration.kind} {_name(new)}"
+    name = f"{integration.kind} {bodies.namespaced_name(new)}"
     old_queue = integration.queue_name(old)
     new_queue = integration.queue_name(new)
     label = f"metadata.labels[{QUEUE_LABEL}]"
@@ -153,9 +147,7 @@ def refusals(
 
 def create_problems(job: Body, integration: protocol.Integration) -> list[errors.FieldError]:
     """What a create of ``job`` is refused for: no Workload made from it, or a placement rule."""
-    obj, problems = integration.to_workload(
-        job, uid=str((job.get("metadata") or {}).get("uid") or "new")
-    )
+    obj, problems = integration.to_workload(job, uid=str(bodies.uid(job) or "new"))
     if obj is not None:
         problems = [*problems, *validation.validate_placement_annotations(obj)]
     return problems

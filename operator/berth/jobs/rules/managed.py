@@ -25,6 +25,7 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
+from berth.api import bodies
 from berth.jobs import registry
 from berth.jobs.framework import labelled, protocol
 from berth.jobs.rules import job_sync
@@ -69,7 +70,7 @@ def decide(
     ``enabled`` are the Configuration's integrations when the caller holds them (the World, on
     every event and webhook call); without them they are made from ``config``.
     """
-    meta = job.get("metadata") or {}
+    meta = bodies.meta(job)
     namespace = str(meta.get("namespace") or "default")
     if namespace in NEVER_MANAGED_NAMESPACES or namespace == config.namespace:
         return Decision(managed=False, why=Why.PROTECTED_NAMESPACE)

@@ -31,15 +31,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
 
-from berth.api import errors
+from berth.api import bodies, errors
+from berth.api.bodies import Body
 from berth.api.labels import QUEUE_LABEL
 from berth.jobs import ray
 from berth.jobs.framework import protocol
 from berth.jobs.rules import job_sync
 
-Body = dict[str, Any]
 DEFAULT_LOCAL_QUEUE = "default"
 """The LocalQueue a job naming none is queued in (Kueue's ``LocalQueueDefaulting``)."""
 
@@ -105,14 +104,6 @@ def pod_owner_kinds(enabled: Mapping[str, protocol.Integration]) -> frozenset[st
     return frozenset(kinds)
 
 
-def _controller(pod: Body) -> dict[str, Any] | None:
-    refs = (pod.get("metadata") or {}).get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
-
-
 def pod_refusal(
     pod: Body,
     enabled: Mapping[str, protocol.Integration],
@@ -123,8 +114,8 @@ def pod_refusal(
     ``seen`` finds a job by uid as the operator last saw it. A bare Pod is refused too: the pod
     integration (rule 1) queues bare Pods before this is asked.
     """
-    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
-    ref = _controller(pod)
+    namespace = bodies.namespace(pod, "default")
+    ref = bodies.controller(pod)
     if ref is None:
         return errors.FieldError(
             _LABEL,
@@ -148,7 +139,7 @@ def pod_refusal(
             f"its controller {kind} {namespace}/{name} (uid {uid}) is no job Berth knows; a "
             "queued job's controller makes its pods",
         )
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+    labels = bodies.labels_of(pod)
     selectors = [_selector(enabled[kind], found)]
     # A child's pods may carry its parent's label instead (a RayJob's cluster: Berth labels the
     # pods of every role with the RayJob's uid), so the parent's selector counts too.

@@ -30,9 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from berth.api import errors, labels
-
-Body = dict[str, Any]
+from berth.api import bodies, errors, labels
+from berth.api.bodies import Body
 
 
 def _class_ref(spec: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -48,7 +47,7 @@ def refusals(
     """
     out: list[errors.FieldError] = []
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-    meta = new.get("metadata") or {}
+    meta = bodies.meta(new)
     name = f"{meta.get('namespace')}/{meta.get('name')}"
     if (old.get("status") or {}).get("admission"):
         out.extend(
@@ -93,7 +92,7 @@ def refusals(
                 )
             )
     label = labels.UNSUPPORTED_OWNER_LABEL
-    old_labels = (old.get("metadata") or {}).get("labels") or {}
+    old_labels = bodies.labels_of(old)
     new_labels = meta.get("labels") or {}
     if label in old_labels and old_labels.get(label) != new_labels.get(label):
         out.append(

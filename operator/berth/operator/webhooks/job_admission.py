@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from berth.api import bodies
 from berth.api.labels import QUEUE_LABEL
 from berth.jobs import registry
 from berth.jobs.framework import merge, protocol
@@ -129,8 +130,8 @@ def _child_refusals(
         if why:
             problems.append(f"{field}: this {kind} is part of a job Berth queues: {why}")
     for label in {c.label for c in registry.CHILD_KINDS if c.label is not None}:
-        had = label in ((old.get("metadata") or {}).get("labels") or {})
-        if had and label not in ((job.get("metadata") or {}).get("labels") or {}):
+        had = label in bodies.labels_of(old)
+        if had and label not in bodies.labels_of(job):
             problems.append(
                 f"metadata.labels[{label}]: this {kind} is part of a job Berth queues; the "
                 "label may not be removed while its ownerReferences name that controller"
@@ -153,7 +154,7 @@ def validate_job(
             return reviews.allow()
         if integ.queue_name(job) is None:
             # Managed without a queue, and no default LocalQueue took it (jobs.rules.unqueued 1).
-            namespace = str((job.get("metadata") or {}).get("namespace") or "default")
+            namespace = bodies.namespace(job, "default")
             no_queue = unqueued.no_queue(integ.kind, namespace, world.local_queue_names(namespace))
             return reviews.deny(str(no_queue), 422)
         problems = job_updates.create_problems(job, integ)

@@ -17,7 +17,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from berth.api import topology
+from berth.api import bodies, topology
 from berth.api.labels import QUEUE_LABEL
 from berth.jobs.framework import pod_placement, protocol
 from berth.operator import ports
@@ -62,7 +62,7 @@ def mutate_placed_pod(request: dict[str, Any]) -> dict[str, Any]:
     The ungater (``operator.ungater``) pins it to its domain and removes the gate.
     """
     pod = reviews.job_of(request)
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+    labels = bodies.labels_of(pod)
     if request.get("operation") != "CREATE" or topology.PLACED_LABEL not in labels:
         return reviews.allow()
     return reviews.allow(pod_placement.gate_patch(pod))

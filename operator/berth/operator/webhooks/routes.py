@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from berth.adapters.kube import errors as kube_errors
-from berth.api import names
+from berth.api import bodies, names
 from berth.jobs.framework import protocol
 from berth.jobs.rules import job_sync
 from berth.operator import world as world_mod
@@ -88,7 +88,7 @@ def app(
                 job = reviews.job_of(req)
                 ref = world.parent_of(job) or world.parent_of(reviews.job_of(req, "oldObject"))
                 if ref is not None:
-                    namespace = str((job.get("metadata") or {}).get("namespace") or "")
+                    namespace = bodies.namespace(job)
                     parent = await read_parent(ref, namespace)
                     if parent is not None:
                         answer = decide(world, req, parent)
