@@ -6,7 +6,7 @@ integer units of its resource; ``None`` for a limit means unlimited (never a lar
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import pydantic
 
@@ -130,8 +130,3 @@ def quota_table(groups: list[ResourceGroup]) -> dict[tuple[str, str], ResourceQu
             for res in flavor.resources:
                 out.setdefault((flavor.name, res.name), res)
     return out
-
-
-def dump_groups(groups: list[ResourceGroup]) -> list[dict[str, Any]]:
-    """Dump resource groups in YAML shape."""
-    return [g.to_yaml_dict() for g in groups]

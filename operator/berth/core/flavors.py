@@ -188,10 +188,6 @@ class Assignment:
             if choice.mode == Mode.PREEMPT
         }
 
-    def pending_flavors(self) -> bool:
-        """Tell whether some resource stopped before its last flavor (more to try next time)."""
-        return any(idx != -1 for tried in self.last_tried for idx in tried.values())
-
     def to_admission(self, cq: names.ClusterQueueName) -> workload.Admission:
         """Describe this assignment as an admission into ``cq``."""
         return workload.Admission(

@@ -166,14 +166,6 @@ class Snapshot:
         """Replace the record of an admitted workload without changing its usage."""
         self.admitted.setdefault(adm.cluster_queue, {})[adm.info.key] = adm
 
-    def find_admitted(self, key: names.WorkloadKey) -> AdmittedWorkload | None:
-        """Return the admitted workload with this key, in whichever queue it is."""
-        for workloads in self.admitted.values():
-            adm = workloads.get(key)
-            if adm is not None:
-                return adm
-        return None
-
     @contextlib.contextmanager
     def what_if(self) -> Iterator[None]:
         """Run a block whose usage changes are all undone when it ends."""

@@ -1,8 +1,10 @@
 """The job controller: keeps each managed job and its Workload in step (leader only).
 
-Every integrated kind (``batch/v1`` Job, JobSet; ``jobs.registry``) goes through the same
-steps, reading and patching the job through its integration. For every job a handler marked
-dirty, in Kueue's reconciler order (``jobframework/reconciler.go``):
+Every integrated kind (``jobs.registry``: the ``batch/v1`` Job, JobSet, the training-operator's
+kinds, TrainJob, RayJob and RayCluster, pod groups) goes through the same steps, reading and
+patching the job through its integration and its capabilities (``jobs.framework.protocol``).
+For every job a handler marked dirty, in Kueue's reconciler order
+(``jobframework/reconciler.go``):
 
 1. no Workload yet: create one (owner reference, one pod set per role, priority resolved);
 2. the Job finished: mark the Workload ``Finished`` (its quota is released when that is seen);
@@ -12,10 +14,11 @@ dirty, in Kueue's reconciler order (``jobframework/reconciler.go``):
 4. the Workload is admitted and the Job suspended: start it with the flavors' node labels and
    tolerations (the integration's start patch); once running, keep it at its admitted shape
    (``jobs.rules.job_sync.divergences``: held at its count, or evicted with ``JobChanged`` and
-   queued again at its new shape) and ``PodsReady`` current;
+   queued again at its new shape) and ``PodsReady`` current, with Kueue's reasons
+   (``pods_ready_condition``: waiting to start, or to recover after a pod was lost);
 5. the Job runs but its Workload is not admitted: suspend it.
 
-Handlers only mark Jobs; all writes happen here, through ``berth.adapters.kube``.
+Handlers only mark Jobs; all writes happen here, through the ``KubeRequests`` port.
 """
 
 from __future__ import annotations
