@@ -360,6 +360,7 @@ def history_run(url: str) -> store.RunData:
         finally:
             await engine.dispose()
 
+    # On a loop of its own: the e2e tests poll this (through ``transitions``) inside wait_until.
     data = asyncio.run(read())
     assert data is not None, "the operator opened no history run"
     return data

@@ -641,6 +641,7 @@ def run_operator(docs: list[documents.Document], until: float | None = None) -> 
     saved = jobcontroller._STOP_SETTLE
     jobcontroller._STOP_SETTLE = 0.0
     try:
+        # A loop of its own: the synchronous counterpart of ``engine.Simulator(...).run()``.
         return asyncio.run(Driver(docs).run(until))
     finally:
         jobcontroller._STOP_SETTLE = saved

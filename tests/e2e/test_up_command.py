@@ -135,6 +135,7 @@ def _report_matches(printed: str, env: dict[str, str]) -> None:
     assert sum(q["finished"] for q in queues) == len(_sample_jobs())
     # SIGTERM stopped the operator gracefully: its history run is closed, with a duration.
     url = store.default_url(Path(env["BERTH_DATA_DIR"]))
+    # A synchronous test: it drives `berth up` and `berth report` as processes for minutes.
     data = asyncio.run(_latest_run(url))
     assert data is not None
     assert data.run.duration is not None

@@ -110,7 +110,7 @@ def _cms(namespace: str) -> str:
 
 
 @pytest.mark.integration
-def test_informer_lists_then_follows_every_change_in_order(
+async def test_informer_lists_then_follows_every_change_in_order(
     control_plane: launcher.ControlPlane,
 ) -> None:
     async def before(kube: client.Kube, ns: str) -> None:
@@ -139,11 +139,11 @@ def test_informer_lists_then_follows_every_change_in_order(
         assert set(inf.known) == {(ns, "a")}
         assert inf.lists == 1
 
-    asyncio.run(_with_informer(control_plane, body, before=before))
+    await _with_informer(control_plane, body, before=before)
 
 
 @pytest.mark.integration
-def test_informer_reopens_a_watch_the_server_ended_without_listing_again(
+async def test_informer_reopens_a_watch_the_server_ended_without_listing_again(
     control_plane: launcher.ControlPlane,
 ) -> None:
     async def body(kube: client.Kube, ns: str, inf: informer.Informer, calls: _Calls) -> None:
@@ -158,7 +158,7 @@ def test_informer_reopens_a_watch_the_server_ended_without_listing_again(
         assert calls.seen == [("apply", f"c{i}", str(i)) for i in range(3)]
         assert inf.lists == 1
 
-    asyncio.run(_with_informer(control_plane, body, watch_seconds=1))
+    await _with_informer(control_plane, body, watch_seconds=1)
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,7 @@ def uncached_plane(control_plane_factory: ControlPlaneFactory) -> launcher.Contr
 
 
 @pytest.mark.integration
-def test_informer_lists_again_after_410_and_removes_what_vanished_meanwhile(
+async def test_informer_lists_again_after_410_and_removes_what_vanished_meanwhile(
     uncached_plane: launcher.ControlPlane,
 ) -> None:
     async def before(kube: client.Kube, ns: str) -> None:
@@ -194,4 +194,4 @@ def test_informer_lists_again_after_410_and_removes_what_vanished_meanwhile(
         ]
         assert set(inf.known) == {(ns, "x"), (ns, "z")}
 
-    asyncio.run(_with_informer(uncached_plane, body, before=before))
+    await _with_informer(uncached_plane, body, before=before)

@@ -235,7 +235,7 @@ async def _connect_proxy(asked: list[str]) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
 
 
-def test_a_token_and_a_ca_given_as_data(
+async def test_a_token_and_a_ca_given_as_data(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     token = _token(control_plane, "cred-data")
@@ -243,10 +243,10 @@ def test_a_token_and_a_ca_given_as_data(
     path = _kubeconfig(
         control_plane, tmp_path / "k", {"token": token}, **{"certificate-authority-data": ca}
     )
-    assert asyncio.run(_whoami(path)) == "system:serviceaccount:default:cred-data"
+    assert await _whoami(path) == "system:serviceaccount:default:cred-data"
 
 
-def test_a_client_certificate_as_files_and_as_data(
+async def test_a_client_certificate_as_files_and_as_data(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     pair = tls.issue_serving_certificate(
@@ -262,55 +262,49 @@ def test_a_client_certificate_as_files_and_as_data(
     }
     for name, user in (("files", files), ("data", data)):
         path = _kubeconfig(control_plane, tmp_path / f"k-{name}", user)
-        assert asyncio.run(_whoami(path)) == "berth-cert-user", name
+        assert await _whoami(path) == "berth-cert-user", name
 
 
-def test_a_token_file_is_read_again_after_a_401(
+async def test_a_token_file_is_read_again_after_a_401(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("not-a-token\n")
     path = _kubeconfig(control_plane, tmp_path / "k", {"tokenFile": "token"})
-
-    async def run() -> tuple[str, str]:
-        kube = await client.Kube.open(path)
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-        try:
-            with pytest.raises(errors.PermanentError) as refused:
-                await kube.request("POST", REVIEW, body=body)
-            # The kubelet rotates the file; the next request's 401 makes the session read it.
-            token_file.write_text(_token(control_plane, "cred-file") + "\n")
-            review = await kube.request("POST", REVIEW, body=body)
-            return str(refused.value), str(review["status"]["userInfo"]["username"])
-        finally:
-            await kube.close()
-
-    refused, who = asyncio.run(run())
-    assert refused.startswith(f"POST {REVIEW}: 401")
+    kube = await client.Kube.open(path)
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    try:
+        with pytest.raises(errors.PermanentError) as refused:
+            await kube.request("POST", REVIEW, body=body)
+        # The kubelet rotates the file; the next request's 401 makes the session read it.
+        token_file.write_text(_token(control_plane, "cred-file") + "\n")
+        review = await kube.request("POST", REVIEW, body=body)
+    finally:
+        await kube.close()
+    who = str(review["status"]["userInfo"]["username"])
+    assert str(refused.value).startswith(f"POST {REVIEW}: 401")
     assert who == "system:serviceaccount:default:cred-file"
 
 
-def test_an_exec_plugin_is_run_once_then_again_when_its_credential_expires(
+async def test_an_exec_plugin_is_run_once_then_again_when_its_credential_expires(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     token = _token(control_plane, "cred-exec")
     soon = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=33)  # inside the renewal margin in 3 s
     user, runs = _plugin(tmp_path, [_credential(token, soon)])
     path = _kubeconfig(control_plane, tmp_path / "k", user)
-
-    async def run() -> list[str]:
-        kube = await client.Kube.open(path)
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-        try:
-            who = [await kube.request("POST", REVIEW, body=body) for _ in range(3)]
-            assert len(runs.read_text().splitlines()) == 1  # three requests, one run
-            await asyncio.sleep(4)
-            who.append(await kube.request("POST", REVIEW, body=body))
-            return [str(w["status"]["userInfo"]["username"]) for w in who]
-        finally:
-            await kube.close()
-
-    assert asyncio.run(run()) == ["system:serviceaccount:default:cred-exec"] * 4
+    kube = await client.Kube.open(path)
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    try:
+        who = [await kube.request("POST", REVIEW, body=body) for _ in range(3)]
+        assert len(runs.read_text().splitlines()) == 1  # three requests, one run
+        await asyncio.sleep(4)
+        who.append(await kube.request("POST", REVIEW, body=body))
+    finally:
+        await kube.close()
+    assert [str(w["status"]["userInfo"]["username"]) for w in who] == [
+        "system:serviceaccount:default:cred-exec"
+    ] * 4
     lines = runs.read_text().splitlines()
     assert len(lines) == 2
     info = json.loads(lines[0])
@@ -321,30 +315,30 @@ def test_an_exec_plugin_is_run_once_then_again_when_its_credential_expires(
     }
 
 
-def test_an_exec_credential_the_server_refuses_is_renewed_once(
+async def test_an_exec_credential_the_server_refuses_is_renewed_once(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     token = _token(control_plane, "cred-renew")
     later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
     user, runs = _plugin(tmp_path, [_credential("revoked", later), _credential(token, later)])
     path = _kubeconfig(control_plane, tmp_path / "k", user)
-    assert asyncio.run(_whoami(path)) == "system:serviceaccount:default:cred-renew"
+    assert await _whoami(path) == "system:serviceaccount:default:cred-renew"
     assert len(runs.read_text().splitlines()) == 2
 
 
-def test_an_exec_plugin_speaking_v1beta1(
+async def test_an_exec_plugin_speaking_v1beta1(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     token = _token(control_plane, "cred-beta")
     answer = _credential(token, api_version=EXEC_V1BETA1)
     user, runs = _plugin(tmp_path, [answer], api_version=EXEC_V1BETA1)
     path = _kubeconfig(control_plane, tmp_path / "k", user)
-    assert asyncio.run(_whoami(path)) == "system:serviceaccount:default:cred-beta"
+    assert await _whoami(path) == "system:serviceaccount:default:cred-beta"
     asked = [json.loads(line) for line in runs.read_text().splitlines()]
     assert [a["apiVersion"] for a in asked] == [EXEC_V1BETA1]
 
 
-def test_an_exec_plugin_may_answer_with_a_client_certificate_instead_of_a_token(
+async def test_an_exec_plugin_may_answer_with_a_client_certificate_instead_of_a_token(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     pair = tls.issue_serving_certificate(
@@ -358,27 +352,24 @@ def test_an_exec_plugin_may_answer_with_a_client_certificate_instead_of_a_token(
     }
     user, runs = _plugin(tmp_path, [_exec_credential(status, later)])
     path = _kubeconfig(control_plane, tmp_path / "k", user)
-    assert asyncio.run(_whoami(path)) == "berth-exec-cert"
+    assert await _whoami(path) == "berth-exec-cert"
     assert len(runs.read_text().splitlines()) == 1
 
 
-def test_the_pods_service_account_when_there_is_no_kubeconfig(
+async def test_the_pods_service_account_when_there_is_no_kubeconfig(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     target = _in_a_pod(control_plane, tmp_path, _token(control_plane, "cred-pod") + "\n")
     assert target.source == f"the pod's service account ({tmp_path / 'serviceaccount'})"
-
-    async def run() -> str:
-        kube = await client.Kube.connect(target)
-        try:
-            return str((await _user(kube))["username"])
-        finally:
-            await kube.close()
-
-    assert asyncio.run(run()) == "system:serviceaccount:default:cred-pod"
+    kube = await client.Kube.connect(target)
+    try:
+        who = str((await _user(kube))["username"])
+    finally:
+        await kube.close()
+    assert who == "system:serviceaccount:default:cred-pod"
 
 
-def test_the_pods_token_is_read_again_once_the_kubelet_has_rotated_it(
+async def test_the_pods_token_is_read_again_once_the_kubelet_has_rotated_it(
     control_plane: launcher.ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The file is read again every TOKEN_FILE_SECONDS (a minute, as client-go); 3 s here, which
@@ -389,94 +380,87 @@ def test_the_pods_token_is_read_again_once_the_kubelet_has_rotated_it(
     target = _in_a_pod(control_plane, tmp_path, first)
     assert target.token_file is not None
     token_file = target.token_file
-
-    async def run() -> list[list[str]]:
-        kube = await client.Kube.connect(target)
-        try:
-            used = [await _user(kube)]
-            # The kubelet writes the new token while the old one is still valid: no 401 to
-            # prompt a read, so the session reads the file again when its minute is up.
-            token_file.write_text(second)
-            used.append(await _user(kube))
-            await asyncio.sleep(3.5)
-            used.append(await _user(kube))
-            return [u["extra"][CREDENTIAL_ID] for u in used]
-        finally:
-            await kube.close()
-
+    kube = await client.Kube.connect(target)
+    try:
+        used = [await _user(kube)]
+        # The kubelet writes the new token while the old one is still valid: no 401 to
+        # prompt a read, so the session reads the file again when its minute is up.
+        token_file.write_text(second)
+        used.append(await _user(kube))
+        await asyncio.sleep(3.5)
+        used.append(await _user(kube))
+    finally:
+        await kube.close()
     old, new = f"JTI={_jti(first)}", f"JTI={_jti(second)}"
-    assert asyncio.run(run()) == [[old], [old], [new]]
+    assert [u["extra"][CREDENTIAL_ID] for u in used] == [[old], [old], [new]]
 
 
-def test_insecure_skip_tls_verify_trusts_a_server_no_ca_vouches_for(
+async def test_insecure_skip_tls_verify_trusts_a_server_no_ca_vouches_for(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     token = _token(control_plane, "cred-insecure")
     no_ca = _kubeconfig(
         control_plane, tmp_path / "k-no-ca", {"token": token}, **{"insecure-skip-tls-verify": False}
     )
-    with pytest.raises(errors.KubeError, match="certificate verify failed"):
-        asyncio.run(_whoami(no_ca))
+    # Not worth retrying: the error is permanent and says what to set.
+    with pytest.raises(errors.PermanentError, match="certificate verify failed") as caught:
+        await _whoami(no_ca)
+    assert "certificate-authority" in str(caught.value)
     insecure = _kubeconfig(
         control_plane, tmp_path / "k", {"token": token}, **{"insecure-skip-tls-verify": True}
     )
-    assert asyncio.run(_whoami(insecure)) == "system:serviceaccount:default:cred-insecure"
+    assert await _whoami(insecure) == "system:serviceaccount:default:cred-insecure"
 
 
-def test_tls_server_name_is_checked_when_the_certificate_does_not_name_the_address(
+async def test_tls_server_name_is_checked_when_the_certificate_does_not_name_the_address(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     token = _token(control_plane, "cred-sni")
     ca = str(control_plane.ca_file)
-
-    async def run() -> tuple[str, str]:
-        # The serving certificate names 127.0.0.1, localhost and the in-cluster names only.
-        async with _relay(OTHER_LOOPBACK, control_plane.server.removeprefix("https://")) as url:
-            unnamed = _kubeconfig(
-                control_plane,
-                tmp_path / "k-unnamed",
-                {"token": token},
-                server=url,
-                **{"certificate-authority": ca},
-            )
-            with pytest.raises(errors.KubeError) as refused:
-                await _whoami(unnamed)
-            named = _kubeconfig(
-                control_plane,
-                tmp_path / "k",
-                {"token": token},
-                server=url,
-                **{"certificate-authority": ca, "tls-server-name": "kubernetes"},
-            )
-            return str(refused.value), await _whoami(named)
-
-    refused, who = asyncio.run(run())
+    # The serving certificate names 127.0.0.1, localhost and the in-cluster names only.
+    async with _relay(OTHER_LOOPBACK, control_plane.server.removeprefix("https://")) as url:
+        unnamed = _kubeconfig(
+            control_plane,
+            tmp_path / "k-unnamed",
+            {"token": token},
+            server=url,
+            **{"certificate-authority": ca},
+        )
+        with pytest.raises(errors.PermanentError) as caught:
+            await _whoami(unnamed)
+        named = _kubeconfig(
+            control_plane,
+            tmp_path / "k",
+            {"token": token},
+            server=url,
+            **{"certificate-authority": ca, "tls-server-name": "kubernetes"},
+        )
+        who = await _whoami(named)
+    refused = str(caught.value)
     # One line saying which request failed and why, not aiohttp's or ssl's exception.
     assert refused.startswith(f"POST {REVIEW}: ")
     assert f"certificate is not valid for '{OTHER_LOOPBACK}'" in refused
+    assert "tls-server-name" in refused
     assert who == "system:serviceaccount:default:cred-sni"
 
 
-def test_proxy_url_sends_the_requests_through_an_http_connect_proxy(
+async def test_proxy_url_sends_the_requests_through_an_http_connect_proxy(
     control_plane: launcher.ControlPlane, tmp_path: Path
 ) -> None:
     token = _token(control_plane, "cred-proxy")
     asked: list[str] = []
-
-    async def run() -> list[str]:
-        async with _connect_proxy(asked) as proxy:
-            path = _kubeconfig(
-                control_plane,
-                tmp_path / "k",
-                {"token": token},
-                **{"certificate-authority": str(control_plane.ca_file), "proxy-url": proxy},
-            )
-            kube = await client.Kube.open(path)
-            try:
-                return [str((await _user(kube))["username"]) for _ in range(2)]
-            finally:
-                await kube.close()
-
-    assert asyncio.run(run()) == ["system:serviceaccount:default:cred-proxy"] * 2
+    async with _connect_proxy(asked) as proxy:
+        path = _kubeconfig(
+            control_plane,
+            tmp_path / "k",
+            {"token": token},
+            **{"certificate-authority": str(control_plane.ca_file), "proxy-url": proxy},
+        )
+        kube = await client.Kube.open(path)
+        try:
+            who = [str((await _user(kube))["username"]) for _ in range(2)]
+        finally:
+            await kube.close()
+    assert who == ["system:serviceaccount:default:cred-proxy"] * 2
     server = control_plane.server.removeprefix("https://")
     assert set(asked) == {f"CONNECT {server}"}

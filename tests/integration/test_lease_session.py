@@ -64,10 +64,10 @@ async def _busy_then_renew(plane: launcher.ControlPlane) -> dict[str, Any]:
 
 
 @pytest.mark.integration
-def test_a_session_of_its_own_renews_the_lease_while_another_is_busy(
+async def test_a_session_of_its_own_renews_the_lease_while_another_is_busy(
     control_plane: launcher.ControlPlane,
 ) -> None:
-    out = asyncio.run(_busy_then_renew(control_plane))
+    out = await _busy_then_renew(control_plane)
     assert out["busy"] == "timed out", "every connection of the busy session was held"
     assert out["own"] is True
     assert out["renewed"] is True

@@ -8,7 +8,6 @@ it as a conflict rather than overwriting.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -156,7 +155,7 @@ def test_cluster_queue_with_several_errors_is_denied_with_every_field_path(
         assert path in message
 
 
-def test_workload_status_write_from_a_stale_read_is_refused_as_a_conflict(
+async def test_workload_status_write_from_a_stale_read_is_refused_as_a_conflict(
     control_plane: launcher.ControlPlane,
     namespace: str,
     wait_until: Callable[..., None],
@@ -168,16 +167,13 @@ def test_workload_status_write_from_a_stale_read_is_refused_as_a_conflict(
     key = names.WorkloadKey(namespace, stale["metadata"]["name"])
     control_plane.kubectl().run("label", "workload", key.name, "-n", namespace, "moved=on")
     marker = workloads.condition("BerthTestMarker", True, "Stale", "written from a stale read", 0)
-
-    async def write(rv: str) -> dict[str, Any]:
-        kube = await client.Kube.open(str(control_plane.kubeconfig))
-        try:
-            return await workloads.patch_status(kube, key, rv, {"conditions": [marker]})
-        finally:
-            await kube.close()
-
-    with pytest.raises(kube_errors.ConflictError):
-        asyncio.run(write(stale["metadata"]["resourceVersion"]))
+    rv = stale["metadata"]["resourceVersion"]
+    kube = await client.Kube.open(str(control_plane.kubeconfig))
+    try:
+        with pytest.raises(kube_errors.ConflictError):
+            await workloads.patch_status(kube, key, rv, {"conditions": [marker]})
+    finally:
+        await kube.close()
     after = workload_of(control_plane, namespace, "stale")
     types = {c["type"] for c in (after.get("status") or {}).get("conditions") or []}
     assert "BerthTestMarker" not in types

@@ -8,7 +8,6 @@ are refused with 403, 401 and 401; the probes answer anyone.
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from typing import Any
 
@@ -68,7 +67,9 @@ async def _scrapes(plane: launcher.ControlPlane, headers: dict[str, str | None])
     return out
 
 
-def test_only_a_metrics_reader_reads_the_metrics(control_plane: launcher.ControlPlane) -> None:
+async def test_only_a_metrics_reader_reads_the_metrics(
+    control_plane: launcher.ControlPlane,
+) -> None:
     admin = control_plane.kubectl()
     admin.apply([READER])
     reader, other = _token(control_plane, "scraper"), _token(control_plane, "someone")
@@ -79,16 +80,14 @@ def test_only_a_metrics_reader_reads_the_metrics(control_plane: launcher.Control
         "--clusterrole=metrics-reader-test",
         "--serviceaccount=default:scraper",
     )
-    got = asyncio.run(
-        _scrapes(
-            control_plane,
-            {
-                "reader": f"Bearer {reader}",
-                "other": f"Bearer {other}",
-                "made-up": "Bearer not-a-token",
-                "none": None,
-            },
-        )
+    got = await _scrapes(
+        control_plane,
+        {
+            "reader": f"Bearer {reader}",
+            "other": f"Bearer {other}",
+            "made-up": "Bearer not-a-token",
+            "none": None,
+        },
     )
     status, text = got["reader"]
     assert status == 200

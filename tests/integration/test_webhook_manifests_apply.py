@@ -10,7 +10,6 @@ end: they point at a Service nothing serves here, and fail closed.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from typing import Any
@@ -66,7 +65,7 @@ async def _write_ca_bundle(plane: launcher.ControlPlane, bundle: bytes) -> int:
 @pytest.mark.parametrize(
     "apply", [("apply",), ("apply", "--server-side")], ids=["client", "server"]
 )
-def test_the_generated_webhooks_apply_and_keep_the_ca_bundle_the_leader_writes(
+async def test_the_generated_webhooks_apply_and_keep_the_ca_bundle_the_leader_writes(
     control_plane: launcher.ControlPlane, apply: tuple[str, ...]
 ) -> None:
     kubectl = control_plane.kubectl()
@@ -75,7 +74,7 @@ def test_the_generated_webhooks_apply_and_keep_the_ca_bundle_the_leader_writes(
     try:
         kubectl.run(*apply, "-f", "-", stdin=text)
         ca = tls.new_certificate_authority("berth-manifests-test-ca").cert_pem
-        assert asyncio.run(_write_ca_bundle(control_plane, ca)) == len(docs)
+        assert await _write_ca_bundle(control_plane, ca) == len(docs)
         kubectl.run(*apply, "-f", "-", stdin=text)  # an upgrade applies the same files again
         for doc in docs:
             live = _live(control_plane, doc["kind"])

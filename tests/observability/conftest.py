@@ -75,6 +75,8 @@ async def _admin(url: str, statement: str) -> None:
 @pytest.fixture
 def postgres_url(postgres_server: str) -> Iterator[str]:
     """A fresh, empty database on the session's server, dropped afterwards."""
+    # Synchronous, with loops of its own: ``database_url`` asks for it by name, and synchronous
+    # tests use it too (``berth simulate --record`` runs its own loop, which a running one refuses).
     name = f"t_{uuid.uuid4().hex[:12]}"
     asyncio.run(_admin(postgres_server, f'CREATE DATABASE "{name}"'))
     yield postgres_server.rsplit("/", 1)[0] + f"/{name}"

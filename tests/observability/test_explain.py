@@ -3,9 +3,9 @@ import io
 import pathlib
 
 import pytest
-import scenario_text as st
 from click.testing import CliRunner
 
+import scenario_text as st
 from berth.api import names
 from berth.entry import cli
 from berth.sim import documents, engine

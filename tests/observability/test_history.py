@@ -35,20 +35,17 @@ def _model_tables() -> dict[str, set[str]]:
     return {name: {c.name for c in t.columns} for name, t in models.metadata.tables.items()}
 
 
-def test_migrations_upgrade_downgrade_upgrade(database_url: str) -> None:
-    async def scenario() -> list[tuple[str | None, dict[str, set[str]]]]:
-        engine = store.create_engine(database_url)
-        seen = [(await store.current_revision(engine), await _tables(engine))]
-        try:
-            for step in (migrate.upgrade, migrate.downgrade, migrate.upgrade):
-                await step(engine)
-                seen.append((await store.current_revision(engine), await _tables(engine)))
-        finally:
-            await engine.dispose()
-        return seen
-
+async def test_migrations_upgrade_downgrade_upgrade(database_url: str) -> None:
+    engine = store.create_engine(database_url)
+    seen = [(await store.current_revision(engine), await _tables(engine))]
+    try:
+        for step in (migrate.upgrade, migrate.downgrade, migrate.upgrade):
+            await step(engine)
+            seen.append((await store.current_revision(engine), await _tables(engine)))
+    finally:
+        await engine.dispose()
     models_tables = _model_tables()
-    assert asyncio.run(scenario()) == [
+    assert seen == [
         (None, {}),
         ("0001", models_tables),
         (None, {}),
@@ -81,22 +78,20 @@ def test_the_store_is_migrated_without_alembic_in_the_opening_process(
     assert done.stdout.splitlines() == ["0001", "[]"]
 
 
-def test_sqlite_store_uses_wal(tmp_path: pathlib.Path) -> None:
-    async def mode() -> str:
-        engine = await store.open_store(str(tmp_path / "data" / "history.db"))
-        try:
-            async with engine.connect() as conn:
-                return str((await conn.execute(sa.text("PRAGMA journal_mode"))).scalar())
-        finally:
-            await engine.dispose()
-
-    assert asyncio.run(mode()) == "wal"
+async def test_sqlite_store_uses_wal(tmp_path: pathlib.Path) -> None:
+    engine = await store.open_store(str(tmp_path / "data" / "history.db"))
+    try:
+        async with engine.connect() as conn:
+            mode = str((await conn.execute(sa.text("PRAGMA journal_mode"))).scalar())
+    finally:
+        await engine.dispose()
+    assert mode == "wal"
 
 
 @pytest.mark.parametrize(
     "existing_mode", [None, 0o644], ids=["new file", "made by an older version"]
 )
-def test_an_sqlite_store_and_its_wal_are_readable_by_their_owner_only(
+async def test_an_sqlite_store_and_its_wal_are_readable_by_their_owner_only(
     tmp_path: pathlib.Path, existing_mode: int | None
 ) -> None:
     path = tmp_path / "data" / "history.db"
@@ -104,21 +99,17 @@ def test_an_sqlite_store_and_its_wal_are_readable_by_their_owner_only(
         path.parent.mkdir()
         path.touch(mode=existing_mode)
         path.chmod(existing_mode)
-
-    async def write() -> None:
-        engine = await store.open_store(str(path))
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(sa.text("CREATE TABLE IF NOT EXISTS probe (x INTEGER)"))
-                await conn.execute(sa.text("INSERT INTO probe VALUES (1)"))
-            files = sorted(p.name for p in path.parent.iterdir())
-            assert "history.db-wal" in files  # WAL mode: the side files exist while it is open
-            for name in files:
-                assert (path.parent / name).stat().st_mode & 0o777 == 0o600, name
-        finally:
-            await engine.dispose()
-
-    asyncio.run(write())
+    engine = await store.open_store(str(path))
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(sa.text("CREATE TABLE IF NOT EXISTS probe (x INTEGER)"))
+            await conn.execute(sa.text("INSERT INTO probe VALUES (1)"))
+        files = sorted(p.name for p in path.parent.iterdir())
+        assert "history.db-wal" in files  # WAL mode: the side files exist while it is open
+        for name in files:
+            assert (path.parent / name).stat().st_mode & 0o777 == 0o600, name
+    finally:
+        await engine.dispose()
 
 
 @pytest.mark.parametrize(
@@ -136,15 +127,13 @@ def test_urls_get_async_drivers(url: str, want: str) -> None:
 
 
 @pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
-def test_every_spelling_of_an_in_memory_sqlite_store_opens_migrated(url: str) -> None:
-    async def revision() -> str | None:
-        engine = await store.open_store(url)
-        try:
-            return await store.current_revision(engine)
-        finally:
-            await engine.dispose()
-
-    assert asyncio.run(revision()) is not None
+async def test_every_spelling_of_an_in_memory_sqlite_store_opens_migrated(url: str) -> None:
+    engine = await store.open_store(url)
+    try:
+        revision = await store.current_revision(engine)
+    finally:
+        await engine.dispose()
+    assert revision is not None
 
 
 @pytest.mark.parametrize(
@@ -155,7 +144,7 @@ def test_every_spelling_of_an_in_memory_sqlite_store_opens_migrated(url: str) ->
     ],
     ids=["killed", "silent failure"],
 )
-def test_a_migration_process_that_dies_without_a_word_is_one_line_naming_the_store(
+async def test_a_migration_process_that_dies_without_a_word_is_one_line_naming_the_store(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, script: str, want: str
 ) -> None:
     # Stands in for the interpreter that runs the migrations, dying the way a kill would.
@@ -165,7 +154,7 @@ def test_a_migration_process_that_dies_without_a_word_is_one_line_naming_the_sto
     monkeypatch.setattr(sys, "executable", str(child))  # store runs its migrations with it
     url = "postgresql://berth:secret@127.0.0.1:1/berth"
     with pytest.raises(store.HistoryError) as caught:
-        asyncio.run(store.open_store(url))
+        await store.open_store(url)
     message = str(caught.value)
     assert message.startswith("cannot migrate the history store postgresql://berth:***@")
     assert want in message
@@ -188,25 +177,21 @@ def _record(t: float, workload: str = "ns/w") -> records.Record:
     )
 
 
-def test_writer_drops_and_counts_when_its_queue_is_full(tmp_path: pathlib.Path) -> None:
+async def test_writer_drops_and_counts_when_its_queue_is_full(tmp_path: pathlib.Path) -> None:
     sink = metrics.Metrics()
-
-    async def scenario() -> tuple[int, int, int]:
-        engine = await store.open_store(str(tmp_path / "h.db"))
-        started = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-        run_id = await store.start_run(engine, kind="operator", label="", started_at=started)
-        w = writer.Writer(engine, run_id, started, maxsize=3, counters=sink)
-        for i in range(10):  # the writer task is not running: nothing drains the queue
-            w.submit(_record(float(i)))
-        w.end(9.0)
-        task = asyncio.create_task(w.run())
-        await w.close(task)
-        data = await store.read_run(engine)
-        await engine.dispose()
-        assert data is not None
-        return w.dropped, w.written, len(data.events)
-
-    assert asyncio.run(scenario()) == (7, 3, 3)
+    engine = await store.open_store(str(tmp_path / "h.db"))
+    started = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    run_id = await store.start_run(engine, kind="operator", label="", started_at=started)
+    w = writer.Writer(engine, run_id, started, maxsize=3, counters=sink)
+    for i in range(10):  # the writer task is not running: nothing drains the queue
+        w.submit(_record(float(i)))
+    w.end(9.0)
+    task = asyncio.create_task(w.run())
+    await w.close(task)
+    data = await store.read_run(engine)
+    await engine.dispose()
+    assert data is not None
+    assert (w.dropped, w.written, len(data.events)) == (7, 3, 3)
     text = sink.exposition()
     assert "berth_history_dropped_total 7.0" in text
     assert "berth_history_writes_total 3.0" in text
@@ -229,6 +214,8 @@ def test_simulate_record_writes_a_row_for_every_transition(database_url: str) ->
         finally:
             await engine.dispose()
 
+    # A synchronous test: `berth simulate` runs its own loop (asyncio.run), which a running one
+    # would refuse, so the record is read on a loop of its own too.
     data = asyncio.run(read())
     assert data is not None
     assert data.run.kind == "simulator"

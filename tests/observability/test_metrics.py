@@ -219,20 +219,17 @@ def test_simulated_gauges_match_the_summary(tmp_path: pathlib.Path, args: list[s
                 assert usage[(cq, flavor, res)] == want
 
 
-def test_metrics_are_served_over_http_on_loopback() -> None:
+async def test_metrics_are_served_over_http_on_loopback() -> None:
     m = metrics.Metrics()
     m.report_cycle(admitted=1, seconds=0.002)
-
-    async def scrape() -> str:
-        server = await metrics.serve(m, host="127.0.0.1", port=0)
-        try:
-            url = f"http://127.0.0.1:{server.port}/metrics"
-            # A blocking client in a thread, as Prometheus is another process.
-            return await asyncio.to_thread(_fetch, url)
-        finally:
-            await server.close()
-
-    fams = _families(asyncio.run(scrape()))
+    server = await metrics.serve(m, host="127.0.0.1", port=0)
+    try:
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        # A blocking client in a thread, as Prometheus is another process.
+        text = await asyncio.to_thread(_fetch, url)
+    finally:
+        await server.close()
+    fams = _families(text)
     assert _sum(
         fams, "berth_admission_attempts", "berth_admission_attempts_total", ("result",)
     ) == {("success",): 1.0}

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -27,7 +27,6 @@ from berth.adapters.kube import client, errors, jobs, queues_status, workloads
 from berth.api import names
 from berth.jobs import batchjob
 
-T = TypeVar("T")
 NOW = 1_700_000_000.75
 NOW_TEXT = "2023-11-14T22:13:20Z"
 """NOW as kube writes it: RFC 3339, whole seconds (truncated), Z."""
@@ -37,11 +36,10 @@ WL = f"{WORKLOADS}/w"
 MERGE = client.MERGE_PATCH
 
 
-def run(
-    scenario: Callable[[fakeapi.FakeKube], Coroutine[Any, Any, T]],
-) -> tuple[T, fakeapi.FakeKube]:
-    kube = fakeapi.FakeKube(lambda: NOW)
-    return asyncio.run(scenario(kube)), kube
+@pytest.fixture
+def kube() -> fakeapi.FakeKube:
+    """An empty API server whose clock stands at NOW."""
+    return fakeapi.FakeKube(lambda: NOW)
 
 
 def workload() -> dict[str, Any]:
@@ -102,15 +100,12 @@ PATH_CASES = [
 
 
 @pytest.mark.parametrize("case", PATH_CASES, ids=lambda c: c.id)
-def test_an_object_created_under_its_collection_is_read_back_at_its_own_path(
-    case: PathCase,
+async def test_an_object_created_under_its_collection_is_read_back_at_its_own_path(
+    case: PathCase, kube: fakeapi.FakeKube
 ) -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> tuple[dict[str, Any], dict[str, Any]]:
-        created = await kube.request("POST", case.collection, body=case.body)
-        name = case.body["metadata"]["name"]
-        return created, await kube.request("GET", f"{case.collection}/{name}")
-
-    (created, read), kube = run(scenario)
+    created = await kube.request("POST", case.collection, body=case.body)
+    name = case.body["metadata"]["name"]
+    read = await kube.request("GET", f"{case.collection}/{name}")
     assert read == created
     assert (read["apiVersion"], read["kind"]) == (case.body["apiVersion"], case.body["kind"])
     assert [o["metadata"]["name"] for o in kube.objects(case.body["kind"])] == [
@@ -128,26 +123,22 @@ def test_an_object_created_under_its_collection_is_read_back_at_its_own_path(
         "/apis/apps/v1/namespaces/team/deployments/d",
     ],
 )
-def test_a_path_the_server_does_not_serve_is_404(path: str) -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> None:
-        await kube.request("GET", path)
-
+async def test_a_path_the_server_does_not_serve_is_404(path: str, kube: fakeapi.FakeKube) -> None:
     with pytest.raises(errors.NotFoundError, match=r"^404 the server could not find"):
-        run(scenario)
+        await kube.request("GET", path)
 
 
 # Create --------------------------------------------------------------------------------------
 
 
-def test_create_sets_uid_creation_time_resource_version_and_generation() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> dict[str, Any]:
-        body = workload()
-        body["metadata"] |= {"uid": "mine", "creationTimestamp": "2000-01-01T00:00:00Z"}
-        body["metadata"] |= {"deletionTimestamp": "2000-01-01T00:00:00Z"}
-        await kube.request("POST", "/api/v1/namespaces/team/pods", body=pod("p"))
-        return await kube.request("POST", WORKLOADS, body=body)
-
-    created, kube = run(scenario)
+async def test_create_sets_uid_creation_time_resource_version_and_generation(
+    kube: fakeapi.FakeKube,
+) -> None:
+    body = workload()
+    body["metadata"] |= {"uid": "mine", "creationTimestamp": "2000-01-01T00:00:00Z"}
+    body["metadata"] |= {"deletionTimestamp": "2000-01-01T00:00:00Z"}
+    await kube.request("POST", "/api/v1/namespaces/team/pods", body=pod("p"))
+    created = await kube.request("POST", WORKLOADS, body=body)
     assert created["metadata"] == {
         "name": "w",
         "namespace": "team",
@@ -178,13 +169,13 @@ def test_create_sets_uid_creation_time_resource_version_and_generation() -> None
     ],
     ids=["a CRD drops it", "a Job starts empty", "a Pod starts Pending", "a Namespace is Active"],
 )
-def test_a_create_never_sets_the_status_of_a_kind_with_a_status_subresource(
-    body: dict[str, Any], collection: str, want_status: dict[str, Any] | None
+async def test_a_create_never_sets_the_status_of_a_kind_with_a_status_subresource(
+    body: dict[str, Any],
+    collection: str,
+    want_status: dict[str, Any] | None,
+    kube: fakeapi.FakeKube,
 ) -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> dict[str, Any]:
-        return await kube.request("POST", collection, body=body)
-
-    created, _ = run(scenario)
+    created = await kube.request("POST", collection, body=body)
     assert created.get("status") == want_status
 
 
@@ -225,29 +216,23 @@ CREATE_REFUSALS = [
 
 
 @pytest.mark.parametrize("case", CREATE_REFUSALS, ids=lambda c: c.id)
-def test_a_create_is_refused_as_kube_apiserver_refuses_it(case: CreateRefusal) -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> None:
-        await kube.request("POST", WORKLOADS, body=workload())
-        body = workload()
-        case.change(body)
-        await kube.request("POST", WORKLOADS, body=body)
-
+async def test_a_create_is_refused_as_kube_apiserver_refuses_it(
+    case: CreateRefusal, kube: fakeapi.FakeKube
+) -> None:
+    await kube.request("POST", WORKLOADS, body=workload())
+    body = workload()
+    case.change(body)
     with pytest.raises(case.want_error) as caught:
-        run(scenario)
+        await kube.request("POST", WORKLOADS, body=body)
     assert type(caught.value) is case.want_error
     assert str(caught.value).startswith(case.want_message)
 
 
-def test_generate_name_gives_distinct_names_with_the_prefix() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> list[str]:
-        body = workload()
-        del body["metadata"]["name"]
-        body["metadata"]["generateName"] = "job-j-"
-        return [
-            (await kube.request("POST", WORKLOADS, body=body))["metadata"]["name"] for _ in range(3)
-        ]
-
-    got, _ = run(scenario)
+async def test_generate_name_gives_distinct_names_with_the_prefix(kube: fakeapi.FakeKube) -> None:
+    body = workload()
+    del body["metadata"]["name"]
+    body["metadata"]["generateName"] = "job-j-"
+    got = [(await kube.request("POST", WORKLOADS, body=body))["metadata"]["name"] for _ in range(3)]
     assert len(set(got)) == 3
     assert all(n.startswith("job-j-") and len(n) == len("job-j-") + 5 for n in got)
 
@@ -255,25 +240,22 @@ def test_generate_name_gives_distinct_names_with_the_prefix() -> None:
 # Read ----------------------------------------------------------------------------------------
 
 
-def test_a_missing_object_is_not_found_with_kube_apiservers_message() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> None:
+async def test_a_missing_object_is_not_found_with_kube_apiservers_message(
+    kube: fakeapi.FakeKube,
+) -> None:
+    with pytest.raises(errors.NotFoundError, match=r'^404 jobs\.batch "j" not found$'):
         await kube.request("GET", "/apis/batch/v1/namespaces/team/jobs/j")
 
-    with pytest.raises(errors.NotFoundError, match=r'^404 jobs\.batch "j" not found$'):
-        run(scenario)
 
-
-def test_a_list_has_the_namespace_or_all_of_them_and_the_servers_resource_version() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> tuple[Any, ...]:
-        for ns in ("team", "other"):
-            body = workload()
-            body["metadata"]["namespace"] = ns
-            await kube.request("POST", f"{GROUP}/namespaces/{ns}/workloads", body=body)
-        one = await kube.request("GET", WORKLOADS)
-        every = await kube.list_items(f"{GROUP}/workloads")
-        return one, every
-
-    (one, (items, rv)), kube = run(scenario)
+async def test_a_list_has_the_namespace_or_all_of_them_and_the_servers_resource_version(
+    kube: fakeapi.FakeKube,
+) -> None:
+    for ns in ("team", "other"):
+        body = workload()
+        body["metadata"]["namespace"] = ns
+        await kube.request("POST", f"{GROUP}/namespaces/{ns}/workloads", body=body)
+    one = await kube.request("GET", WORKLOADS)
+    items, rv = await kube.list_items(f"{GROUP}/workloads")
     assert [i["metadata"]["namespace"] for i in one["items"]] == ["team"]
     assert (one["kind"], one["metadata"]["resourceVersion"]) == ("WorkloadList", "2")
     assert [i["metadata"]["namespace"] for i in items] == ["other", "team"]
@@ -281,17 +263,16 @@ def test_a_list_has_the_namespace_or_all_of_them_and_the_servers_resource_versio
     assert items[0]["kind"] == "Workload", "custom resources keep their kind in a list"
 
 
-def test_a_label_selector_picks_the_pods_of_one_job_and_items_have_no_kind() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> dict[str, Any]:
-        for name, uid in (("a", "j1"), ("b", "j2"), ("c", "j1")):
-            await kube.request("POST", "/api/v1/namespaces/team/pods", body=pod(name, uid))
-        return await kube.request(
-            "GET",
-            "/api/v1/namespaces/team/pods",
-            query={"labelSelector": "batch.kubernetes.io/controller-uid=j1"},
-        )
-
-    listed, _ = run(scenario)
+async def test_a_label_selector_picks_the_pods_of_one_job_and_items_have_no_kind(
+    kube: fakeapi.FakeKube,
+) -> None:
+    for name, uid in (("a", "j1"), ("b", "j2"), ("c", "j1")):
+        await kube.request("POST", "/api/v1/namespaces/team/pods", body=pod(name, uid))
+    listed = await kube.request(
+        "GET",
+        "/api/v1/namespaces/team/pods",
+        query={"labelSelector": "batch.kubernetes.io/controller-uid=j1"},
+    )
     assert [i["metadata"]["name"] for i in listed["items"]] == ["a", "c"]
     assert "kind" not in listed["items"][0], "typed lists of built-in kinds omit it per item"
 
@@ -299,12 +280,11 @@ def test_a_label_selector_picks_the_pods_of_one_job_and_items_have_no_kind() -> 
 @pytest.mark.parametrize(
     "query", [{"labelSelector": "app in (a,b)"}, {"fieldSelector": "metadata.name=w"}]
 )
-def test_selectors_the_fake_does_not_serve_are_refused_not_ignored(query: dict[str, str]) -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> None:
-        await kube.request("GET", WORKLOADS, query=query)
-
+async def test_selectors_the_fake_does_not_serve_are_refused_not_ignored(
+    query: dict[str, str], kube: fakeapi.FakeKube
+) -> None:
     with pytest.raises(errors.PermanentError, match=r"^400 "):
-        run(scenario)
+        await kube.request("GET", WORKLOADS, query=query)
 
 
 # Update --------------------------------------------------------------------------------------
@@ -437,16 +417,12 @@ UPDATE_CASES = [
 
 
 @pytest.mark.parametrize("case", UPDATE_CASES, ids=lambda c: c.id)
-def test_an_update_stores_what_kube_apiserver_stores(case: UpdateCase) -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> tuple[dict[str, Any], dict[str, Any]]:
-        before = await kube.request("POST", WORKLOADS, body=workload())
-        body = case.body(before)
-        returned = await kube.request(
-            case.method, case.path, body=body, content_type=case.content_type
-        )
-        return before, returned
-
-    (before, returned), kube = run(scenario)
+async def test_an_update_stores_what_kube_apiserver_stores(
+    case: UpdateCase, kube: fakeapi.FakeKube
+) -> None:
+    before = await kube.request("POST", WORKLOADS, body=workload())
+    body = case.body(before)
+    returned = await kube.request(case.method, case.path, body=body, content_type=case.content_type)
     stored = kube.objects("Workload")[0]
     assert returned == stored
     if case.want is None:
@@ -544,30 +520,26 @@ UPDATE_REFUSALS = [
 
 
 @pytest.mark.parametrize("case", UPDATE_REFUSALS, ids=lambda c: c.id)
-def test_an_update_is_refused_and_nothing_changes(case: UpdateRefusal) -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> None:
-        before = await kube.request("POST", WORKLOADS, body=workload())
-        try:
-            await kube.request(
-                case.method, case.path, body=case.body(before), content_type=case.content_type
-            )
-        finally:
-            assert kube.objects("Workload") == [before]
-            assert len(kube.feed) == 1
-
+async def test_an_update_is_refused_and_nothing_changes(
+    case: UpdateRefusal, kube: fakeapi.FakeKube
+) -> None:
+    before = await kube.request("POST", WORKLOADS, body=workload())
     with pytest.raises(case.want_error) as caught:
-        run(scenario)
+        await kube.request(
+            case.method, case.path, body=case.body(before), content_type=case.content_type
+        )
+    assert kube.objects("Workload") == [before]
+    assert len(kube.feed) == 1
     assert type(caught.value) is case.want_error
     assert str(caught.value).startswith(case.want_message)
 
 
-def test_an_update_without_resource_version_is_unconditional_for_a_lease() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> dict[str, Any]:
-        path = "/apis/coordination.k8s.io/v1/namespaces/berth-system/leases"
-        await kube.request("POST", path, body=lease())
-        return await kube.request("PUT", f"{path}/leader", body=dict(lease(), spec={"x": 1}))
-
-    stored, _ = run(scenario)
+async def test_an_update_without_resource_version_is_unconditional_for_a_lease(
+    kube: fakeapi.FakeKube,
+) -> None:
+    path = "/apis/coordination.k8s.io/v1/namespaces/berth-system/leases"
+    await kube.request("POST", path, body=lease())
+    stored = await kube.request("PUT", f"{path}/leader", body=dict(lease(), spec={"x": 1}))
     assert (stored["spec"], stored["metadata"]["resourceVersion"]) == ({"x": 1}, "2")
 
 
@@ -581,37 +553,34 @@ def _finalized() -> dict[str, Any]:
 CQ = f"{GROUP}/clusterqueues/cq"
 
 
-def test_a_delete_removes_an_object_without_finalizers_and_says_so_on_the_feed() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> dict[str, Any]:
-        await kube.request("POST", WORKLOADS, body=workload())
-        return await kube.request("DELETE", WL)
-
-    deleted, kube = run(scenario)
+async def test_a_delete_removes_an_object_without_finalizers_and_says_so_on_the_feed(
+    kube: fakeapi.FakeKube,
+) -> None:
+    await kube.request("POST", WORKLOADS, body=workload())
+    deleted = await kube.request("DELETE", WL)
     assert kube.objects("Workload") == []
     assert [(e.type, e.kind) for e in kube.feed] == [("ADDED", "Workload"), ("DELETED", "Workload")]
     assert kube.feed[-1].body == deleted
     assert deleted["metadata"]["resourceVersion"] == "2", "a deletion is a new version"
 
 
-def test_a_delete_only_marks_an_object_with_finalizers_until_they_are_removed() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> list[dict[str, Any]]:
-        await kube.request("POST", f"{GROUP}/clusterqueues", body=_finalized())
-        marked = await kube.request("DELETE", CQ)
-        again = await kube.request("DELETE", CQ)
-        gone = await kube.request(
-            "PATCH",
-            CQ,
-            body={
-                "metadata": {
-                    "finalizers": [],
-                    "resourceVersion": marked["metadata"]["resourceVersion"],
-                }
-            },
-            content_type=MERGE,
-        )
-        return [marked, again, gone]
-
-    (marked, again, gone), kube = run(scenario)
+async def test_a_delete_only_marks_an_object_with_finalizers_until_they_are_removed(
+    kube: fakeapi.FakeKube,
+) -> None:
+    await kube.request("POST", f"{GROUP}/clusterqueues", body=_finalized())
+    marked = await kube.request("DELETE", CQ)
+    again = await kube.request("DELETE", CQ)
+    gone = await kube.request(
+        "PATCH",
+        CQ,
+        body={
+            "metadata": {
+                "finalizers": [],
+                "resourceVersion": marked["metadata"]["resourceVersion"],
+            }
+        },
+        content_type=MERGE,
+    )
     meta = marked["metadata"]
     assert (meta["deletionTimestamp"], meta["deletionGracePeriodSeconds"]) == (NOW_TEXT, 0)
     assert (meta["generation"], meta["resourceVersion"]) == (2, "2"), "marking bumps generation"
@@ -624,15 +593,12 @@ def test_a_delete_only_marks_an_object_with_finalizers_until_they_are_removed() 
     assert kube.feed[-1].body == gone
 
 
-def test_no_finalizer_can_be_added_to_an_object_being_deleted() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> None:
-        await kube.request("POST", f"{GROUP}/clusterqueues", body=_finalized())
-        await kube.request("DELETE", CQ)
-        patch = {"metadata": {"finalizers": ["berth.dev/x", "other/y"]}}
-        await kube.request("PATCH", CQ, body=patch, content_type=MERGE)
-
+async def test_no_finalizer_can_be_added_to_an_object_being_deleted(kube: fakeapi.FakeKube) -> None:
+    await kube.request("POST", f"{GROUP}/clusterqueues", body=_finalized())
+    await kube.request("DELETE", CQ)
+    patch = {"metadata": {"finalizers": ["berth.dev/x", "other/y"]}}
     with pytest.raises(errors.PermanentError, match=r"^422 .*no new finalizers can be added"):
-        run(scenario)
+        await kube.request("PATCH", CQ, body=patch, content_type=MERGE)
 
 
 @pytest.mark.parametrize(
@@ -648,68 +614,63 @@ def test_no_finalizer_can_be_added_to_an_object_being_deleted() -> None:
     ],
     ids=["another uid", "a stale resourceVersion", "a policy the fake has no collector for"],
 )
-def test_a_delete_is_refused_when_its_options_cannot_hold(
-    options: dict[str, Any], want_error: type[BaseException], want_message: str
+async def test_a_delete_is_refused_when_its_options_cannot_hold(
+    options: dict[str, Any],
+    want_error: type[BaseException],
+    want_message: str,
+    kube: fakeapi.FakeKube,
 ) -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> None:
-        await kube.request("POST", WORKLOADS, body=workload())
-        await kube.request("DELETE", WL, body=options)
-
+    await kube.request("POST", WORKLOADS, body=workload())
     with pytest.raises(want_error, match=f"^{want_message}"):
-        run(scenario)
+        await kube.request("DELETE", WL, body=options)
 
 
 # Feed, copies, faults, seeding ---------------------------------------------------------------
 
 
-def test_listeners_and_the_feed_get_copies_and_no_body_is_shared_with_the_store() -> None:
+async def test_listeners_and_the_feed_get_copies_and_no_body_is_shared_with_the_store(
+    kube: fakeapi.FakeKube,
+) -> None:
     heard: list[fakeapi.WatchEvent] = []
-
-    async def scenario(kube: fakeapi.FakeKube) -> dict[str, Any]:
-        kube.listen(heard.append)
-        body = workload()
-        created = await kube.request("POST", WORKLOADS, body=body)
-        body["spec"]["queueName"] = "changed by the caller"
-        created["spec"]["queueName"] = "changed by the caller"
-        heard[0].body["spec"]["queueName"] = "changed by a listener"
-        kube.objects("Workload")[0]["spec"]["queueName"] = "changed by a reader"
-        return await kube.request("GET", WL)
-
-    read, kube = run(scenario)
+    kube.listen(heard.append)
+    body = workload()
+    created = await kube.request("POST", WORKLOADS, body=body)
+    body["spec"]["queueName"] = "changed by the caller"
+    created["spec"]["queueName"] = "changed by the caller"
+    heard[0].body["spec"]["queueName"] = "changed by a listener"
+    kube.objects("Workload")[0]["spec"]["queueName"] = "changed by a reader"
+    read = await kube.request("GET", WL)
     assert read["spec"]["queueName"] == "lq"
     assert kube.feed[0].body["spec"]["queueName"] == "lq"
     assert [(e.type, e.kind) for e in heard] == [("ADDED", "Workload")]
 
 
-def test_a_request_suspends_its_caller_as_a_round_trip_does() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> bool:
-        ran = asyncio.Event()
+async def test_a_request_suspends_its_caller_as_a_round_trip_does(kube: fakeapi.FakeKube) -> None:
+    ran = asyncio.Event()
 
-        async def other() -> None:
-            ran.set()
+    async def other() -> None:
+        ran.set()
 
-        task = asyncio.create_task(other())
-        await kube.request("POST", WORKLOADS, body=workload())
-        await task
-        return bool(kube.feed) and ran.is_set() and kube.calls == [("POST", WORKLOADS)]
+    task = asyncio.create_task(other())
+    await kube.request("POST", WORKLOADS, body=workload())
+    await task
+    assert kube.feed
+    assert ran.is_set()
+    assert kube.calls == [("POST", WORKLOADS)]
 
-    assert run(scenario)[0]
 
-
-def test_injected_faults_fail_the_next_matching_requests_and_then_stop() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> list[str]:
-        await kube.request("POST", WORKLOADS, body=workload())
-        kube.fail("PATCH", WORKLOADS, errors.ConflictError, times=2)
-        out = []
-        for method, path in [("GET", WL), ("PATCH", WL), ("PATCH", f"{WL}/status"), ("PATCH", WL)]:
-            try:
-                await kube.request(method, path, body={"spec": {"priority": 3}}, content_type=MERGE)
-                out.append("ok")
-            except errors.ConflictError as e:
-                out.append(str(e))
-        return out
-
-    got, _ = run(scenario)
+async def test_injected_faults_fail_the_next_matching_requests_and_then_stop(
+    kube: fakeapi.FakeKube,
+) -> None:
+    await kube.request("POST", WORKLOADS, body=workload())
+    kube.fail("PATCH", WORKLOADS, errors.ConflictError, times=2)
+    got = []
+    for method, path in [("GET", WL), ("PATCH", WL), ("PATCH", f"{WL}/status"), ("PATCH", WL)]:
+        try:
+            await kube.request(method, path, body={"spec": {"priority": 3}}, content_type=MERGE)
+            got.append("ok")
+        except errors.ConflictError as e:
+            got.append(str(e))
     assert got == [
         "ok",
         f"409 injected fault: PATCH {WL}",
@@ -718,14 +679,11 @@ def test_injected_faults_fail_the_next_matching_requests_and_then_stop() -> None
     ]
 
 
-def test_a_fault_after_landing_loses_only_the_answer() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> str:
-        kube.fail("*", GROUP, landed=True)
-        with pytest.raises(errors.TransientError) as caught:
-            await kube.request("POST", WORKLOADS, body=workload())
-        return str(caught.value)
-
-    message, kube = run(scenario)
+async def test_a_fault_after_landing_loses_only_the_answer(kube: fakeapi.FakeKube) -> None:
+    kube.fail("*", GROUP, landed=True)
+    with pytest.raises(errors.TransientError) as caught:
+        await kube.request("POST", WORKLOADS, body=workload())
+    message = str(caught.value)
     assert message == f"503 injected fault: POST {WORKLOADS}"
     assert [o["metadata"]["name"] for o in kube.objects("Workload")] == ["w"]
 
@@ -748,24 +706,20 @@ def test_put_seeds_an_object_with_its_status_as_if_created() -> None:
 # The operator's own writers ------------------------------------------------------------------
 
 
-def test_workload_status_patches_fail_on_a_stale_read_and_store_only_status() -> None:
+async def test_workload_status_patches_fail_on_a_stale_read_and_store_only_status(
+    kube: fakeapi.FakeKube,
+) -> None:
     key = names.WorkloadKey("team", "w")
-
-    async def scenario(kube: fakeapi.FakeKube) -> tuple[dict[str, Any], dict[str, Any]]:
-        port = kube
-        created = await workloads.create(port, workload())
-        await workloads.patch_spec(port, key, None, {"priority": 4})
-        with pytest.raises(errors.ConflictError):
-            await workloads.patch_status(
-                port, key, created["metadata"]["resourceVersion"], {"admission": {"x": 1}}
-            )
-        fresh = await kube.request("GET", workloads.path("team", "w"))
-        status = {"conditions": [workloads.condition("Admitted", True, "Admitted", "", NOW)]}
-        return fresh, await workloads.patch_status(
-            port, key, fresh["metadata"]["resourceVersion"], status
+    port = kube
+    created = await workloads.create(port, workload())
+    await workloads.patch_spec(port, key, None, {"priority": 4})
+    with pytest.raises(errors.ConflictError):
+        await workloads.patch_status(
+            port, key, created["metadata"]["resourceVersion"], {"admission": {"x": 1}}
         )
-
-    (fresh, stored), kube = run(scenario)
+    fresh = await kube.request("GET", workloads.path("team", "w"))
+    status = {"conditions": [workloads.condition("Admitted", True, "Admitted", "", NOW)]}
+    stored = await workloads.patch_status(port, key, fresh["metadata"]["resourceVersion"], status)
     assert stored["status"]["conditions"][0]["lastTransitionTime"] == NOW_TEXT
     assert {k: v for k, v in stored.items() if k != "status"} == {
         **fresh,
@@ -774,21 +728,20 @@ def test_workload_status_patches_fail_on_a_stale_read_and_store_only_status() ->
     assert kube.objects("Workload") == [stored]
 
 
-def test_the_operators_deletes_and_job_and_queue_writes_reach_the_right_objects() -> None:
-    async def scenario(kube: fakeapi.FakeKube) -> None:
-        port = kube
-        kube.put(builders.JobBuilder("j", "team").set("status.startTime", NOW_TEXT).obj())
-        kube.put(builders.ClusterQueueBuilder("cq").raw())
-        batch = batchjob.BatchJob()
-        await jobs.patch(port, batch, "team", "j", {"spec": {"suspend": True}})
-        await jobs.patch_status(port, batch, "team", "j", {"status": {"startTime": None}})
-        await queues_status.patch_cluster_queue(port, "cq", {"pendingWorkloads": 2})
-        created = await workloads.create(port, workload())
-        with pytest.raises(errors.ConflictError):
-            await workloads.delete(port, names.WorkloadKey("team", "w"), "another uid")
-        await workloads.delete(port, names.WorkloadKey("team", "w"), created["metadata"]["uid"])
-
-    _, kube = run(scenario)
+async def test_the_operators_deletes_and_job_and_queue_writes_reach_the_right_objects(
+    kube: fakeapi.FakeKube,
+) -> None:
+    port = kube
+    kube.put(builders.JobBuilder("j", "team").set("status.startTime", NOW_TEXT).obj())
+    kube.put(builders.ClusterQueueBuilder("cq").raw())
+    batch = batchjob.BatchJob()
+    await jobs.patch(port, batch, "team", "j", {"spec": {"suspend": True}})
+    await jobs.patch_status(port, batch, "team", "j", {"status": {"startTime": None}})
+    await queues_status.patch_cluster_queue(port, "cq", {"pendingWorkloads": 2})
+    created = await workloads.create(port, workload())
+    with pytest.raises(errors.ConflictError):
+        await workloads.delete(port, names.WorkloadKey("team", "w"), "another uid")
+    await workloads.delete(port, names.WorkloadKey("team", "w"), created["metadata"]["uid"])
     (job,) = kube.objects("Job")
     assert (job["spec"]["suspend"], job["status"], job["metadata"]["generation"]) == (True, {}, 2)
     assert kube.objects("ClusterQueue")[0]["status"] == {"pendingWorkloads": 2}

@@ -27,7 +27,7 @@ from sqlalchemy.ext import asyncio as sa_asyncio
 
 from berth.adapters import metrics, tls
 from berth.adapters.history import store, writer
-from berth.adapters.kube import access, client, errors, events, leader
+from berth.adapters.kube import access, client, errors, events, kubeconfig, leader
 from berth.api import configuration
 from berth.operator import (
     finalizers,
@@ -318,6 +318,21 @@ async def _serve_metrics(
     return server
 
 
+def _refuse_what_kopf_cannot_send(target: kubeconfig.Target) -> None:
+    """Stop at start-up on a kubeconfig the watches cannot follow (kopf's ``ConnectionInfo``).
+
+    kopf connects with the server, CA, credentials and proxy Berth hands it at login, but has
+    no TLS server name: its watches would fail the certificate check while Berth's own
+    requests passed.
+    """
+    if target.tls_server_name:
+        raise errors.PermanentError(
+            f"{target.source}: tls-server-name {target.tls_server_name}: the operator's watches"
+            " cannot send a TLS server name; set the cluster's server to a name or address its"
+            " certificate holds (berth explain, queues and up accept it)"
+        )
+
+
 async def _ensure_namespace(kube: client.Kube, name: str) -> None:
     # Installed by the chart, the namespace exists and the operator may not create namespaces.
     with contextlib.suppress(errors.NotFoundError):
@@ -344,10 +359,12 @@ async def run(
         # Migrations run here, before anything else: a store that cannot be opened stops the
         # start-up with the store's own error.
         engine = await store.open_store(options.history_url)
-    kube = await client.Kube.open(options.kubeconfig)
+    target = kubeconfig.load(options.kubeconfig)
+    _refuse_what_kopf_cannot_send(target)
+    kube = await client.Kube.connect(target)
     # The Lease is renewed through a session of its own: a flood of status writes holding every
     # connection of the main one must not make the leader miss its renew deadline.
-    lease_kube = await client.Kube.open(options.kubeconfig, connections=client.LEASE_CONNECTIONS)
+    lease_kube = await client.Kube.connect(target, connections=client.LEASE_CONNECTIONS)
     world = world_mod.World(options.config, time.time)
     kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
     server = await webhook_server.WebhookServer.start(

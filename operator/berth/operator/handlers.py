@@ -11,6 +11,7 @@ Called by ``main``, which runs kopf in the operator's event loop.
 
 from __future__ import annotations
 
+import urllib.request
 from typing import Any
 
 import kopf
@@ -133,6 +134,8 @@ def registry(world: world_mod.World, kube: client.Kube) -> kopf.OperatorRegistry
             private_key_data=c.private_key_data,
             expiration=c.expiration,
             proxy_url=c.proxy_url,
+            # As Berth's own session: $HTTPS_PROXY and $NO_PROXY when set.
+            trust_env=bool(urllib.request.getproxies()),
         )
 
     for kind, group, version, plural in watched(world):

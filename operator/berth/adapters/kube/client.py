@@ -41,6 +41,10 @@ READ_BUFFER = 2**21
 """Bytes aiohttp may buffer of one line: one watch event carries a whole object, which can be
 larger than aiohttp's default."""
 _UNAUTHORIZED = 401
+_UNTRUSTED = (
+    "set the cluster's certificate-authority to the CA that signed the server's certificate,"
+    " or tls-server-name to a name it holds"
+)
 
 
 class KubeRequests(Protocol):
@@ -127,6 +131,12 @@ class Kube:
             async with response:
                 raw = await response.read()
                 status = response.status
+        except aiohttp.ClientConnectorCertificateError as e:
+            # Trying again cannot help: the kubeconfig must name what the server presents.
+            # ssl's own reason, not aiohttp's repeat of the whole connection, so the hint fits.
+            raise errors.PermanentError(
+                f"{method} {path}: {e.certificate_error}; {self.credentials.target.source}: {_UNTRUSTED}"
+            ) from e
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise errors.TransientError(f"{method} {path}: {e or type(e).__name__}") from e
         try:

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 import builders
 from berth.api import crd, kinds, reference
 from berth.entry import cli
+from operator_env import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "crds"
 GENERATED = crd.all_crds()
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import pathlib
 from typing import Any
 
 import pytest
@@ -10,8 +9,8 @@ from click.testing import CliRunner
 
 from berth.api import base, kinds
 from berth.entry import cli
+from operator_env import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "config" / "samples"
 PER_KIND = [
     "resourceflavors.yaml",

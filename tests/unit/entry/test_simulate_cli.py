@@ -18,8 +18,11 @@ from click.testing import CliRunner
 import builders
 from berth.entry import cli
 from berth.sim import engine
+from operator_env import ROOT
 
 GPU = "nvidia.com/gpu"
+DATA = ROOT / "tests" / "unit" / "data"
+"""Scenarios kept from the property tests' finds (``core/test_scheduling_properties.py``)."""
 
 
 def _scenario(tmp_path: Path, *docs: dict[str, object]) -> str:
@@ -206,7 +209,7 @@ def test_a_run_that_never_settles_exits_1_naming_the_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(engine, "_MAX_CYCLES_PER_INSTANT", 2_000)  # the loop shows in a few
-    scenario = Path(__file__).parent / "data" / "preemption-loop.yaml"
+    scenario = DATA / "preemption-loop.yaml"
     result = CliRunner().invoke(cli.main, ["simulate", str(scenario)])
     assert result.exit_code == 1
     assert result.stdout == ""
@@ -237,7 +240,7 @@ def test_the_loop_is_broken_as_docs_scheduling_says(
     change: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(engine, "_MAX_CYCLES_PER_INSTANT", 2_000)
-    loop = (Path(__file__).parent / "data" / "preemption-loop.yaml").read_text()
+    loop = (DATA / "preemption-loop.yaml").read_text()
     scenario = tmp_path / "settles.yaml"
     scenario.write_text(change(loop))
     result = CliRunner().invoke(cli.main, ["simulate", str(scenario), "--output", "summary"])
@@ -247,7 +250,7 @@ def test_the_loop_is_broken_as_docs_scheduling_says(
 
 def test_the_summary_gives_a_backfill_queues_start_error() -> None:
     # The scenario's gang and the Job behind it start exactly when first estimated.
-    scenario = Path(__file__).parents[1] / "scenarios" / "backfill-reservation.yaml"
+    scenario = ROOT / "tests" / "scenarios" / "backfill-reservation.yaml"
     result = CliRunner().invoke(cli.main, ["simulate", str(scenario), "--output", "summary"])
     assert result.exit_code == 0, result.stderr
     rows = {line.split()[0]: line for line in result.stdout.splitlines() if line}

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 from berth.api import base, kinds
 from berth.entry import cli
+from operator_env import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "config" / "recipes"
 GUIDE = ROOT / "docs" / "admin-guide.md"
 GPU = "nvidia.com/gpu"

@@ -47,11 +47,11 @@ CQ: Ident = ("cq", "", "cq")
 LQ: Ident = ("lq", "team", "lq")
 
 
-def test_every_queue_status_is_written_once_while_nothing_changes() -> None:
+async def test_every_queue_status_is_written_once_while_nothing_changes() -> None:
     port = FakePort()
     writer = statuses.StatusWriter(_world(), port)
-    asyncio.run(writer.write_all())
-    asyncio.run(writer.write_all())
+    await writer.write_all()
+    await writer.write_all()
     assert port.written() == [CQ, LQ]
 
 
@@ -62,47 +62,43 @@ def test_every_queue_status_is_written_once_while_nothing_changes() -> None:
         pytest.param(errors.TransientError("503 unavailable", 503), id="server unavailable"),
     ],
 )
-def test_a_failed_write_is_retried_on_the_next_pass_though_nothing_changed(
+async def test_a_failed_write_is_retried_on_the_next_pass_though_nothing_changed(
     failure: errors.KubeError,
 ) -> None:
     port = FakePort()
     port.fail_next[CQ] = failure
     writer = statuses.StatusWriter(_world(), port)
     with pytest.raises(type(failure)):
-        asyncio.run(writer.write_all())
+        await writer.write_all()
     assert port.written() == [LQ], "the other queue's status is still written"
-    asyncio.run(writer.write_all())
+    await writer.write_all()
     assert port.written() == [LQ, CQ]
-    asyncio.run(writer.write_all())
+    await writer.write_all()
     assert port.written() == [LQ, CQ], "once written, an unchanged status is not sent again"
 
 
-def test_a_deleted_queue_is_not_retried() -> None:
+async def test_a_deleted_queue_is_not_retried() -> None:
     port = FakePort()
     port.fail_next[CQ] = errors.NotFoundError("404", 404)
     writer = statuses.StatusWriter(_world(), port)
-    asyncio.run(writer.write_all())
+    await writer.write_all()
     assert port.written() == [LQ]
 
 
-def test_the_run_loop_retries_a_failed_write_without_another_change() -> None:
+async def test_the_run_loop_retries_a_failed_write_without_another_change() -> None:
     world = _world()
     port = FakePort()
     port.fail_next[CQ] = errors.TransientError("503 unavailable", 503)
     writer = statuses.StatusWriter(world, port)
-
-    async def scenario() -> None:
-        world.wake.statuses.set()
-        task = asyncio.create_task(writer.run())
-        try:
-            async with asyncio.timeout(10):
-                while CQ not in port.written():
-                    port.wrote.clear()
-                    await port.wrote.wait()
-        finally:
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-
-    asyncio.run(scenario())
+    world.wake.statuses.set()
+    task = asyncio.create_task(writer.run())
+    try:
+        async with asyncio.timeout(10):
+            while CQ not in port.written():
+                port.wrote.clear()
+                await port.wrote.wait()
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
     assert sorted(port.written()) == [CQ, LQ]

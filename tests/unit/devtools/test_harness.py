@@ -11,8 +11,9 @@ import pytest
 
 from berth.devtools.harness import api as api_mod
 from berth.devtools.harness import command, generator, kueue, runner, summary
+from operator_env import ROOT
 
-CONFIGS = Path(__file__).resolve().parents[2] / "config" / "bench"
+CONFIGS = ROOT / "config" / "bench"
 
 
 @pytest.mark.parametrize(
@@ -133,26 +134,23 @@ class _Api:
         return self.answer
 
 
-def _profile(
+async def _profile(
     api: _Api, want: command.ApiserverProfile, *, arrivals_after: float, run_for: float
 ) -> dict[str, object]:
-    async def scenario() -> dict[str, object]:
-        run = _Run()
-        task = asyncio.create_task(command.fetch_apiserver_profile(api, run, want))  # type: ignore[arg-type]
-        await asyncio.sleep(arrivals_after)
-        run.t0 = time.monotonic()
-        await asyncio.sleep(run_for)
-        return await command.apiserver_profile_entry(task, want)
-
-    return asyncio.run(scenario())
+    run = _Run()
+    task = asyncio.create_task(command.fetch_apiserver_profile(api, run, want))  # type: ignore[arg-type]
+    await asyncio.sleep(arrivals_after)
+    run.t0 = time.monotonic()
+    await asyncio.sleep(run_for)
+    return await command.apiserver_profile_entry(task, want)
 
 
-def test_apiserver_profile_starts_its_delay_after_arrivals_and_writes_the_bytes(
+async def test_apiserver_profile_starts_its_delay_after_arrivals_and_writes_the_bytes(
     tmp_path: Path,
 ) -> None:
     want = command.ApiserverProfile(tmp_path / "apiserver.pprof", seconds=7, delay=0.2)
     api = _Api(b"pprof bytes")
-    entry = _profile(api, want, arrivals_after=0.3, run_for=0.5)
+    entry = await _profile(api, want, arrivals_after=0.3, run_for=0.5)
     assert api.paths == ["/debug/pprof/profile?seconds=7"]
     assert want.path.read_bytes() == b"pprof bytes"
     # Counted from the start of arrivals, not from when the task began waiting (0.5 s then).
@@ -163,21 +161,21 @@ def test_apiserver_profile_starts_its_delay_after_arrivals_and_writes_the_bytes(
     }
 
 
-def test_apiserver_profile_still_running_when_the_run_ends_is_cancelled_and_reported(
+async def test_apiserver_profile_still_running_when_the_run_ends_is_cancelled_and_reported(
     tmp_path: Path,
 ) -> None:
     want = command.ApiserverProfile(tmp_path / "apiserver.pprof", seconds=30, delay=0.0)
-    entry = _profile(_Api(b"late", hold=30.0), want, arrivals_after=0.0, run_for=0.1)
+    entry = await _profile(_Api(b"late", hold=30.0), want, arrivals_after=0.0, run_for=0.1)
     assert entry == {
         "error": "the run ended before the profile (30 s from 0 s into arrivals) was complete"
     }
     assert not want.path.exists()
 
 
-def test_apiserver_profile_refused_is_a_one_line_error_entry(tmp_path: Path) -> None:
+async def test_apiserver_profile_refused_is_a_one_line_error_entry(tmp_path: Path) -> None:
     want = command.ApiserverProfile(tmp_path / "apiserver.pprof", seconds=30, delay=0.0)
     refused = api_mod.ApiError(404, "404 page not found\n")
-    entry = _profile(_Api(refused), want, arrivals_after=0.0, run_for=0.1)
+    entry = await _profile(_Api(refused), want, arrivals_after=0.0, run_for=0.1)
     assert entry == {"error": "GET /debug/pprof/profile: 404: 404 page not found"}
     assert not want.path.exists()
 
@@ -229,19 +227,15 @@ class _SlowCreates:
         return {}
 
 
-def _sent_at(pacing: runner.Pacing, hold: float) -> dict[str, list[float]]:
+async def _sent_at(pacing: runner.Pacing, hold: float) -> dict[str, list[float]]:
     """Seconds after the start at which each small and medium create of one queue went out."""
     config = generator.load(CONFIGS / "smoke.yaml")
     api = _SlowCreates(hold)
     run = runner.Runner(api, config, "r", pacing=pacing)  # type: ignore[arg-type]
     queue = generator.queues(config)[0].name
-
-    async def scenario() -> None:
-        run.t0 = time.monotonic()
-        await run._create_all()  # the pacing alone, without a watch
-        await asyncio.gather(*run._tasks)  # creates spawned on the timeline
-
-    asyncio.run(scenario())
+    run.t0 = time.monotonic()
+    await run._create_all()  # the pacing alone, without a watch
+    await asyncio.gather(*run._tasks)  # creates spawned on the timeline
     out: dict[str, list[float]] = {"small": [], "medium": []}
     for at, path, name in api.sent:
         cls = run.records[queue, name].arrival.template.class_name
@@ -250,9 +244,9 @@ def _sent_at(pacing: runner.Pacing, hold: float) -> dict[str, list[float]]:
     return out
 
 
-def test_sequential_pacing_waits_for_each_answer_before_the_next_interval() -> None:
+async def test_sequential_pacing_waits_for_each_answer_before_the_next_interval() -> None:
     # Kueue's generateWlSet: interval, create, wait for it; a slow API server stretches arrivals.
-    sent = _sent_at(runner.Pacing.SEQUENTIAL, hold=0.1)
+    sent = await _sent_at(runner.Pacing.SEQUENTIAL, hold=0.1)
     small = sent["small"]
     assert len(small) == 12
     gaps = [b - a for a, b in itertools.pairwise(small)]
@@ -262,8 +256,8 @@ def test_sequential_pacing_waits_for_each_answer_before_the_next_interval() -> N
     assert sent["medium"][0] < 0.5 + 0.1 + 0.05
 
 
-def test_timeline_pacing_sends_each_create_when_due_whatever_the_answers_take() -> None:
-    small = _sent_at(runner.Pacing.TIMELINE, hold=0.1)["small"]
+async def test_timeline_pacing_sends_each_create_when_due_whatever_the_answers_take() -> None:
+    small = (await _sent_at(runner.Pacing.TIMELINE, hold=0.1))["small"]
     assert len(small) == 12
     assert small[-1] == pytest.approx(1.2, abs=0.08)
 

@@ -23,54 +23,47 @@ class _BoomError(RuntimeError):
     pass
 
 
-def test_a_dying_leader_task_fails_the_operator_and_cancels_the_others() -> None:
-    async def scenario() -> tuple[BaseException | None, bool]:
-        failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        cancelled = asyncio.Event()
+async def test_a_dying_leader_task_fails_the_operator_and_cancels_the_others() -> None:
+    failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    cancelled = asyncio.Event()
 
-        async def forever() -> None:
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                cancelled.set()
-                raise
+    async def forever() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
 
-        async def dies() -> None:
-            await asyncio.sleep(0)
-            raise _BoomError
+    async def dies() -> None:
+        await asyncio.sleep(0)
+        raise _BoomError
 
-        with pytest.raises(ExceptionGroup):
-            await main.supervise([forever(), dies()], failed)
-        return failed.exception(), cancelled.is_set()
-
-    failure, cancelled = asyncio.run(scenario())
+    with pytest.raises(ExceptionGroup):
+        await main.supervise([forever(), dies()], failed)
+    failure = failed.exception()
     assert isinstance(failure, ExceptionGroup)
     assert failure.subgroup(_BoomError) is not None
-    assert cancelled
+    assert cancelled.is_set()
 
 
-def test_a_leader_task_that_lost_the_api_server_ends_the_term_not_the_operator() -> None:
-    async def scenario() -> tuple[bool, bool]:
-        failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        cancelled = asyncio.Event()
+async def test_a_leader_task_that_lost_the_api_server_ends_the_term_not_the_operator() -> None:
+    failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    cancelled = asyncio.Event()
 
-        async def forever() -> None:
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                cancelled.set()
-                raise
+    async def forever() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
 
-        async def loses_the_server() -> None:
-            await asyncio.sleep(0)
-            raise errors.TransientError("GET /apis: Cannot connect to host 127.0.0.1")
+    async def loses_the_server() -> None:
+        await asyncio.sleep(0)
+        raise errors.TransientError("GET /apis: Cannot connect to host 127.0.0.1")
 
-        await main.supervise([forever(), loses_the_server()], failed)
-        return failed.done(), cancelled.is_set()
-
-    failed, cancelled = asyncio.run(scenario())
-    assert not failed, "the process goes on; leader.run_while_leader competes again"
-    assert cancelled
+    await main.supervise([forever(), loses_the_server()], failed)
+    assert not failed.done(), "the process goes on; leader.run_while_leader competes again"
+    assert cancelled.is_set()
 
 
 class _FakeKube:
@@ -131,42 +124,36 @@ _LEADER_TASKS: list[tuple[str, _Task, Callable[[mailbox.Wakeups], asyncio.Event]
 @pytest.mark.parametrize(
     ("task", "event"), [(t, e) for _, t, e in _LEADER_TASKS], ids=[n for n, _, _ in _LEADER_TASKS]
 )
-def test_a_leader_task_woken_as_its_term_ends_still_ends(
+async def test_a_leader_task_woken_as_its_term_ends_still_ends(
     task: _Task, event: Callable[[mailbox.Wakeups], asyncio.Event]
 ) -> None:
     """Cancelled in the loop turn its wake-up is set, a task ends (or the term never would)."""
-
-    async def scenario() -> bool:
-        world = world_mod.World(configuration.Configuration(), lambda: 0.0)
-        kube: Any = object()  # an empty world sends nothing
-        running = asyncio.create_task(task(world, kube))
-        await asyncio.sleep(0.05)  # asleep on its wake-up
-        event(world.wake).set()
-        running.cancel()
-        done, _ = await asyncio.wait({running}, timeout=2)
-        running.cancel()
-        return running in done and running.cancelled()
-
-    assert asyncio.run(scenario())
+    world = world_mod.World(configuration.Configuration(), lambda: 0.0)
+    kube: Any = object()  # an empty world sends nothing
+    running = asyncio.create_task(task(world, kube))
+    await asyncio.sleep(0.05)  # asleep on its wake-up
+    event(world.wake).set()
+    running.cancel()
+    done, _ = await asyncio.wait({running}, timeout=2)
+    running.cancel()
+    assert running in done
+    assert running.cancelled()
 
 
 @pytest.mark.parametrize(
     ("set_at", "seconds", "woken"), [(0.0, 1.0, True), (None, 0.01, False), (0.0, None, True)]
 )
-def test_woken_tells_whether_the_event_was_set(
+async def test_woken_tells_whether_the_event_was_set(
     set_at: float | None, seconds: float | None, woken: bool
 ) -> None:
-    async def scenario() -> bool:
-        event = asyncio.Event()
-        if set_at is not None:
-            asyncio.get_running_loop().call_later(set_at, event.set)
-        return await wakeup.woken(event, seconds)
-
-    assert asyncio.run(scenario()) is woken
+    event = asyncio.Event()
+    if set_at is not None:
+        asyncio.get_running_loop().call_later(set_at, event.set)
+    assert await wakeup.woken(event, seconds) is woken
 
 
-def test_the_recorder_never_waits_and_drops_what_does_not_fit() -> None:
-    async def scenario() -> tuple[events.Recorder, _FakeKube]:
+async def test_the_recorder_never_waits_and_drops_what_does_not_fit() -> None:
+    async with asyncio.timeout(10):
         kube = _FakeKube(refuse="c")
         recorder = events.Recorder(kube, capacity=3, senders=1)
         sender = asyncio.create_task(recorder.run())
@@ -177,53 +164,45 @@ def test_the_recorder_never_waits_and_drops_what_does_not_fit() -> None:
         kube.release.set()
         await recorder.flush()
         sender.cancel()
-        return recorder, kube
-
-    recorder, kube = asyncio.run(asyncio.wait_for(scenario(), 10))
     assert [e["involvedObject"]["name"] for e in kube.posted] == ["a", "b", "f"]
     assert [e["reason"] for e in kube.posted] == ["QuotaReserved", "QuotaReserved", "Admitted"]
     assert (recorder.sent, recorder.failed, recorder.dropped) == (3, 1, 2)
 
 
-def test_a_term_whose_work_does_not_end_after_its_cancel_stops_the_process() -> None:
+async def test_a_term_whose_work_does_not_end_after_its_cancel_stops_the_process() -> None:
     """A lost lease cancels the leader's work; if it ignores that, the replica must not go on.
 
     Competing again could make it lead twice, and waiting for ever would stall every queue; the
     error ends the operator, so a restart (a new pod) takes over.
     """
+    kube = fakeapi.FakeKube(time.time)
+    await kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "berth"}})
+    leads = 0
+    deafened = True
 
-    async def scenario() -> tuple[BaseException | None, int]:
-        kube = fakeapi.FakeKube(time.time)
-        await kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "berth"}})
-        leads = 0
-        deafened = True
+    async def deaf() -> None:
+        nonlocal leads
+        leads += 1
+        kube.fail("PUT", "/apis/coordination.k8s.io", times=1000)  # no renewal from now on
+        while deafened:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.05)
 
-        async def deaf() -> None:
-            nonlocal leads
-            leads += 1
-            kube.fail("PUT", "/apis/coordination.k8s.io", times=1000)  # no renewal from now on
-            while deafened:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.sleep(0.05)
-
-        running = asyncio.create_task(
-            leader.run_while_leader(
-                kube,
-                name="leader",
-                namespace="berth",
-                identity="a",
-                lead=deaf,
-                renew_deadline=0,
-                retry_period=0,
-                stop_grace=0.2,
-            )
+    running = asyncio.create_task(
+        leader.run_while_leader(
+            kube,
+            name="leader",
+            namespace="berth",
+            identity="a",
+            lead=deaf,
+            renew_deadline=0,
+            retry_period=0,
+            stop_grace=0.2,
         )
-        done, _ = await asyncio.wait({running}, timeout=5)
-        failure = running.exception() if running in done else None
-        running.cancel()
-        deafened = False  # so that the loop can end
-        return failure, leads
-
-    failure, leads = asyncio.run(scenario())
+    )
+    done, _ = await asyncio.wait({running}, timeout=5)
+    failure = running.exception() if running in done else None
+    running.cancel()
+    deafened = False  # so that the loop can end
     assert isinstance(failure, leader.TermStuckError)
     assert leads == 1, "never competes again while the stuck term's work runs"

@@ -7,7 +7,6 @@ example runs and says what it prints.
 from __future__ import annotations
 
 import enum
-import pathlib
 import re
 from typing import Any
 
@@ -17,8 +16,8 @@ from click.testing import CliRunner
 
 from berth.api import base, conditions, kinds
 from berth.entry import cli
+from operator_env import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 USER_GUIDE = ROOT / "docs" / "user-guide.md"
 
 REASONS = [

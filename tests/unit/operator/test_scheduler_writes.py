@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from typing import Any
 
@@ -89,25 +90,21 @@ def _apply_queues(world: world_mod.World, gpus: int, rv: str) -> None:
         world.apply(kind, obj)
 
 
-def test_an_admission_decided_while_a_pending_condition_is_written_builds_on_it() -> None:
-    async def scenario() -> _FakeApi:
-        api = _FakeApi()
-        world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
-        _apply_queues(world, 2, "1")
-        wl = _workload("train", "10")
-        api.bodies["train"] = copy.deepcopy(wl)
-        world.apply("Workload", wl)
-        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
-        loop = asyncio.create_task(sched.run())
-        await asyncio.wait_for(api.pending_sent.wait(), 5)  # "does not fit", being written
-        _apply_queues(world, 4, "2")  # now it fits: the next cycle admits it
-        await asyncio.sleep(0.05)
-        api.gate.set()
-        await asyncio.wait_for(api.admitted.wait(), 5)
-        loop.cancel()
-        return api
-
-    api = asyncio.run(scenario())
+async def test_an_admission_decided_while_a_pending_condition_is_written_builds_on_it() -> None:
+    api = _FakeApi()
+    world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
+    _apply_queues(world, 2, "1")
+    wl = _workload("train", "10")
+    api.bodies["train"] = copy.deepcopy(wl)
+    world.apply("Workload", wl)
+    sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
+    loop = asyncio.create_task(sched.run())
+    await asyncio.wait_for(api.pending_sent.wait(), 5)  # "does not fit", being written
+    _apply_queues(world, 4, "2")  # now it fits: the next cycle admits it
+    await asyncio.sleep(0.05)
+    api.gate.set()
+    await asyncio.wait_for(api.admitted.wait(), 5)
+    loop.cancel()
     assert api.conflicts == 0
     conds = {c["type"]: c["status"] for c in api.bodies["train"]["status"]["conditions"]}
     assert conds == {"QuotaReserved": "True", "Admitted": "True"}
@@ -142,30 +139,20 @@ def _admit_then_reclaim() -> tuple[_FakeApi, world_mod.World]:
     return api, world
 
 
-def test_a_batch_cancelled_while_an_eviction_waits_for_its_admission_ends_cleanly() -> None:
+async def test_a_batch_cancelled_while_an_eviction_waits_for_its_admission_ends_cleanly() -> None:
     # The lease is lost while b1's admission write is in flight and its eviction waits for it:
     # the scheduler is cancelled, and ends as cancelled, with no error of its own.
-    async def scenario() -> BaseException | None:
-        api, world = _admit_then_reclaim()
-        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
-        loop = asyncio.create_task(sched.run())
-        await asyncio.wait_for(api.admitting.wait(), 5)
-        await asyncio.sleep(0.01)  # the eviction is waiting for the admission now
-        loop.cancel()
-        try:
-            await loop
-        except asyncio.CancelledError:
-            return None
-        except BaseException as e:  # noqa: BLE001 - what the operator would log as a traceback
-            return e
-        return None
-
-    assert asyncio.run(scenario()) is None
+    api, world = _admit_then_reclaim()
+    sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
+    loop = asyncio.create_task(sched.run())
+    await asyncio.wait_for(api.admitting.wait(), 5)
+    await asyncio.sleep(0.01)  # the eviction is waiting for the admission now
+    loop.cancel()
+    with contextlib.suppress(asyncio.CancelledError):  # any other error would be logged
+        await loop
 
 
-def test_an_eviction_decided_in_the_batch_that_admitted_the_victim_builds_on_its_admission() -> (
-    None
-):
+async def test_an_eviction_decided_in_the_batch_that_admitted_the_victim_builds_on_it() -> None:
     """Cycle 1 admits b1 borrowing; cycle 2 of the same batch reclaims that quota for a2.
 
     a1 (16 GPUs, more than the cohort has) heads queue a in cycle 1 and is parked, so a2 heads
@@ -173,22 +160,17 @@ def test_an_eviction_decided_in_the_batch_that_admitted_the_victim_builds_on_its
     decisions are taken before any write returns; the eviction must wait for b1's admission
     write and build on what it stored.
     """
-
-    async def scenario() -> tuple[_FakeApi, world_mod.World]:
-        api, world = _admit_then_reclaim()
-        sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
-        loop = asyncio.create_task(sched.run())
-        await asyncio.wait_for(api.admitting.wait(), 5)  # b1's admission is being written
-        b1 = world.cache.admitted[names.WorkloadKey("ns-b", "b1")]
-        assert b1.evicted, "the reclaim was decided in the batch that admitted b1"
-        assert sched.batches == 1
-        assert api.admission_gate is not None  # _admit_then_reclaim installs it
-        api.admission_gate.set()
-        await asyncio.sleep(0.1)
-        loop.cancel()
-        return api, world
-
-    api, _ = asyncio.run(scenario())
+    api, world = _admit_then_reclaim()
+    sched = scheduler_mod.Scheduler(world, api, events.Recorder(api))
+    loop = asyncio.create_task(sched.run())
+    await asyncio.wait_for(api.admitting.wait(), 5)  # b1's admission is being written
+    b1 = world.cache.admitted[names.WorkloadKey("ns-b", "b1")]
+    assert b1.evicted, "the reclaim was decided in the batch that admitted b1"
+    assert sched.batches == 1
+    assert api.admission_gate is not None  # _admit_then_reclaim installs it
+    api.admission_gate.set()
+    await asyncio.sleep(0.1)
+    loop.cancel()
     assert api.conflicts == 0
     assert [o for o in api.order if o[0] == "b1"] == [("b1", "admit"), ("b1", "evict")]
     conds = {c["type"] for c in api.bodies["b1"]["status"]["conditions"] if c["status"] == "True"}

@@ -7,7 +7,6 @@ test_kube_credentials.py does).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import sys
@@ -243,17 +242,17 @@ def _answer(status: object, api: str = "client.authentication.k8s.io/v1beta1") -
         ),
     ],
 )
-def test_a_failing_plugin_is_one_clear_error(
+async def test_a_failing_plugin_is_one_clear_error(
     tmp_path: Path, program: str, error: type[errors.KubeError], expected: str
 ) -> None:
     creds = credentials.Credentials(_exec_target(tmp_path, program))
     with pytest.raises(error) as refused:
-        asyncio.run(creds.authorization())
+        await creds.authorization()
     assert expected in str(refused.value)
     assert "exec plugin" in str(refused.value)
 
 
-def test_a_missing_plugin_prints_its_install_hint(tmp_path: Path) -> None:
+async def test_a_missing_plugin_prints_its_install_hint(tmp_path: Path) -> None:
     path = _write(
         tmp_path / "k",
         _doc(
@@ -270,11 +269,11 @@ def test_a_missing_plugin_prints_its_install_hint(tmp_path: Path) -> None:
     assert target.exec is not None
     assert target.exec.command == str(tmp_path / "bin" / "no-such-plugin")
     with pytest.raises(errors.PermanentError) as refused:
-        asyncio.run(credentials.Credentials(target).authorization())
+        await credentials.Credentials(target).authorization()
     assert "gcloud components install gke-gcloud-auth-plugin" in str(refused.value)
 
 
-def test_plugin_env_a_credential_kept_for_the_session_and_renewed_for_kopf(
+async def test_plugin_env_a_credential_kept_for_the_session_and_renewed_for_kopf(
     tmp_path: Path,
 ) -> None:
     runs = tmp_path / "runs"
@@ -287,19 +286,18 @@ def test_plugin_env_a_credential_kept_for_the_session_and_renewed_for_kopf(
     )
     target = _exec_target(tmp_path, program, env=[{"name": "TOKEN", "value": "from-env"}])
     creds = credentials.Credentials(target)
-
-    async def twice() -> list[str | None]:
-        return [await creds.authorization(), await creds.authorization()]
-
-    assert asyncio.run(twice()) == ["Bearer from-env", "Bearer from-env"]
+    assert [await creds.authorization(), await creds.authorization()] == [
+        "Bearer from-env",
+        "Bearer from-env",
+    ]
     assert runs.read_text().count("run") == 1  # no expiry given: kept for the session
     # kopf logs in at its start, at an expiry and after a 401: each login renews.
-    login = asyncio.run(creds.login())
+    login = await creds.login()
     assert (login.token, login.expiration) == ("from-env", None)
     assert runs.read_text().count("run") == 2
 
 
-def test_kopf_is_given_the_proxy_and_the_tls_settings_of_the_session() -> None:
+async def test_kopf_is_given_the_proxy_and_the_tls_settings_of_the_session() -> None:
     # The operator's watches (kopf) and its own session must reach the server the same way.
     target = kubeconfig.Target(
         source="test",
@@ -308,13 +306,24 @@ def test_kopf_is_given_the_proxy_and_the_tls_settings_of_the_session() -> None:
         proxy_url="http://proxy.example:3128",
         token="t0k3n",  # noqa: S106 - a made-up token for a server never reached
     )
-    login = asyncio.run(credentials.Credentials(target).login())
+    login = await credentials.Credentials(target).login()
     assert (login.server, login.insecure, login.proxy_url, login.token) == (
         "https://api.example:6443",
         True,
         "http://proxy.example:3128",
         "t0k3n",
     )
+
+
+def test_the_operator_refuses_a_tls_server_name_its_watches_cannot_send(tmp_path: Path) -> None:
+    cluster = {"server": "https://k:6443", "tls-server-name": "kubernetes"}
+    path = _write(tmp_path / "kubeconfig", _doc(cluster=cluster))
+    command = ["run", "--no-history", "--metrics-port=-1", "--webhook-port=0"]
+    result = CliRunner().invoke(cli.main, [*command, f"--kubeconfig={path}"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.count("\n") == 1
+    assert "tls-server-name kubernetes: the operator's watches cannot send" in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
 @pytest.mark.parametrize(

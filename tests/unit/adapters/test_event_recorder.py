@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from prometheus_client import parser
@@ -35,17 +34,12 @@ class _Unreached:
         raise AssertionError(f"{method} {path} was sent")
 
 
-def test_a_full_queue_drops_events_and_counts_them_in_the_metric() -> None:
+async def test_a_full_queue_drops_events_and_counts_them_in_the_metric() -> None:
     sink = metrics.Metrics()
-
-    async def record() -> events.Recorder:
-        # No sender runs: nothing leaves the queue, so the API session is never used.
-        recorder = events.Recorder(_Unreached(), capacity=2, on_drop=sink.report_event_dropped)
-        for i in range(5):
-            recorder.record(_workload(f"w{i}"), "QuotaReserved", "Quota reserved", 0.0)
-        return recorder
-
-    recorder = asyncio.run(record())
+    # No sender runs: nothing leaves the queue, so the API session is never used.
+    recorder = events.Recorder(_Unreached(), capacity=2, on_drop=sink.report_event_dropped)
+    for i in range(5):
+        recorder.record(_workload(f"w{i}"), "QuotaReserved", "Quota reserved", 0.0)
     assert (recorder.queued, recorder.dropped) == (2, 3)
     values = {
         s.name: s.value

@@ -92,8 +92,8 @@ class _Watched(finalizers.Finalizers):
         await super().reconcile(kind, name, body)
 
 
-def test_each_pass_looks_only_at_what_changed_or_is_being_deleted() -> None:
-    async def scenario() -> tuple[list[list[tuple[str, str]]], list[list[str]]]:
+async def test_each_pass_looks_only_at_what_changed_or_is_being_deleted() -> None:
+    async with asyncio.timeout(10):
         world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
         kube = _Kube(_objects())
         for name, body in kube.stored.items():
@@ -129,9 +129,6 @@ def test_each_pass_looks_only_at_what_changed_or_is_being_deleted() -> None:
         world.release(used)
         assert world.wake.finalizers.is_set(), "a queue being deleted may hold nothing now"
         await one_pass()  # 6: cq-b holds nothing and goes; a100 is still named by cq-a, cq-c
-        return passes, looked
-
-    passes, looked = asyncio.run(asyncio.wait_for(scenario(), 10))
     assert looked == [
         ["cq-a", "cq-b", "cq-c", "a100"],
         ["cq-a", "cq-b", "cq-c", "a100"],
@@ -148,7 +145,7 @@ def test_each_pass_looks_only_at_what_changed_or_is_being_deleted() -> None:
     assert passes[5] == [("PATCH", _path("ClusterQueue", "cq-b"))]
 
 
-def test_a_failed_write_is_tried_again_on_the_next_pass() -> None:
+async def test_a_failed_write_is_tried_again_on_the_next_pass() -> None:
     class _Refusing(_Kube):
         refusals = 1
 
@@ -168,7 +165,7 @@ def test_a_failed_write_is_tried_again_on_the_next_pass() -> None:
                 method, path, body=body, content_type=content_type, query=query
             )
 
-    async def scenario() -> tuple[bool, bool, list[tuple[str, str]]]:
+    async with asyncio.timeout(10):
         world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
         kube = _Refusing(_objects())
         for name, body in kube.stored.items():
@@ -177,16 +174,14 @@ def test_a_failed_write_is_tried_again_on_the_next_pass() -> None:
         first = await task.reconcile_due()
         kube.sent.clear()
         second = await task.reconcile_due()
-        return first, second, list(kube.sent)
-
-    first, second, sent = asyncio.run(asyncio.wait_for(scenario(), 10))
+        sent = list(kube.sent)
     assert first is True
     assert second is False
     assert sent == [("PATCH", _path("ClusterQueue", "cq-b"))]
 
 
-def test_a_finalizer_stripped_by_hand_is_put_back_on_the_next_pass() -> None:
-    async def scenario() -> list[tuple[str, str]]:
+async def test_a_finalizer_stripped_by_hand_is_put_back_on_the_next_pass() -> None:
+    async with asyncio.timeout(10):
         world = world_mod.World(configuration.Configuration(), lambda: 1000.0)
         kube = _Kube(_objects())
         for name, body in kube.stored.items():
@@ -202,7 +197,5 @@ def test_a_finalizer_stripped_by_hand_is_put_back_on_the_next_pass() -> None:
         world.apply("ClusterQueue", copy.deepcopy(stripped))
         kube.sent.clear()
         assert not await task.reconcile_due()
-        return list(kube.sent)
-
-    sent = asyncio.run(asyncio.wait_for(scenario(), 10))
+        sent = list(kube.sent)
     assert sent == [("PATCH", _path("ClusterQueue", "cq-a"))]

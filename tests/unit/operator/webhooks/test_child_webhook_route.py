@@ -9,7 +9,6 @@ Served by aiohttp's test server, with a parent reader standing in for the API.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from aiohttp import test_utils, web
@@ -82,16 +81,12 @@ def review(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def post(app: web.Application, path: str, body: dict[str, Any]) -> dict[str, Any]:
+async def post(app: web.Application, path: str, body: dict[str, Any]) -> dict[str, Any]:
     """The route's answer to one review."""
-
-    async def send() -> dict[str, Any]:
-        async with test_utils.TestClient(test_utils.TestServer(app)) as client:
-            response = await client.post(path, json=body)
-            answer: dict[str, Any] = (await response.json())["response"]
-            return answer
-
-    return asyncio.run(send())
+    async with test_utils.TestClient(test_utils.TestServer(app)) as client:
+        response = await client.post(path, json=body)
+        answer: dict[str, Any] = (await response.json())["response"]
+        return answer
 
 
 def cluster_create(name: str) -> dict[str, Any]:
@@ -117,7 +112,7 @@ def cluster_create(name: str) -> dict[str, Any]:
     return review("RayCluster", cluster)
 
 
-def serve(
+async def serve(
     world: world_mod.World, body: dict[str, Any], stored: dict[str, Any] | None
 ) -> tuple[dict[str, Any], list[tuple[job_sync.Parent, str]]]:
     """The mutating answer, and which parents the route read from the API."""
@@ -127,7 +122,7 @@ def serve(
         reads.append((ref, namespace))
         return stored
 
-    return post(routes.app(world, read_parent), "/mutate-job", body), reads
+    return await post(routes.app(world, read_parent), "/mutate-job", body), reads
 
 
 def world_with_stale_rayjob() -> world_mod.World:
@@ -137,36 +132,36 @@ def world_with_stale_rayjob() -> world_mod.World:
     return world
 
 
-def test_kuberays_cluster_runs_once_the_parent_is_read_fresh() -> None:
+async def test_kuberays_cluster_runs_once_the_parent_is_read_fresh() -> None:
     world = world_with_stale_rayjob()
-    answer, reads = serve(world, cluster_create("train-x7k2p"), rayjob("train-x7k2p"))
+    answer, reads = await serve(world, cluster_create("train-x7k2p"), rayjob("train-x7k2p"))
     assert answer["allowed"]
     assert "patch" not in answer
     assert [(r.kind, r.name, r.uid, ns) for r, ns in reads] == [("RayJob", "train", UID, "ml")]
 
 
-def test_a_cluster_under_another_name_stays_suspended() -> None:
+async def test_a_cluster_under_another_name_stays_suspended() -> None:
     world = world_with_stale_rayjob()
-    answer, reads = serve(world, cluster_create("train-mine"), rayjob("train-x7k2p"))
+    answer, reads = await serve(world, cluster_create("train-mine"), rayjob("train-x7k2p"))
     assert answer["allowed"]
     assert "patch" in answer
     assert "train-mine is not it" in answer["warnings"][0]
     assert len(reads) == 1
 
 
-def test_a_parent_gone_from_the_api_leaves_the_cluster_suspended() -> None:
+async def test_a_parent_gone_from_the_api_leaves_the_cluster_suspended() -> None:
     world = world_with_stale_rayjob()
-    answer, reads = serve(world, cluster_create("train-x7k2p"), None)
+    answer, reads = await serve(world, cluster_create("train-x7k2p"), None)
     assert "patch" in answer
     assert "status.rayClusterName" in answer["warnings"][0]
     assert len(reads) == 1
 
 
-def test_a_parent_seen_up_to_date_needs_no_read() -> None:
+async def test_a_parent_seen_up_to_date_needs_no_read() -> None:
     world = world_mod.World(CONFIG, lambda: 0.0)
     world.apply("RayJob", rayjob("train-x7k2p"))
     world.apply("Workload", admitted_workload(world))
-    answer, reads = serve(world, cluster_create("train-x7k2p"), None)
+    answer, reads = await serve(world, cluster_create("train-x7k2p"), None)
     assert answer["allowed"]
     assert "patch" not in answer
     assert reads == []
@@ -210,7 +205,7 @@ def trainjob_create(runtime: str) -> dict[str, Any]:
     return review("TrainJob", job)
 
 
-def validate_trainjob(
+async def validate_trainjob(
     world: world_mod.World, body: dict[str, Any], stored: dict[str, Any] | None
 ) -> tuple[dict[str, Any], int]:
     """The validating answer, and how many runtimes the route read from the API."""
@@ -223,12 +218,12 @@ def validate_trainjob(
         world.apply(stored["kind"], stored)
         return True
 
-    return post(routes.app(world, None, read_runtime), "/validate-job", body), len(reads)
+    return await post(routes.app(world, None, read_runtime), "/validate-job", body), len(reads)
 
 
-def test_a_trainjob_whose_runtime_the_watch_has_not_shown_yet_is_decided_on_a_fresh_read() -> None:
+async def test_a_trainjob_whose_runtime_the_watch_lacks_is_decided_on_a_fresh_read() -> None:
     world = world_mod.World(TRAINER_CONFIG, lambda: 0.0)
-    answer, reads = validate_trainjob(world, trainjob_create("torch"), RUNTIME)
+    answer, reads = await validate_trainjob(world, trainjob_create("torch"), RUNTIME)
     assert answer["allowed"]
     assert reads == 1
     assert (
@@ -236,9 +231,9 @@ def test_a_trainjob_whose_runtime_the_watch_has_not_shown_yet_is_decided_on_a_fr
     )
 
 
-def test_a_trainjob_naming_no_runtime_is_refused_naming_the_field() -> None:
+async def test_a_trainjob_naming_no_runtime_is_refused_naming_the_field() -> None:
     world = world_mod.World(TRAINER_CONFIG, lambda: 0.0)
-    answer, reads = validate_trainjob(world, trainjob_create("nowhere"), None)
+    answer, reads = await validate_trainjob(world, trainjob_create("nowhere"), None)
     assert not answer["allowed"]
     assert (
         "spec.runtimeRef: ClusterTrainingRuntime nowhere does not exist"
@@ -247,6 +242,6 @@ def test_a_trainjob_naming_no_runtime_is_refused_naming_the_field() -> None:
     assert reads == 1
     # Known runtimes need no read.
     world.apply("ClusterTrainingRuntime", RUNTIME)
-    answer, reads = validate_trainjob(world, trainjob_create("torch"), None)
+    answer, reads = await validate_trainjob(world, trainjob_create("torch"), None)
     assert answer["allowed"]
     assert reads == 0

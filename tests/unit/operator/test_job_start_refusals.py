@@ -9,7 +9,6 @@ operator's tasks run against the API fake (``tests/parity.py``).
 
 from __future__ import annotations
 
-import asyncio
 import io
 from typing import Any
 
@@ -59,7 +58,7 @@ spec:
 """
 
 
-def _run(
+async def _run(
     refusal: str, times: int, status: int = 403
 ) -> tuple[list[parity.Decision], dict[str, Any], dict[str, Any]]:
     docs = documents.read_streams([("scenario", io.StringIO(SCENARIO))])
@@ -78,12 +77,8 @@ def _run(
     driver.fake.request = refusing  # type: ignore[method-assign]
     saved = jobcontroller._STOP_SETTLE
     jobcontroller._STOP_SETTLE = 0.0
-
-    async def scenario() -> list[parity.Decision]:
-        return await driver.run(until=60)
-
     try:
-        decisions = asyncio.run(scenario())
+        decisions = await driver.run(until=60)
     finally:
         jobcontroller._STOP_SETTLE = saved
     [job] = driver.fake.objects("Job")
@@ -102,8 +97,8 @@ def _run(
     ],
     ids=["our webhook, stale: tried again", "another webhook: refused for good"],
 )
-def test_a_refused_start(refusal: str, started: bool) -> None:
-    decisions, job, wl = _run(refusal, times=2)
+async def test_a_refused_start(refusal: str, started: bool) -> None:
+    decisions, job, wl = await _run(refusal, times=2)
     assert [d.event for d in decisions][:1] == ["Admitted"]
     assert (job["spec"].get("suspend") is False) == started
     # Refused for good: the quota is given back and the Workload deactivated (StartFailed).
@@ -129,8 +124,10 @@ FOREVER = 10_000
     ],
     ids=["our webhook refuses for ever", "our webhook cannot be reached"],
 )
-def test_a_start_our_webhook_keeps_refusing_gives_the_quota_back(refusal: str, status: int) -> None:
-    decisions, job, wl = _run(refusal, times=FOREVER, status=status)
+async def test_a_start_our_webhook_keeps_refusing_gives_the_quota_back(
+    refusal: str, status: int
+) -> None:
+    decisions, job, wl = await _run(refusal, times=FOREVER, status=status)
     assert [d.event for d in decisions][:1] == ["Admitted"]
     assert job["spec"].get("suspend") is True
     assert wl["spec"].get("active") is False
@@ -140,8 +137,8 @@ def test_a_start_our_webhook_keeps_refusing_gives_the_quota_back(refusal: str, s
     assert configurations.JOB_WEBHOOK in reserved["message"]
 
 
-def test_a_start_that_fails_for_another_reason_is_tried_again_until_it_passes() -> None:
+async def test_a_start_that_fails_for_another_reason_is_tried_again_until_it_passes() -> None:
     """A 500 that is not our webhook's (the API server restarting) never deactivates the job."""
-    _decisions, job, wl = _run("etcdserver: request timed out", times=45, status=500)
+    _decisions, job, wl = await _run("etcdserver: request timed out", times=45, status=500)
     assert job["spec"].get("suspend") is False
     assert wl["spec"].get("active", True) is True

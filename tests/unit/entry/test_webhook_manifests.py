@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from berth.api import configuration
 from berth.entry import cli, manifests_cmd
 from berth.operator.webhooks import configurations
+from operator_env import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 WEBHOOK_DIR = ROOT / "webhooks"
 PATTERN = "*webhookconfiguration.yaml"
 

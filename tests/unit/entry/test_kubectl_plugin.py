@@ -15,9 +15,10 @@ import sys
 import pytest
 
 import berth
+from operator_env import ROOT
 
 BIN = pathlib.Path(sys.executable).parent
-SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "config" / "samples"
+SAMPLES = ROOT / "config" / "samples"
 
 
 @dataclasses.dataclass(frozen=True)
