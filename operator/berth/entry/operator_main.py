@@ -15,10 +15,10 @@ import contextlib
 import dataclasses
 import datetime as dt
 import logging
-import os
 import signal
 import socket
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -62,7 +62,10 @@ class Options:
     lease_duration: int = 15
     """Seconds a Lease lasts without renewal (whole seconds, as the Lease stores them)."""
     identity: str = dataclasses.field(
-        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}"
+        # Unique per process, as controller-runtime's (hostname + "_" + a UUID): in a container
+        # the pid is always the same, so a crashed leader restarted in its pod would otherwise
+        # take its old Lease back at once, as though it had never stopped.
+        default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4()}"
     )
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = 0
