@@ -14,7 +14,15 @@ from pathlib import Path
 
 import click
 
-from berth.devtools.devcluster import binaries, errors, frameworks, kwok, launcher, processes
+from berth.devtools.devcluster import (
+    binaries,
+    errors,
+    frameworks,
+    kwok,
+    launcher,
+    processes,
+    realnode,
+)
 
 
 def _default_dir() -> Path:
@@ -71,6 +79,16 @@ def command() -> None:
     help="Also install and run this job framework's real controller (its CRDs and webhooks), "
     "repeatable; trainer brings jobset.",
 )
+@click.option(
+    "--real-node",
+    "real_node_spec",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[name=real-0,gpus=8,label=k=v...]",
+    help="Also start one real node (containerd, runc, CNI, kubelet, kube-proxy) whose pods really "
+    "run, advertising fake GPUs; needs root and scripts/setup-real-node.",
+)
 @click.option("--timeout", default=90.0, show_default=True, help="Seconds per component.")
 @_dir_option
 def up(
@@ -80,6 +98,7 @@ def up(
     pools: tuple[str, ...],
     minimal: bool,
     framework_names: tuple[str, ...],
+    real_node_spec: str | None,
     timeout: float,
     run_dir: Path | None,
 ) -> None:
@@ -91,21 +110,15 @@ def up(
         raise click.ClickException(
             f"already running in {run_dir} ({', '.join(running)}); run `berth dev down` first"
         )
-    try:
-        node_pools = (
-            tuple(kwok.parse_pool(spec) for spec in pools)
-            if pools
-            else (kwok.NodePool(name="gpu", nodes=nodes, gpus_per_node=gpus_per_node),)
-        )
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--pool") from e
+    node_pools, real_node = _nodes(nodes, gpus_per_node, pools, real_node_spec, minimal=minimal)
     # A new cluster each time: stale etcd data or certificates would only confuse.
     shutil.rmtree(run_dir, ignore_errors=True)
     plane = launcher.ControlPlane(
         launcher.ControlPlaneConfig(
             run_dir=run_dir,
             scheduling=not minimal,
-            node_pools=() if minimal else node_pools,
+            node_pools=node_pools,
+            real_node=real_node,
             detach=True,
             start_timeout=timeout,
         )
@@ -122,13 +135,50 @@ def up(
     except errors.DevClusterError as e:
         plane.stop()
         raise click.ClickException(str(e)) from e
+    _describe(plane)
+
+
+def _nodes(
+    nodes: int,
+    gpus_per_node: int,
+    pools: tuple[str, ...],
+    real_node_spec: str | None,
+    *,
+    minimal: bool,
+) -> tuple[tuple[kwok.NodePool, ...], realnode.RealNodeConfig | None]:
+    """Return the kwok pools (empty ones dropped) and the real node ``up`` was asked for."""
+    if minimal:
+        if real_node_spec is not None:
+            raise click.UsageError("--real-node needs the scheduling components; drop --minimal")
+        return (), None
+    try:
+        node_pools = (
+            tuple(kwok.parse_pool(spec) for spec in pools)
+            if pools
+            else (kwok.NodePool(name="gpu", nodes=nodes, gpus_per_node=gpus_per_node),)
+        )
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--pool") from e
+    try:
+        real_node = None if real_node_spec is None else realnode.parse_spec(real_node_spec)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--real-node") from e
+    return tuple(p for p in node_pools if p.nodes), real_node
+
+
+def _describe(plane: launcher.ControlPlane) -> None:
     for name, pid in plane.pids().items():
         click.echo(f"  {name:<24} pid {pid:<8} {plane.logs / (name + '.log')}")
-    if not minimal:
-        for pool in node_pools:
-            click.echo(
-                f"  pool {pool.name}: {pool.nodes} nodes x {pool.gpus_per_node} {kwok.GPU_RESOURCE}"
-            )
+    real = plane.config.real_node
+    if real is not None:
+        click.echo(
+            f"  real node {real.name}: {real.gpus} {kwok.GPU_RESOURCE} (advertised in its status;"
+            " the pods really run, in containerd)"
+        )
+    for pool in plane.config.node_pools:
+        click.echo(
+            f"  pool {pool.name}: {pool.nodes} nodes x {pool.gpus_per_node} {kwok.GPU_RESOURCE}"
+        )
     click.echo(f"API server {plane.server} ready in {plane.timings['total']:.1f}s")
     click.echo('Point kubectl at it with: eval "$(berth dev env)"')
 

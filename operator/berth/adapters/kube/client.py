@@ -134,8 +134,9 @@ class Kube:
         except aiohttp.ClientConnectorCertificateError as e:
             # Trying again cannot help: the kubeconfig must name what the server presents.
             # ssl's own reason, not aiohttp's repeat of the whole connection, so the hint fits.
+            where = self.credentials.target.source
             raise errors.PermanentError(
-                f"{method} {path}: {e.certificate_error}; {self.credentials.target.source}: {_UNTRUSTED}"
+                f"{method} {path}: {e.certificate_error}; {where}: {_UNTRUSTED}"
             ) from e
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise errors.TransientError(f"{method} {path}: {e or type(e).__name__}") from e

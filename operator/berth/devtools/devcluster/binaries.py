@@ -25,8 +25,11 @@ KUBERNETES_COMMANDS = (
     "kube-controller-manager",
     "kube-scheduler",
     "kubectl",
+    "kubelet",
+    "kube-proxy",
 )
-"""The commands built from ``k8s.io/kubernetes``; they share its version."""
+"""The commands built from ``k8s.io/kubernetes``; they share its version (the last two for the
+real node, `berth.devtools.devcluster.realnode`)."""
 
 FRAMEWORKS = ("jobset", "training-operator", "kuberay", "trainer")
 """The job frameworks' controllers, each built with its CRDs and webhook manifests beside it."""

@@ -53,6 +53,12 @@ class Kubectl:
         """
         return self.run("create", "-f", "-", stdin=_stream(objects))
 
+    def patch_status(self, kind: str, name: str, patch: Mapping[str, Any]) -> str:
+        """Merge-patch the status subresource of the cluster-scoped object ``kind/name``."""
+        return self.run(
+            "patch", kind, name, "--subresource=status", "--type=merge", "-p", json.dumps(patch)
+        )
+
 
 def _stream(objects: Iterable[Mapping[str, Any]]) -> str:
     return yaml.safe_dump_all([dict(o) for o in objects], sort_keys=False)

@@ -13,20 +13,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import secrets
 import ssl
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 import yaml
 
-from berth.devtools.devcluster import binaries, errors, kubectl, kwok, pki, processes
+from berth.devtools.devcluster import binaries, errors, kubectl, kwok, pki, processes, realnode
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
     from types import TracebackType
 
 STATE_FILE = "state.json"
@@ -52,6 +53,10 @@ class ControlPlaneConfig:
     """Seconds each component may take to become ready."""
     profiling: bool = False
     """Serve kube-apiserver's ``/debug/pprof`` (``berth bench harness --apiserver-profile``)."""
+    real_node: realnode.RealNodeConfig | None = None
+    """Also start one real node (containerd, kubelet, kube-proxy) beside the kwok pools; needs
+    root and the Debian packages ``scripts/setup-real-node`` installs. The API server then binds
+    to the host's primary address instead of loopback, so the node's pods can reach it."""
     watch_cache: bool = True
     """kube-apiserver's watch cache; without it watches read etcd, so after a compaction an old
     resourceVersion gets 410 Gone at once (the tests of the operator's informer need that)."""
@@ -64,18 +69,23 @@ class _Identity:
     token: str
 
 
-def _identities() -> dict[str, _Identity]:
+def _identities(real_node: realnode.RealNodeConfig | None) -> dict[str, _Identity]:
     # Each component authenticates as the user the RBAC bootstrap policy grants its role to, so
     # RBAC is exercised as in a real cluster; only the admin and kwok are cluster-admins.
     def new(user: str, *groups: str) -> _Identity:
         return _Identity(user, groups, secrets.token_hex(24))
 
-    return {
+    found = {
         "admin": new("berth-admin", "system:masters"),
         "kube-controller-manager": new("system:kube-controller-manager"),
         "kube-scheduler": new("system:kube-scheduler"),
         "kwok": new("kwok", "system:masters"),
     }
+    if real_node is not None:
+        # The Node authorizer and NodeRestriction know a kubelet by this name and group.
+        found["kubelet"] = new(f"system:node:{real_node.name}", "system:nodes")
+        found["kube-proxy"] = new("system:kube-proxy")
+    return found
 
 
 class ControlPlane:
@@ -95,7 +105,9 @@ class ControlPlane:
         self._server = ""
         self._etcd_url = ""
         self._pki: pki.PkiFiles | None = None
-        self._identities = _identities()
+        self._identities = _identities(config.real_node)
+        self._host = realnode.node_ip() if config.real_node is not None else "127.0.0.1"
+        self._owner = f"dir:{self.run_dir}" if config.detach else f"pid:{os.getpid()}"
 
     def components(self) -> list[str]:
         """Return the binaries this configuration needs, in start order."""
@@ -104,7 +116,9 @@ class ControlPlane:
             names += ["kube-controller-manager", "kube-scheduler"]
         if self.config.node_pools:
             names += ["kwok", "kubectl"]
-        return names
+        if self.config.real_node is not None:
+            names += ["kubelet", "kube-proxy", "kubectl"]
+        return list(dict.fromkeys(names))
 
     def compact_etcd(self) -> int:
         """Compact etcd's history up to its current revision; return that revision.
@@ -180,6 +194,8 @@ class ControlPlane:
                 self._start_scheduler(found["kube-scheduler"])
             if self.config.node_pools:
                 self._start_kwok(found["kwok"])
+            if self.config.real_node is not None:
+                self._start_real_node(self.config.real_node, found["kubelet"], found["kube-proxy"])
             if self.config.scheduling:
                 self._wait_for_default_service_account()
         except BaseException:
@@ -190,9 +206,20 @@ class ControlPlane:
             self._write_state()
 
     def stop(self) -> None:
-        """Stop every component, newest first; the run directory and its logs stay."""
+        """Stop every component, newest first; the run directory and its logs stay.
+
+        A real node's pods are deleted first, while its kubelet can still tear their networks
+        down, and whatever the node leaves on the machine is removed after its processes stop.
+        """
+        real = self.config.real_node
+        if real is not None and any(p.name == "kubelet" for p in self._processes):
+            with contextlib.suppress(errors.DevClusterError, OSError):
+                drain_real_node(self.kubectl(), real.name)
         while self._processes:
             self._processes.pop().stop()
+        if real is not None:
+            realnode.teardown(kube_proxy=self.cache.path("kube-proxy"))
+            realnode.release(self._owner)
         with contextlib.suppress(FileNotFoundError):
             (self.run_dir / STATE_FILE).unlink()
 
@@ -237,7 +264,8 @@ class ControlPlane:
     def _write_files(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
-        self._pki = pki.write_pki(self.run_dir / "pki")
+        extra = (self._host,) if self.config.real_node is not None else ()
+        self._pki = pki.write_pki(self.run_dir / "pki", extra_hosts=extra)
         lines = [
             f'{i.token},{i.user},{i.user},"{",".join(i.groups)}"' for i in self._identities.values()
         ]
@@ -274,6 +302,7 @@ class ControlPlane:
         state = {
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
+            "real_node": None if self.config.real_node is None else self.config.real_node.name,
             "processes": [dataclasses.asdict(p.record()) for p in self._processes],
         }
         (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
@@ -319,29 +348,43 @@ class ControlPlane:
     def _start_apiserver(self, binary: Path) -> None:
         files = self._files()
         port = processes.free_port()
-        self._server = f"https://127.0.0.1:{port}"
+        self._server = f"https://{self._host}:{port}"
         argv = [
             str(binary),
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self._host}",
+            f"--advertise-address={self._host}",
             f"--secure-port={port}",
             f"--etcd-servers={self._etcd_url}",
             f"--tls-cert-file={files.serving_cert}",
             f"--tls-private-key-file={files.serving_key}",
             f"--client-ca-file={files.ca_cert}",
             f"--token-auth-file={self.run_dir / 'pki' / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
+            *(["--authorization-mode=RBAC"] if self.config.real_node is None else []),
             f"--service-account-issuer={self._server}",
             f"--service-account-key-file={files.service_account_pub}",
             f"--service-account-signing-key-file={files.service_account_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
-            # Endpoints may not hold a loopback address, so the apiserver must not publish its own.
-            "--endpoint-reconciler-type=none",
             "--allow-privileged=true",
             "--profiling=true" if self.config.profiling else "--profiling=false",
             "--watch-cache=true" if self.config.watch_cache else "--watch-cache=false",
             f"--cert-dir={self.run_dir / 'apiserver'}",
         ]
+        if self.config.real_node is None:
+            # Endpoints may not hold a loopback address, so the apiserver must not publish its own.
+            argv.append("--endpoint-reconciler-type=none")
+        else:
+            # A real kubelet: the Node authorizer and NodeRestriction limit what it may touch,
+            # the API server proves itself to it with a client certificate and checks its serving
+            # one, and dials its InternalIP (the node's Hostname does not resolve here).
+            kubelet_client = self.run_dir / "pki" / "kubelet-client"
+            argv += [
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                f"--kubelet-client-certificate={kubelet_client}.crt",
+                f"--kubelet-client-key={kubelet_client}.key",
+                f"--kubelet-certificate-authority={files.ca_cert}",
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
+            ]
         if not self.config.scheduling:
             # Without kube-controller-manager nobody creates the default ServiceAccount, and this
             # plugin would refuse every pod for lacking it.
@@ -419,6 +462,61 @@ class ControlPlane:
         )
         self.timings["kwok"] = time.monotonic() - started
 
+    def _start_real_node(
+        self, config: realnode.RealNodeConfig, kubelet: Path, kube_proxy: Path
+    ) -> None:
+        missing = realnode.missing_prerequisites()
+        if missing:
+            raise errors.DevClusterError("a real node needs " + "; ".join(missing))
+        started = time.monotonic()
+        realnode.claim(self._owner, _cluster_running)
+        realnode.teardown(kube_proxy=kube_proxy)
+        realnode.prepare_host()
+        files = self._files()
+        serving = pki.issue_serving_certificate(
+            pki.load_certificate_authority(files),
+            (self._host, config.name),
+            f"system:node:{config.name}",
+        )
+        node_pki = self.run_dir / "pki"
+        (node_pki / "kubelet.crt").write_bytes(serving.cert_pem)
+        (node_pki / "kubelet.key").write_bytes(serving.key_pem)
+        (node_pki / "kubelet.key").chmod(0o600)
+        paths = realnode.write_files(
+            config,
+            ip=self._host,
+            ca_file=files.ca_cert,
+            cert=node_pki / "kubelet.crt",
+            key=node_pki / "kubelet.key",
+            kubelet_kubeconfig=self._component_kubeconfig("kubelet"),
+            proxy_kubeconfig=self._component_kubeconfig("kube-proxy"),
+        )
+        # The API server's client certificate is authorized on the kubelet through RBAC.
+        self.kubectl().apply([_kubelet_api_binding()])
+        self.timings.update(
+            realnode.start_processes(
+                self._spawn,
+                config,
+                kubelet=kubelet,
+                kube_proxy=kube_proxy,
+                ip=self._host,
+                paths=paths,
+                kubelet_kubeconfig=self.run_dir / "kubeconfigs" / "kubelet.kubeconfig",
+                images_dir=self.run_dir / "images",
+                timeout=self.config.start_timeout,
+            )
+        )
+        url = f"{self.server}/api/v1/nodes?fieldSelector=metadata.name%3D{config.name}"
+        (kubelet_process,) = [p for p in self._processes if p.name == "kubelet"]
+        kubelet_process.wait_ready(
+            lambda: config.name in _ready_nodes(_get_json(url, self.ca_file, self.token)),
+            self.config.start_timeout,
+            what="registering a Ready node",
+        )
+        if config.gpus:
+            self.kubectl().patch_status("node", config.name, realnode.gpu_status_patch(config.gpus))
+        self.timings["real-node"] = time.monotonic() - started
+
     def _wait_for_default_service_account(self) -> None:
         # Pods are refused until kube-controller-manager has made the namespace's ServiceAccount.
         started = time.monotonic()
@@ -436,6 +534,50 @@ class ControlPlane:
                 )
             time.sleep(0.1)
         self.timings["default-service-account"] = time.monotonic() - started
+
+
+KUBELET_CLIENT = "kube-apiserver-kubelet-client"
+"""The common name of the certificate the API server presents to kubelets."""
+
+
+def _kubelet_api_binding() -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "berth-dev:kube-apiserver-kubelet-client"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:kubelet-api-admin",
+        },
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": KUBELET_CLIENT}
+        ],
+    }
+
+
+def drain_real_node(kubectl_: kubectl.Kubectl, node: str, timeout: float = 30.0) -> None:
+    """Delete every pod bound to the real node and wait until its containers are gone.
+
+    The kubelet then stops each pod and asks CNI to remove its network, which a SIGKILL of the
+    node would skip; `realnode.teardown` removes whatever is left after ``timeout``.
+    """
+    kubectl_.run(
+        "delete",
+        "pods",
+        "--all-namespaces",
+        f"--field-selector=spec.nodeName={node}",
+        "--grace-period=1",
+        "--wait=false",
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and realnode.running_containers():
+        time.sleep(0.5)
+
+
+def _cluster_running(run_dir: str) -> bool:
+    state = load_state(Path(run_dir))
+    return state is not None and any(processes.is_running(r) for r in recorded_processes(state))
 
 
 def _etcd_healthy(url: str) -> bool:
@@ -499,10 +641,18 @@ def stop_detached(run_dir: Path, timeout: float = 10.0) -> list[str]:
     state = load_state(run_dir)
     if state is None:
         return []
+    records = recorded_processes(state)
+    real = state.get("real_node")
+    if real and any(r.name == "kubelet" and processes.is_running(r) for r in records):
+        with contextlib.suppress(errors.DevClusterError, OSError):
+            cache = binaries.BinaryCache.default()
+            drain_real_node(kubectl.Kubectl(cache.find("kubectl"), Path(state["kubeconfig"])), real)
     stopped = [
-        record.name
-        for record in reversed(recorded_processes(state))
-        if processes.stop_recorded(record, timeout)
+        record.name for record in reversed(records) if processes.stop_recorded(record, timeout)
     ]
+    if real:
+        cache = binaries.BinaryCache.default()
+        realnode.teardown(kube_proxy=cache.path("kube-proxy"))
+        realnode.release(f"dir:{run_dir.resolve()}")
     (run_dir / STATE_FILE).unlink()
     return stopped

@@ -64,8 +64,18 @@ def _write_secret(path: Path, data: bytes) -> None:
     path.chmod(0o600)
 
 
-def write_pki(directory: Path) -> PkiFiles:
-    """Write a new CA, a loopback serving certificate and a service-account key to ``directory``."""
+def load_certificate_authority(files: PkiFiles) -> KeyPair:
+    """Return the CA `write_pki` wrote, to issue more certificates from it."""
+    return KeyPair(files.ca_cert.read_bytes(), files.ca_key.read_bytes())
+
+
+def write_pki(directory: Path, extra_hosts: Iterable[str] = ()) -> PkiFiles:
+    """Write a new CA, a serving certificate and a service-account key to ``directory``.
+
+    The serving certificate names the loopback hosts and ``extra_hosts`` (a real node's API
+    server listens on the host's address). Beside them a client certificate for the API server
+    to present to kubelets, ``kubelet-client.crt``/``.key``.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     files = PkiFiles(
         ca_cert=directory / "ca.crt",
@@ -76,7 +86,12 @@ def write_pki(directory: Path) -> PkiFiles:
         service_account_pub=directory / "sa.pub",
     )
     ca = new_certificate_authority()
-    serving = issue_serving_certificate(ca)
+    serving = issue_serving_certificate(ca, (*LOOPBACK_HOSTS, *extra_hosts))
+    kubelet_client = issue_serving_certificate(
+        ca, ("kube-apiserver-kubelet-client",), "kube-apiserver-kubelet-client"
+    )
+    (directory / "kubelet-client.crt").write_bytes(kubelet_client.cert_pem)
+    _write_secret(directory / "kubelet-client.key", kubelet_client.key_pem)
     files.ca_cert.write_bytes(ca.cert_pem)
     _write_secret(files.ca_key, ca.key_pem)
     files.serving_cert.write_bytes(serving.cert_pem)
