@@ -114,3 +114,36 @@ def test_down_leaves_nothing_and_up_after_a_sigkill_of_everything_starts_clean(
         _berth("down", "--dir", str(run_dir))
     assert _leftovers() == []
     assert _sysctl("net/ipv4/ip_forward") == forward
+
+
+def test_an_up_killed_while_starting_is_cleared_by_the_next_up(
+    tmp_path: Path, wait_until: Callable[..., None]
+) -> None:
+    if missing := realnode.missing_prerequisites():
+        pytest.skip("a real node needs " + "; ".join(missing))
+    run_dir = tmp_path / "dev"
+    first = subprocess.Popen(  # noqa: S603 - argv built here
+        [BERTH, "dev", "up", "--nodes", "0", "--real-node", "--dir", str(run_dir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    state_file = run_dir / launcher.STATE_FILE
+
+    def kubelet_started() -> bool:
+        try:
+            state = json.loads(state_file.read_text())
+        except (OSError, ValueError):
+            return False
+        return any(p["name"] == "kubelet" for p in state["processes"])
+
+    wait_until(kubelet_started, timeout=120, interval=0.05)
+    first.kill()
+    first.wait()
+    try:
+        out = _berth("up", "--nodes", "0", "--real-node", "--dir", str(run_dir))
+        assert "stopped what an interrupted `up` left (" in out
+        assert "kube-apiserver" in out.split("left (", 1)[1].split(")", 1)[0]
+        _run_a_pod(run_dir, wait_until)
+    finally:
+        _berth("down", "--dir", str(run_dir))
+    assert _leftovers() == []

@@ -108,6 +108,7 @@ class ControlPlane:
         self._identities = _identities(config.real_node)
         self._host = realnode.node_ip() if config.real_node is not None else "127.0.0.1"
         self._owner = f"dir:{self.run_dir}" if config.detach else f"pid:{os.getpid()}"
+        self._holds_real_node = False
 
     def components(self) -> list[str]:
         """Return the binaries this configuration needs, in start order."""
@@ -217,9 +218,11 @@ class ControlPlane:
                 drain_real_node(self.kubectl(), real.name)
         while self._processes:
             self._processes.pop().stop()
-        if real is not None:
+        if self._holds_real_node:
+            # Only a plane that claimed the node clears it: another's node is not ours to remove.
             realnode.teardown(kube_proxy=self.cache.path("kube-proxy"))
             realnode.release(self._owner)
+            self._holds_real_node = False
         with contextlib.suppress(FileNotFoundError):
             (self.run_dir / STATE_FILE).unlink()
 
@@ -298,10 +301,13 @@ class ControlPlane:
         self._write_kubeconfig(path, self._identities[name])
         return path
 
-    def _write_state(self) -> None:
+    def _write_state(self, *, starting: bool = False) -> None:
         state = {
-            "server": self.server,
+            "server": self._server,
             "kubeconfig": str(self.kubeconfig),
+            # While starting: who starts it. A run whose starter died before the end (a SIGKILLed
+            # `berth dev up`) is stopped by the next `up` instead of blocking it.
+            "starting": os.getpid() if starting else None,
             "real_node": None if self.config.real_node is None else self.config.real_node.name,
             "processes": [dataclasses.asdict(p.record()) for p in self._processes],
         }
@@ -315,6 +321,8 @@ class ControlPlane:
         )
         process.start()
         self._processes.append(process)
+        if self.config.detach:
+            self._write_state(starting=True)  # so nothing detached is lost if this process dies
         return process
 
     def _files(self) -> pki.PkiFiles:
@@ -470,6 +478,7 @@ class ControlPlane:
             raise errors.DevClusterError("a real node needs " + "; ".join(missing))
         started = time.monotonic()
         realnode.claim(self._owner, _cluster_running)
+        self._holds_real_node = True
         realnode.teardown(kube_proxy=kube_proxy)
         realnode.prepare_host()
         files = self._files()
@@ -488,7 +497,6 @@ class ControlPlane:
             ca_file=files.ca_cert,
             cert=node_pki / "kubelet.crt",
             key=node_pki / "kubelet.key",
-            kubelet_kubeconfig=self._component_kubeconfig("kubelet"),
             proxy_kubeconfig=self._component_kubeconfig("kube-proxy"),
         )
         # The API server's client certificate is authorized on the kubelet through RBAC.
@@ -501,7 +509,7 @@ class ControlPlane:
                 kube_proxy=kube_proxy,
                 ip=self._host,
                 paths=paths,
-                kubelet_kubeconfig=self.run_dir / "kubeconfigs" / "kubelet.kubeconfig",
+                kubelet_kubeconfig=self._component_kubeconfig("kubelet"),
                 images_dir=self.run_dir / "images",
                 timeout=self.config.start_timeout,
             )
@@ -629,6 +637,20 @@ def load_state(run_dir: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     return state
+
+
+def abandoned(state: dict[str, Any]) -> bool:
+    """Tell whether a detached run's starter died before the run was up (its state says so)."""
+    starter = state.get("starting")
+    if not isinstance(starter, int):
+        return False
+    try:
+        os.kill(starter, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def recorded_processes(state: dict[str, Any]) -> list[processes.ProcessRecord]:

@@ -148,7 +148,8 @@ def node_ip() -> str:
 
     The API server binds to it and pods reach it through the bridge, which loopback cannot do.
     """
-    argv = ["ip", "-j", "route", "get", "192.0.2.255"]
+    # Any address outside the local networks is routed by the default route (nothing is sent).
+    argv = ["ip", "-j", "route", "get", "203.0.113.1"]
     out = subprocess.run(argv, check=False, capture_output=True, text=True)  # noqa: S603 - fixed argv
     with contextlib.suppress(ValueError, IndexError, KeyError):
         src: str = json.loads(out.stdout)[0]["prefsrc"]
@@ -601,7 +602,6 @@ def write_files(
     ca_file: Path,
     cert: Path,
     key: Path,
-    kubelet_kubeconfig: Path,
     proxy_kubeconfig: Path,
 ) -> dict[str, Path]:
     """Write containerd's, CNI's, the kubelet's and kube-proxy's configuration; return the paths."""
@@ -617,7 +617,6 @@ def write_files(
     paths["cni"].write_text(json.dumps(cni_config(), indent=2) + "\n")
     paths["kubelet"].write_text(yaml.safe_dump(kubelet_config(ip, ca_file, cert, key)))
     paths["kube-proxy"].write_text(yaml.safe_dump(kube_proxy_config(proxy_kubeconfig, config.name)))
-    del kubelet_kubeconfig  # named on the kubelet's command line, not in its configuration
     return paths
 
 
