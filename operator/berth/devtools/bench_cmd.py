@@ -8,7 +8,8 @@ queueing strategy and prints utilisation beside the work-conserving bound, time 
 size, preemptions and the simulator's jobs per CPU-second, the replays side by side in a process
 per usable CPU (``--workers``); ``--sizes`` prints its cost against the number of jobs instead.
 ``berth bench harness`` (``berth.devtools.harness``) runs them against the operator on a real
-API server.
+API server. ``berth bench differential`` (``berth.devtools.differential``) runs random cases
+through real Kueue and the simulator and reports every divergence.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import click
 from berth.api.clusterqueue import QueueingStrategy
 from berth.core import cycle, fairsharing
 from berth.devtools import perfshape, topologybench, tracebench
+from berth.devtools.differential import command as differential_command
 from berth.devtools.harness import command as harness_command
 from berth.devtools.harness import replay_command
 from berth.sim import engine
@@ -106,6 +108,7 @@ def command() -> None:
 
 command.add_command(harness_command.command)
 command.add_command(replay_command.command)
+command.add_command(differential_command.command)
 
 
 @command.command(name="core")

@@ -18,6 +18,7 @@ same code.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -40,6 +41,15 @@ class CycleEffects(Protocol):
 
     def parked(self, decision: cycle.Pending, same_shape: list[pending.Told]) -> None:
         """A head was put back; ``same_shape`` were parked with it (the same answer holds)."""
+
+
+@dataclasses.dataclass(slots=True)
+class _Scans:
+    """The scan states one head's attempts ended in against one version of its quota tree."""
+
+    version: tuple[int, int]
+    snap: snapshot.Snapshot
+    seen: set[tuple[tuple[tuple[names.ResourceName, int], ...], ...]]
 
 
 class Lifecycle:
@@ -66,6 +76,9 @@ class Lifecycle:
         """Each quota tree's holders when the cycles last settled."""
         self._partition: cycle_groups.Partition | None = None
         """The groups of the snapshot's queues (``round``), worked out once per snapshot."""
+        self._scans: dict[names.WorkloadKey, _Scans] = {}
+        """The scan states each head's attempts ended in while its quota tree stayed the same
+        (``_may_progress``)."""
 
     # Cycles -------------------------------------------------------------------------------------
 
@@ -95,6 +108,7 @@ class Lifecycle:
             progressed = True
             effects.evicting(p)
         for a in result.admitted:
+            self._scans.pop(a.info.key, None)
             self.cache.assume(a.info, a.admission, now)
             self.queues.admitted(a.info.key)
             progressed = True
@@ -158,9 +172,24 @@ class Lifecycle:
             return False
         if self.queues.queues[pw.cluster_queue].is_parked(pending.info.key):
             return True  # the next workload of the queue becomes its head
-        return pending.progress is not None and any(
-            idx != -1 for tried in pending.progress.tried for idx in tried.values()
-        )  # more flavors to try next cycle
+        progress = pending.progress
+        if progress is None or all(idx == -1 for tried in progress.tried for idx in tried.values()):
+            return False
+        # More flavors to try next cycle, as Kueue's ``PendingFlavors`` says; but with two pod
+        # sets each resuming where the other stopped, the attempts can go round in a circle of
+        # states that decide nothing new (Kueue retries such a head for ever, rewriting its
+        # message at each attempt). A state seen again while the tree is unchanged is no
+        # progress: the head stays in its queue and is tried again at the next change.
+        version = (progress.generation, self.cache.revision)
+        snap = self.cache.snapshot
+        scans = self._scans.get(pending.info.key)
+        if scans is None or scans.version != version or scans.snap is not snap:
+            scans = self._scans[pending.info.key] = _Scans(version, snap, set())
+        state = tuple(tuple(sorted(tried.items())) for tried in progress.tried)
+        if state in scans.seen:
+            return False
+        scans.seen.add(state)
+        return True
 
     def schedule(
         self,
@@ -268,6 +297,7 @@ class Lifecycle:
 
     def withdraw(self, key: names.WorkloadKey) -> None:
         """Take a workload out of its queue (finished, deactivated, deleted or admitted)."""
+        self._scans.pop(key, None)
         self.queues.delete(key)
 
     def due_backoffs(self, now: float) -> list[names.WorkloadKey]:
