@@ -63,28 +63,35 @@ def _without_cohort(c: case.Case, gone: case.Cohort) -> case.Case:
         for co in c.cohorts
         if co.name != gone.name
     )
+    # A cohort that becomes a root may no longer lend or borrow (Kueue refuses the limits
+    # without a parent), as a queue left without a cohort.
+    cohorts = tuple(
+        co if co.parent is not None else dataclasses.replace(co, groups=_unlimited(co.groups))
+        for co in cohorts
+    )
     return dataclasses.replace(c, queues=queues, cohorts=cohorts)
 
 
 def _no_limits(q: case.ClusterQueue) -> case.ClusterQueue:
-    return dataclasses.replace(
-        q,
-        groups=tuple(
-            dataclasses.replace(
-                g,
-                flavors=tuple(
-                    dataclasses.replace(
-                        fq,
-                        quotas=tuple(
-                            dataclasses.replace(qu, borrowing_limit=None, lending_limit=None)
-                            for qu in fq.quotas
-                        ),
-                    )
-                    for fq in g.flavors
-                ),
-            )
-            for g in q.groups
-        ),
+    return dataclasses.replace(q, groups=_unlimited(q.groups))
+
+
+def _unlimited(groups: tuple[case.ResourceGroup, ...]) -> tuple[case.ResourceGroup, ...]:
+    return tuple(
+        dataclasses.replace(
+            g,
+            flavors=tuple(
+                dataclasses.replace(
+                    fq,
+                    quotas=tuple(
+                        dataclasses.replace(qu, borrowing_limit=None, lending_limit=None)
+                        for qu in fq.quotas
+                    ),
+                )
+                for fq in g.flavors
+            ),
+        )
+        for g in groups
     )
 
 
