@@ -426,7 +426,6 @@ def test_uninstall_leaves_nothing_that_refuses_or_blocks_job_creation(
         names = [item["metadata"]["name"] for item in get(real_cluster, kind)["items"]]
         assert not [n for n in names if "berth" in n], names
     admin.run("create", "namespace", "after-uninstall")
-    started = dt.datetime.now(dt.UTC)
     admin.run(
         "create",
         "job",
@@ -439,4 +438,3 @@ def test_uninstall_leaves_nothing_that_refuses_or_blocks_job_creation(
     )
     job = get(real_cluster, "job", "plain", "-n", "after-uninstall")
     assert job["spec"].get("suspend") in {None, False}
-    del started
