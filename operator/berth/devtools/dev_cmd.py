@@ -106,10 +106,8 @@ def up(
     if minimal and framework_names:
         raise click.UsageError("--framework needs the scheduling components; drop --minimal")
     run_dir = (run_dir or _default_dir()).resolve()
-    state = launcher.load_state(run_dir)
-    if state is not None and launcher.abandoned(state):
-        # An `up` killed while starting: what it had started is stopped, then this one starts.
-        stopped = launcher.stop_detached(run_dir)
+    # An `up` killed while starting: what it had started is stopped, then this one starts.
+    if (stopped := launcher.clear_abandoned(run_dir)) is not None:
         click.echo(f"stopped what an interrupted `up` left ({', '.join(stopped) or 'nothing'})")
     if running := _running(run_dir):
         raise click.ClickException(

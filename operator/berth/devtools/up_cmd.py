@@ -347,6 +347,9 @@ def command(
 ) -> None:
     """Start a local GPU cluster, the operator and the sample queues; run the demo Jobs."""
     run_dir = (run_dir or binaries.cache_dir() / "dev").resolve()
+    # A `berth up --keep` or `berth dev up` killed while starting: what it started is stopped.
+    if (stopped := launcher.clear_abandoned(run_dir)) is not None:
+        click.echo(f"stopped what an interrupted `up` left ({', '.join(stopped) or 'nothing'})")
     if running := _running(run_dir):
         raise click.ClickException(
             f"a cluster already runs in {run_dir} ({', '.join(running)}); "

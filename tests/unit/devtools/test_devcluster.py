@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 from cryptography import x509
 
-from berth.devtools.devcluster import binaries, errors, kwok, pki
+from berth.devtools.devcluster import binaries, errors, kwok, launcher, pki, processes
 
 
 @pytest.mark.parametrize(
@@ -157,3 +161,49 @@ def test_the_pinned_versions_are_read_from_versions_yaml() -> None:
     assert versions.kubernetes.startswith("v1.")
     assert versions.etcd.startswith("v3.")
     assert versions.of("kube-scheduler") == versions.kubernetes
+
+
+def _detached_sleep(tmp_path: Path) -> processes.ManagedProcess:
+    child = processes.ManagedProcess(
+        "sleeper", ["/bin/sleep", "60"], tmp_path / "sleeper.log", detach=True
+    )
+    child.start()
+    return child
+
+
+def _state(tmp_path: Path, child: processes.ManagedProcess, starting: int | None) -> None:
+    state = {
+        "server": "",
+        "kubeconfig": str(tmp_path / "kubeconfig"),
+        "starting": starting,
+        "real_node": None,
+        "processes": [dataclasses.asdict(child.record())],
+    }
+    (tmp_path / launcher.STATE_FILE).write_text(json.dumps(state))
+
+
+def test_a_run_whose_starter_died_is_stopped_and_one_still_starting_is_left(
+    tmp_path: Path,
+) -> None:
+    child = _detached_sleep(tmp_path)
+    try:
+        # A starter that is alive (this process) is still starting the run: left alone.
+        _state(tmp_path, child, os.getpid())
+        assert launcher.clear_abandoned(tmp_path) is None
+        assert processes.is_running(child.record())
+        # A finished run (no starter recorded) is no one's leftover either.
+        _state(tmp_path, child, None)
+        assert launcher.clear_abandoned(tmp_path) is None
+        # A starter that has exited: what it started is stopped and named.
+        dead = _a_dead_pid()
+        _state(tmp_path, child, dead)
+        assert launcher.clear_abandoned(tmp_path) == ["sleeper"]
+        assert not (tmp_path / launcher.STATE_FILE).exists()
+    finally:
+        child.kill()
+
+
+def _a_dead_pid() -> int:
+    done = subprocess.Popen(["/bin/true"])
+    done.wait()
+    return done.pid

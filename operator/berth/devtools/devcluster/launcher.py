@@ -653,6 +653,18 @@ def abandoned(state: dict[str, Any]) -> bool:
     return False
 
 
+def clear_abandoned(run_dir: Path) -> list[str] | None:
+    """Stop what a detached run whose starter died left in ``run_dir``; None if there was none.
+
+    Returns the names of the processes that were still running (``berth dev up`` and ``berth up
+    --keep`` say so, then start afresh).
+    """
+    state = load_state(run_dir)
+    if state is None or not abandoned(state):
+        return None
+    return stop_detached(run_dir)
+
+
 def recorded_processes(state: dict[str, Any]) -> list[processes.ProcessRecord]:
     """Return the processes a state records, in start order."""
     return [processes.ProcessRecord(**p) for p in state.get("processes", [])]
