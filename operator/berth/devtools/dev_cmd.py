@@ -20,7 +20,6 @@ from berth.devtools.devcluster import (
     frameworks,
     kwok,
     launcher,
-    processes,
     realnode,
 )
 
@@ -36,13 +35,6 @@ _dir_option = click.option(
     default=None,
     help="Run directory (PKI, kubeconfig, etcd data, logs). Default: <cache>/dev.",
 )
-
-
-def _running(run_dir: Path) -> list[str]:
-    state = launcher.load_state(run_dir)
-    if state is None:
-        return []
-    return [r.name for r in launcher.recorded_processes(state) if processes.is_running(r)]
 
 
 @click.group(name="dev")
@@ -109,7 +101,7 @@ def up(
     # An `up` killed while starting: what it had started is stopped, then this one starts.
     if (stopped := launcher.clear_abandoned(run_dir)) is not None:
         click.echo(f"stopped what an interrupted `up` left ({', '.join(stopped) or 'nothing'})")
-    if running := _running(run_dir):
+    if running := launcher.running_components(run_dir):
         raise click.ClickException(
             f"already running in {run_dir} ({', '.join(running)}); run `berth dev down` first"
         )
@@ -204,7 +196,7 @@ def env(run_dir: Path | None) -> None:
     """Print shell lines that point KUBECONFIG (and PATH, for the cached kubectl) at the cluster."""
     run_dir = (run_dir or _default_dir()).resolve()
     state = launcher.load_state(run_dir)
-    if state is None or not _running(run_dir):
+    if state is None or not launcher.running_components(run_dir):
         raise click.ClickException(f"no control plane running in {run_dir}; run `berth dev up`")
     click.echo(f"export KUBECONFIG={state['kubeconfig']}")
     kubectl = binaries.BinaryCache.default().path("kubectl")

@@ -291,13 +291,6 @@ def _leave(
         click.echo(f"stopped; logs in {plane.logs}")
 
 
-def _running(run_dir: Path) -> list[str]:
-    state = launcher.load_state(run_dir)
-    if state is None:
-        return []
-    return [r.name for r in launcher.recorded_processes(state) if processes.is_running(r)]
-
-
 @click.command(name="up")
 @click.option(
     "--queues",
@@ -350,7 +343,7 @@ def command(
     # A `berth up --keep` or `berth dev up` killed while starting: what it started is stopped.
     if (stopped := launcher.clear_abandoned(run_dir)) is not None:
         click.echo(f"stopped what an interrupted `up` left ({', '.join(stopped) or 'nothing'})")
-    if running := _running(run_dir):
+    if running := launcher.running_components(run_dir):
         raise click.ClickException(
             f"a cluster already runs in {run_dir} ({', '.join(running)}); "
             "run `berth dev down` first"

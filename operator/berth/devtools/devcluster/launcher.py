@@ -544,10 +544,6 @@ class ControlPlane:
         self.timings["default-service-account"] = time.monotonic() - started
 
 
-KUBELET_CLIENT = "kube-apiserver-kubelet-client"
-"""The common name of the certificate the API server presents to kubelets."""
-
-
 def _kubelet_api_binding() -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -559,7 +555,7 @@ def _kubelet_api_binding() -> dict[str, Any]:
             "name": "system:kubelet-api-admin",
         },
         "subjects": [
-            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": KUBELET_CLIENT}
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": pki.KUBELET_CLIENT}
         ],
     }
 
@@ -583,9 +579,16 @@ def drain_real_node(kubectl_: kubectl.Kubectl, node: str, timeout: float = 30.0)
         time.sleep(0.5)
 
 
+def running_components(run_dir: Path) -> list[str]:
+    """Return the names of the recorded processes of ``run_dir`` that still run."""
+    state = load_state(run_dir)
+    if state is None:
+        return []
+    return [r.name for r in recorded_processes(state) if processes.is_running(r)]
+
+
 def _cluster_running(run_dir: str) -> bool:
-    state = load_state(Path(run_dir))
-    return state is not None and any(processes.is_running(r) for r in recorded_processes(state))
+    return bool(running_components(Path(run_dir)))
 
 
 def _etcd_healthy(url: str) -> bool:

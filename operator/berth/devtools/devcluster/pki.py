@@ -32,6 +32,10 @@ LOOPBACK_HOSTS = (
 """The names a loopback API server is reached by."""
 
 
+KUBELET_CLIENT = "kube-apiserver-kubelet-client"
+"""The common name of the client certificate the API server presents to kubelets."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class PkiFiles:
     """Where `write_pki` put each file."""
@@ -87,9 +91,7 @@ def write_pki(directory: Path, extra_hosts: Iterable[str] = ()) -> PkiFiles:
     )
     ca = new_certificate_authority()
     serving = issue_serving_certificate(ca, (*LOOPBACK_HOSTS, *extra_hosts))
-    kubelet_client = issue_serving_certificate(
-        ca, ("kube-apiserver-kubelet-client",), "kube-apiserver-kubelet-client"
-    )
+    kubelet_client = issue_serving_certificate(ca, (KUBELET_CLIENT,), KUBELET_CLIENT)
     (directory / "kubelet-client.crt").write_bytes(kubelet_client.cert_pem)
     _write_secret(directory / "kubelet-client.key", kubelet_client.key_pem)
     files.ca_cert.write_bytes(ca.cert_pem)

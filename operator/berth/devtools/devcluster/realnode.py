@@ -44,13 +44,16 @@ import yaml
 from berth.devtools.devcluster import errors, images, processes
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
 ROOT = Path("/var/lib/berth-node")
 """containerd's content and snapshots, the kubelet's root directory, CNI's IP allocations."""
 
 STATE = Path("/run/berth-node")
 """Sockets, containerd's runtime state, the CNI configuration and the sysctls saved at start."""
+
+SOCKET = STATE / "containerd.sock"
+"""containerd's socket, which the kubelet and every ``ctr`` call here talk to."""
 
 LOCK = Path("/run/berth-node.owner")
 """Names who holds the node (`claim`), so a second node on the machine is refused."""
@@ -169,7 +172,7 @@ root = "{ROOT / "containerd"}"
 state = "{STATE / "containerd"}"
 
 [grpc]
-  address = "{STATE / "containerd.sock"}"
+  address = "{SOCKET}"
 
 [ttrpc]
   address = "{STATE / "containerd.sock.ttrpc"}"
@@ -235,7 +238,7 @@ def kubelet_config(ip: str, ca_file: Path, cert: Path, key: Path) -> dict[str, o
             "x509": {"clientCAFile": str(ca_file)},
         },
         "authorization": {"mode": "Webhook"},
-        "containerRuntimeEndpoint": f"unix://{STATE / 'containerd.sock'}",
+        "containerRuntimeEndpoint": f"unix://{SOCKET}",
         "cgroupDriver": "cgroupfs",
         # The hosts of this kind run cgroup v1; the kubelet refuses it unless told otherwise.
         "failCgroupV1": False,
@@ -356,27 +359,23 @@ def prepare_host() -> None:
         _write_sysctl("fs/inotify/max_user_instances", "1024")
 
 
+def _ctr(*args: str) -> subprocess.CompletedProcess[str] | None:
+    """Run ``ctr`` against the node's containerd in its ``k8s.io`` namespace; None before start."""
+    if not SOCKET.exists():
+        return None
+    ctr = shutil.which("ctr") or "ctr"
+    return _run([ctr, "--address", str(SOCKET), "-n", "k8s.io", *args], check=False)
+
+
 def import_archive(archive: Path) -> None:
     """Import a docker-archive (``scripts/image``'s, or one of `images`) into the node's containerd.
 
     Pods then run it with ``imagePullPolicy: Never`` or ``IfNotPresent``: nothing is pulled.
     """
-    ctr = shutil.which("ctr") or "ctr"
-    result = _run(
-        [
-            ctr,
-            "--address",
-            str(STATE / "containerd.sock"),
-            "-n",
-            "k8s.io",
-            "images",
-            "import",
-            str(archive),
-        ],
-        check=False,
-    )
-    if result.returncode != 0:
-        raise errors.DevClusterError(f"ctr could not import {archive}: {result.stderr.strip()}")
+    result = _ctr("images", "import", str(archive))
+    if result is None or result.returncode != 0:
+        why = "containerd is not running" if result is None else result.stderr.strip()
+        raise errors.DevClusterError(f"ctr could not import {archive}: {why}")
 
 
 def import_images(directory: Path) -> list[str]:
@@ -425,12 +424,20 @@ def _find(root: Path, pattern: str) -> list[Path]:
     return []
 
 
-def _kill_cgroup_tree(root: Path) -> None:
-    for procs in _find(root, "cgroup.procs"):
+def _kill_members(procs_files: Iterable[Path]) -> int:
+    """SIGKILL every process listed in these ``cgroup.procs`` files; return how many."""
+    killed = 0
+    for procs in procs_files:
         with contextlib.suppress(OSError):
             for pid in procs.read_text().split():
                 with contextlib.suppress(ProcessLookupError, ValueError):
                     os.kill(int(pid), signal.SIGKILL)
+                    killed += 1
+    return killed
+
+
+def _kill_cgroup_tree(root: Path) -> None:
+    _kill_members(_find(root, "cgroup.procs"))
 
 
 def kill_pod(uid: str) -> int:
@@ -439,15 +446,10 @@ def kill_pod(uid: str) -> int:
     The kubelet keeps each pod in a cgroup named ``pod<uid>`` under ``kubepods``; nothing inside
     the pod can SIGKILL its own PID 1, so a test of a crashed replica kills it from here.
     """
-    killed = 0
-    for pods in _cgroup_dirs():
-        for procs in (p for d in _find(pods, f"pod{uid}") for p in _find(d, "cgroup.procs")):
-            with contextlib.suppress(OSError):
-                for pid in procs.read_text().split():
-                    with contextlib.suppress(ProcessLookupError, ValueError):
-                        os.kill(int(pid), signal.SIGKILL)
-                        killed += 1
-    return killed
+    return sum(
+        _kill_members(p for d in _find(pods, f"pod{uid}") for p in _find(d, "cgroup.procs"))
+        for pods in _cgroup_dirs()
+    )
 
 
 def _remove_cgroup_tree(root: Path) -> None:
@@ -650,21 +652,14 @@ def kube_proxy_argv(binary: Path, config_file: Path) -> list[str]:
 
 def running_containers() -> list[str]:
     """Return the ids of the containers (pods' and sandboxes) containerd still runs."""
-    sock = STATE / "containerd.sock"
-    if not sock.exists():
-        return []
-    ctr = shutil.which("ctr") or "ctr"
-    out = _run([ctr, "--address", str(sock), "-n", "k8s.io", "tasks", "ls", "-q"], check=False)
-    return out.stdout.split() if out.returncode == 0 else []
+    out = _ctr("tasks", "ls", "-q")
+    return out.stdout.split() if out is not None and out.returncode == 0 else []
 
 
 def socket_ready() -> bool:
     """Tell whether containerd answers on the node's socket."""
-    sock = STATE / "containerd.sock"
-    if not sock.exists():
-        return False
-    ctr = shutil.which("ctr") or "ctr"
-    return _run([ctr, "--address", str(sock), "version"], check=False).returncode == 0
+    out = _ctr("version")
+    return out is not None and out.returncode == 0
 
 
 def start_processes(
