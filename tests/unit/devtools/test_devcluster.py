@@ -7,6 +7,7 @@ import ipaddress
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,11 @@ def _detached_sleep(tmp_path: Path) -> processes.ManagedProcess:
         "sleeper", ["/bin/sleep", "60"], tmp_path / "sleeper.log", detach=True
     )
     child.start()
+    # Until it has exec'd, /proc names the forking Python, not the recorded executable.
+    deadline = time.monotonic() + 10
+    while not processes.is_running(child.record()):
+        assert time.monotonic() < deadline, "the sleeper never started"
+        time.sleep(0.01)
     return child
 
 
