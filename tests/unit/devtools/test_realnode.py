@@ -88,6 +88,22 @@ COMMIT
 """
 
 
+ORPHANED_CHAIN = """*nat
+:POSTROUTING ACCEPT [0:0]
+:CNI-45ad - [0:0]
+-A CNI-45ad -d 10.88.0.0/16 -m comment --comment "name: \\"berth-node\\" id: \\"e\\"" -j ACCEPT
+-A CNI-45ad ! -d 224.0.0.0/4 -m comment --comment "name: \\"berth-node\\" id: \\"e\\"" -j MASQUERADE
+COMMIT
+"""
+
+
+def test_a_cni_chain_of_this_network_is_dropped_even_when_its_jump_is_gone() -> None:
+    # Seen after a teardown that raced CNI's own DEL: the jump removed, the chain left.
+    kept = realnode.without_node_rules(ORPHANED_CHAIN)
+    assert "CNI-45ad" not in kept
+    assert kept == "*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n"
+
+
 def test_the_clean_up_drops_kube_chains_and_this_networks_cni_chains_only() -> None:
     kept = realnode.without_node_rules(DUMP)
     assert "KUBE-" not in kept

@@ -482,13 +482,16 @@ def without_node_rules(dump: str) -> str:
 
     Dropped: every chain named ``KUBE-...`` and every rule naming one; the ``CNI-...`` chains the
     bridge plugin made for this node's network (their POSTROUTING jump carries the network's name
-    in its comment) and the rules naming them. Everyone else's rules and chains stay.
+    in its comment, as do the chain's own rules) and the rules naming them. Everyone else's rules
+    and chains stay.
     """
     lines = dump.splitlines()
+    # Every rule the bridge plugin writes for this network names it in its comment: the
+    # POSTROUTING jump and the chain's own rules, so a chain whose jump is already gone is found.
     ours_cni = {
         word
         for line in lines
-        if line.startswith("-A POSTROUTING") and CNI_NETWORK in line
+        if line.startswith("-A ") and f'name: \\"{CNI_NETWORK}\\"' in line
         for word in line.split()
         if word.startswith("CNI-")
     }
