@@ -257,6 +257,13 @@ class ClusterQueueBuilder(_QuotaMixin[clusterqueue.ClusterQueue]):
         self._spec["preemption"] = pre
         return self
 
+    def protection(self, **windows: str) -> Self:
+        """Set ``spec.preemptionProtection``: minAdmitDuration by kind (``fair_sharing="10m"``)."""
+        self._spec["preemptionProtection"] = _camel(
+            {kind: {"minAdmitDuration": value} for kind, value in windows.items()}
+        )
+        return self
+
     def strategy(self, strategy: str) -> Self:
         """Set ``spec.queueingStrategy`` (``StrictFIFO`` or ``BestEffortFIFO``)."""
         self._spec["queueingStrategy"] = strategy

@@ -26,7 +26,8 @@ For a Workload document (no job), the driver plays the job's part as Kueue's own
 controller writes (``jobcontroller.release_status``).
 
 Then the fake clock moves to the next due time: a document, a Job's end or readiness, a
-backoff's end, a pods-ready timeout, or a backoff the lifecycle task writes.
+backoff's end, a pods-ready timeout, a backoff the lifecycle task writes, or the end of a
+preemption protection that keeps a head pending.
 
 Two settings differ from the real operator, both because the fake has no lag to cover: the job
 controller's settle time after suspending a Job (``_STOP_SETTLE``) is zero, and the advisory
@@ -193,10 +194,8 @@ class Driver:
     def _next_wakeup(self) -> float | None:
         """The earliest time after now at which a task has something to do by itself."""
         w = self.world
-        times: list[float] = []
-        expiry = w.queues.next_backoff_expiry(self.now)
-        if expiry is not None:
-            times.append(expiry)
+        expiries = (w.queues.next_backoff_expiry(self.now), w.state.next_recheck())
+        times = [t for t in expiries if t is not None]
         wfpr = self.config.wait_for_pods_ready
         for key in w.cache.admitted:
             view = w.workloads.get(key)

@@ -283,3 +283,41 @@ def test_queues_lists_a_backfill_queues_reservation() -> None:
     [line] = [x for x in output.splitlines() if "reservation:" in x]
     assert line.strip().startswith("reservation: research/job-pretrain-")
     assert "from 3h to 7h (estimated runtime 4h (berth.dev/expected-runtime))" in line
+
+
+_SCENARIOS = pathlib.Path(__file__).resolve().parents[1] / "scenarios"
+
+
+@pytest.mark.parametrize(
+    ("at", "want"),
+    [
+        pytest.param(
+            "2m",
+            [
+                (
+                    "estimated start: t=10m (when enough of the workloads it could preempt are "
+                    "past their preemption protection, if nothing else frees up first)"
+                ),
+                (
+                    "could preempt: nothing now; 1 workload(s) it could preempt are protected "
+                    "until t=10m (preemptionProtection)"
+                ),
+            ],
+            id="inside the borrower's protection: until when, and when it can start",
+        ),
+        pytest.param(
+            "15m", ["workload ml/owner: admitted in ClusterQueue team-a"], id="after it: admitted"
+        ),
+    ],
+)
+def test_explain_says_until_when_a_protection_keeps_the_preemptor_waiting(
+    at: str, want: list[str]
+) -> None:
+    scenario = _SCENARIOS / "protection-reclaim-waits-for-window.yaml"
+    result = CliRunner().invoke(
+        cli.main, ["explain", "workload/owner", "-n", "ml", "--scenario", str(scenario), "--at", at]
+    )
+    assert result.exit_code == 0, result.output
+    lines = [line.strip() for line in result.output.splitlines()]
+    for line in want:
+        assert line in lines, f"{line!r} not in:\n{result.output}"

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import pydantic
 
-from berth.api import base, duration, names, quota, selector
+from berth.api import base, duration, names, protection, quota, selector
 from berth.api import conditions as cond
 
 
@@ -160,6 +160,9 @@ class ClusterQueueSpec(base.Model):
     """Whether flavor assignment stops at a flavor that needs borrowing or preemption."""
     preemption: ClusterQueuePreemption = pydantic.Field(default_factory=ClusterQueuePreemption)
     """Which workloads a pending workload may preempt."""
+    preemption_protection: protection.PreemptionProtection | None = None
+    """How long after admission this queue's workloads cannot be preempted, per kind of
+    preemption; each window set here replaces the Configuration's for them."""
     fair_sharing: quota.FairSharing | None = None
     """This queue's weight when fair sharing is enabled."""
     stop_policy: StopPolicy = StopPolicy.NONE

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pydantic
 
-from berth.api import base, duration, pod, selector
+from berth.api import base, duration, pod, protection, selector
 
 Duration = duration.Duration
 _parse_duration = duration.field_parser
@@ -183,6 +183,10 @@ class Configuration(base.Object):
     """Also read ``kueue.x-k8s.io/queue-name``; off so two operators never manage one Job."""
     topology_profile: TopologyProfile = TopologyProfile.MIXED
     """How topology-aware placement picks among domains that fit."""
+    preemption_protection: protection.PreemptionProtection | None = None
+    """How long after admission a workload cannot be preempted, per kind of preemption (Kueue's
+    KEP-9876 ``fairSharing`` and ``reclaimWithinCohort``, and ``withinClusterQueue``); a
+    ClusterQueue's ``spec.preemptionProtection`` overrides it for its workloads. Unset: none."""
 
     def to_yaml_dict(self) -> dict[str, Any]:
         """Dump like every model, but keep an explicit ``waitForPodsReady: null`` (it disables)."""

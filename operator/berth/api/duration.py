@@ -48,6 +48,8 @@ def _parse_text(value: str) -> float:
         pass
     else:
         return _check_seconds(value, seconds)
+    if text.startswith("-") and text[1:] and _parse_text(text[1:]) > 0:
+        raise DurationError(f"{value!r} is negative; durations must be >= 0")
     pos, total = 0, 0.0
     for match in _PART.finditer(text):
         if match.start() != pos:

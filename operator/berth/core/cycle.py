@@ -22,12 +22,14 @@ import enum
 from collections.abc import Callable
 
 from berth.api import clusterqueue, conditions, configuration, names
+from berth.api import protection as api_protection
 from berth.core import (
     fairsharing,
     flavors,
     ordering,
     partial,
     preemption,
+    protection,
     resources,
     snapshot,
     victims,
@@ -109,6 +111,9 @@ class Pending:
 
     Not in ``message``, which stays the same while it waits: each driver says it in its terms
     (the simulator in virtual time, the operator as a wall-clock time)."""
+    protected: protection.Protected | None = None
+    """Candidates its preemption would have taken but a protection kept, and when the first
+    protection ends: not in ``message`` either (``protection.phrase`` says it)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -128,6 +133,10 @@ class CycleResult:
     ends: reservations.Ends = dataclasses.field(default_factory=dict)
     """When admitted work gives its quota back, as the cycle was given it and worked it out
     (``reservations.Inputs.ends``)."""
+    recheck_at: float | None = None
+    """When the first protection that kept a head pending ends: nothing else changes then, so
+    the driver tries that head's quota tree again at that time (Kueue's proposal re-queues the
+    root cohort's workloads on a timer)."""
 
     @property
     def changed(self) -> bool:
@@ -144,6 +153,8 @@ class Policy:
     """Fair-sharing preemption strategies in order (empty: Kueue's default pair)."""
     block_admission: bool = False
     topology_profile: configuration.TopologyProfile = configuration.TopologyProfile.MIXED
+    protection: api_protection.PreemptionProtection | None = None
+    """The Configuration's preemption protection windows (a queue's own override them)."""
 
     @classmethod
     def from_configuration(cls, config: configuration.Configuration) -> Policy:
@@ -155,6 +166,7 @@ class Policy:
             fair_sharing_strategies=tuple(strategies),
             block_admission=wfpr is not None and wfpr.block_admission,
             topology_profile=config.topology_profile,
+            protection=config.preemption_protection,
         )
 
 
@@ -166,6 +178,7 @@ class Entry:
     cq: snapshot.ClusterQueueInfo
     assignment: flavors.Assignment
     targets: list[preemption.Target]
+    guard: protection.Guard
 
     @property
     def info(self) -> workload.WorkloadInfo:
@@ -307,10 +320,11 @@ class _Cycle:
             self.cycle - progress.cycle <= 1 or progress.generation == self.generation(cq.name)
         ):
             start = list(progress.tried)
+        guard = protection.Guard(snap, self.policy.protection, self.now)
         assignment, targets = get_assignment(
-            snap, cq, info, self.policy, start=start, counts=head.counts
+            snap, cq, info, self.policy, start=start, counts=head.counts, guard=guard
         )
-        return Entry(head, cq, assignment, targets)
+        return Entry(head, cq, assignment, targets, guard)
 
     def _pend(
         self,
@@ -329,8 +343,23 @@ class _Cycle:
             counts = tuple(ps.count for ps in entry.assignment.pod_sets)
             if counts == tuple(ps.count for ps in entry.info.pod_sets):
                 counts = None  # not reduced: nothing to hold it to
+        protected = None
+        if requeue in (RequeueReason.NO_FIT, RequeueReason.PREEMPTION_NO_CANDIDATES):
+            protected = entry.guard.protected()
+            if protected is not None:
+                at = self.result.recheck_at
+                self.result.recheck_at = protected.until if at is None else min(at, protected.until)
         self.result.pending.append(
-            Pending(entry.info, entry.cq.name, reason, message, requeue, progress, counts)
+            Pending(
+                entry.info,
+                entry.cq.name,
+                reason,
+                message,
+                requeue,
+                progress,
+                counts,
+                protected=protected,
+            )
         )
 
     def process(self, entry: Entry) -> None:
@@ -340,7 +369,9 @@ class _Cycle:
             # An earlier entry of this cycle took the domains it was placed in: place it again
             # against the snapshot as it is now (Kueue's
             # TASRecomputeAssignmentWithinSchedulingCycle).
-            entry.assignment, entry.targets = get_assignment(snap, cq, entry.info, self.policy)
+            entry.assignment, entry.targets = get_assignment(
+                snap, cq, entry.info, self.policy, guard=entry.guard
+            )
         mode = entry.assignment.mode
         message = entry.assignment.message()
         hold = False  # a preemptor without targets holds the capacity it waits for
@@ -496,15 +527,18 @@ def get_assignment(
     *,
     start: list[dict[names.ResourceName, int]] | None = None,
     counts: tuple[int, ...] | None = None,
+    guard: protection.Guard | None = None,
 ) -> tuple[flavors.Assignment, list[preemption.Target]]:
     """Assign flavors and find preemption targets, falling back to partial admission.
+
+    ``guard``: leaves out the candidates still protected at its time (none without one).
 
     ``counts``: a preemptor that preempted for reduced pod counts is first tried at those
     counts, not at its full size (a deliberate difference from Kueue, which starts again from the
     full size: two partially admissible workloads in one cohort could otherwise each preempt the
     other at a reduced size and be admitted at full size, for ever).
     """
-    finder = _target_finder(snap, cq, info, policy)
+    finder = _target_finder(snap, cq, info, policy, guard)
     assigner = flavors.FlavorAssigner(
         snap,
         cq,
@@ -621,13 +655,14 @@ def _target_finder(
     cq: snapshot.ClusterQueueInfo,
     info: workload.WorkloadInfo,
     policy: Policy,
+    guard: protection.Guard | None,
 ) -> _TargetFinder:
     fair = (
-        fairsharing.FairPreemptor(snap, cq, info, policy.fair_sharing_strategies)
+        fairsharing.FairPreemptor(snap, cq, info, policy.fair_sharing_strategies, guard)
         if policy.fair_sharing
         else None
     )
-    return _TargetFinder(preemption.Preemptor(snap, cq, info), fair)
+    return _TargetFinder(preemption.Preemptor(snap, cq, info, guard), fair)
 
 
 def _reserve_for_preemptor(snap: snapshot.Snapshot, entry: Entry) -> bool:
@@ -636,8 +671,12 @@ def _reserve_for_preemptor(snap: snapshot.Snapshot, entry: Entry) -> bool:
     Tells whether it held any.
     """
     cq = entry.cq
-    if cq.preemption.reclaim_within_cohort == clusterqueue.PreemptionPolicy.ANY:
+    if (
+        cq.preemption.reclaim_within_cohort == clusterqueue.PreemptionPolicy.ANY
+        and entry.guard.protected() is None
+    ):
         # It can always reclaim what others borrow from it; holding quota would only waste it.
+        # Not while a protection keeps what it would reclaim: others must not borrow the rest.
         return False
     node = snap.node(cq.name)
     reserve: resources.FlavorResourceAmounts = {}

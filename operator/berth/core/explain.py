@@ -5,8 +5,10 @@
 place in its LocalQueue and ClusterQueue and, under StrictFIFO, the head it waits behind; what
 would have to free up (per flavor and resource, the amount beyond what is available now, or that
 the request exceeds what the queue could ever get); and which admitted workloads the core's own
-preemption search would evict for it under the ClusterQueue's policy. It runs flavor assignment
-and the preemption search inside ``Snapshot.what_if``, so the snapshot is left unchanged.
+preemption search would evict for it under the ClusterQueue's policy, or which of them a
+preemption protection keeps, and until when it keeps enough of them that the workload cannot
+preempt. It runs flavor assignment and the preemption search inside ``Snapshot.what_if``, so the
+snapshot is left unchanged.
 
 Pure: the operator (against its live state) and ``berth explain --scenario`` (against a
 simulated state) both call it through ``berth.state.explain``.
@@ -18,7 +20,7 @@ import dataclasses
 import functools
 
 from berth.api import clusterqueue, conditions, names
-from berth.core import cycle, flavors, resources, snapshot, workload
+from berth.core import cycle, flavors, protection, resources, snapshot, workload
 from berth.core.backfill import reservations
 
 _PENDING = conditions.PendingReason
@@ -85,7 +87,10 @@ class Explanation:
     details: tuple[str, ...] = ()
     """Further facts a person can act on (selectors, labels, missing flavors)."""
     estimated_start: float | None = None
-    """Backfill: when its reservation starts (or would, if it were the next to hold one)."""
+    """Backfill: when its reservation starts (or would, if it were the next to hold one); or,
+    for a preemptor that waits only for protections to end, when they let it preempt."""
+    protected: protection.Protected | None = None
+    """Workloads it could preempt that are protected now, and when the first protection ends."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -160,7 +165,10 @@ def _position(
 
 
 def _verdict(
-    assignment: flavors.Assignment, victims: tuple[Victim, ...], waits_for: str | None
+    assignment: flavors.Assignment,
+    victims: tuple[Victim, ...],
+    waits_for: str | None,
+    protected: protection.Protected | None,
 ) -> tuple[str, str, str]:
     """Reason, message and blocker of a workload its queue's order does not hold back."""
     mode = assignment.mode
@@ -171,6 +179,8 @@ def _verdict(
     if mode == flavors.Mode.PREEMPT and victims:
         message = f"{assignment.message()}. Fits after preempting {len(victims)} workload(s)"
         return _PENDING.WAITING_FOR_PREEMPTED_WORKLOADS, message, "quota"
+    if protected is not None:
+        return _PENDING.WAITING_FOR_QUOTA, assignment.message(), "protection"
     reason = assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA
     blocker = "flavor" if reason == _PENDING.NO_MATCHING_FLAVOR else "quota"
     return reason, assignment.message(), blocker
@@ -234,8 +244,10 @@ def explain(
             ),
         )
     cq_pos, lq_pos, ahead = _position(info, queued)
+    guard = protection.Guard(snap, policy.protection, now)
     with snap.what_if():
-        assignment, targets = cycle.get_assignment(snap, cq, info, policy)
+        assignment, targets = cycle.get_assignment(snap, cq, info, policy, guard=guard)
+        protected = None if targets else guard.protected()
         shortfalls = _shortfalls(snap, cq, assignment)
         head_info = None
         if (
@@ -251,11 +263,13 @@ def explain(
             waits_for, start = reservations.outlook(
                 snap, cq, info, assignment, now=now, inputs=backfill, ahead=ahead_infos
             )
+        if start is None and protected is not None:
+            start = _unprotected_start(snap, cq, info, policy, protected)
     victims = tuple(
         Victim(str(t.victim.info.key), t.victim.cluster_queue, t.victim.info.priority, t.reason)
         for t in targets
     )
-    reason, message, blocker = _verdict(assignment, victims, waits_for)
+    reason, message, blocker = _verdict(assignment, victims, waits_for, protected)
     if head_info is not None:
         head_reason = head_assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA
         return made(
@@ -276,6 +290,7 @@ def explain(
             preemption_policy=policy_text,
             details=(f"on its own: {reason or 'fits'}: {message}",),
             estimated_start=start,
+            protected=protected,
         )
     return made(
         reason=reason,
@@ -288,4 +303,33 @@ def explain(
         victims=victims,
         preemption_policy=policy_text,
         estimated_start=start,
+        protected=protected,
     )
+
+
+_PROTECTION_STEPS = 16
+"""How many protection ends ``_unprotected_start`` looks past, at most, before it gives up."""
+
+
+def _unprotected_start(
+    snap: snapshot.Snapshot,
+    cq: snapshot.ClusterQueueInfo,
+    info: workload.WorkloadInfo,
+    policy: cycle.Policy,
+    protected: protection.Protected,
+) -> float | None:
+    """When protections have ended enough for ``info`` to preempt, if nothing else changes.
+
+    The search runs again at the end of each protection in turn, the first first, until it
+    finds victims; None when it finds none within ``_PROTECTION_STEPS`` ends.
+    """
+    at: protection.Protected | None = protected
+    for _ in range(_PROTECTION_STEPS):
+        if at is None:
+            return None
+        later = protection.Guard(snap, policy.protection, at.until)
+        _, targets = cycle.get_assignment(snap, cq, info, policy, guard=later)
+        if targets:
+            return at.until
+        at = later.protected()
+    return None

@@ -17,7 +17,8 @@ Mirrors Kueue (``pkg/cache/scheduler/fair_sharing.go``, ``pkg/scheduler/fair_sha
   or when the configured strategy allows it (``InCohortFairSharing``):
   *LessThanOrEqualToFinalShare* — the preemptor's new share is at most the target's share after
   removal; *LessThanInitialShare* — below the target's share before removal (applied as a second
-  pass, one victim per queue). Victims not needed are added back.
+  pass, one victim per queue). A candidate a rule accepts is skipped while a preemption protection
+covers it (``core.protection``). Victims not needed are added back.
 
 Called by ``berth.core.cycle`` when the Configuration enables fair sharing.
 """
@@ -30,13 +31,17 @@ from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from berth.api import clusterqueue, conditions, configuration, names
-from berth.core import ordering, preemption, quota, resources, snapshot, workload
+from berth.core import ordering, preemption, protection, quota, resources, snapshot, workload
 
 T = TypeVar("T")
 MAX_SHARE = 2**63 - 1
 """The weighted share reported for a zero-weight node that borrows (Kueue's MaxInt64)."""
 
 Strategy = configuration.PreemptionStrategy
+_IN_CQ = conditions.PreemptionReason.IN_CLUSTER_QUEUE
+_RECLAIM = conditions.PreemptionReason.IN_COHORT_RECLAMATION
+_FAIR = conditions.PreemptionReason.IN_COHORT_FAIR_SHARING
+
 DEFAULT_STRATEGIES = (Strategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, Strategy.LESS_THAN_INITIAL_SHARE)
 """Kueue's default ``fairSharing.preemptionStrategies``, tried in this order."""
 
@@ -260,8 +265,12 @@ class FairPreemptor:
         cq: snapshot.ClusterQueueInfo,
         wl: workload.WorkloadInfo,
         strategies: tuple[Strategy, ...],
+        guard: protection.Guard | None = None,
     ) -> None:
         self.snap = snap
+        self.guard = guard
+        """Leaves out candidates still protected (``core.protection``), after the rules accept
+        them."""
         self.cq = cq
         self.node = snap.node(cq.name)
         self.wl = wl
@@ -281,6 +290,7 @@ class FairPreemptor:
                 for adm in self.snap.admitted.get(names.ClusterQueueName(cq), {}).values()
                 if adm.admission.uses_any(frs)
                 and preemption.satisfies_policy(self.wl, adm.info, policy)
+                and (cq != self.cq.name or not self._protected(adm, _IN_CQ))
             )
 
         if pre.within_cluster_queue != never:
@@ -292,6 +302,11 @@ class FairPreemptor:
                 take(other.name, pre.reclaim_within_cohort)
         out.sort(key=lambda c: ordering.candidate_key(c, self.cq.name))
         return out
+
+    def _protected(
+        self, victim: snapshot.AdmittedWorkload, reason: conditions.PreemptionReason
+    ) -> bool:
+        return self.guard is not None and self.guard.protects(victim, reason)
 
     def _fits(self, usage: resources.FlavorResourceAmounts) -> bool:
         # The preemptor's own usage is simulated while shares are compared; take it out here.
@@ -357,12 +372,10 @@ class FairPreemptor:
         for target_node in order:
             if target_node is self.node or within_nominal:
                 victim = order.pop(target_node)
+                reason = _IN_CQ if target_node is self.node else _RECLAIM
+                if reason == _RECLAIM and self._protected(victim, reason):
+                    continue  # it would be reclaimed unconditionally but for its protection
                 snap.remove_admission(victim.admission)
-                reason = (
-                    conditions.PreemptionReason.IN_CLUSTER_QUEUE
-                    if target_node is self.node
-                    else conditions.PreemptionReason.IN_COHORT_RECLAMATION
-                )
                 targets.append(preemption.Target(victim, reason))
                 if self._fits(usage):
                     return True, targets, []
@@ -379,12 +392,10 @@ class FairPreemptor:
                     snap.remove_admission(victim.admission)
                     target_new = share(snap, target_lca)
                 if _passes(first, preemptor_new, target_old, target_new):
+                    if self._protected(victim, _FAIR):
+                        continue
                     snap.remove_admission(victim.admission)
-                    targets.append(
-                        preemption.Target(
-                            victim, conditions.PreemptionReason.IN_COHORT_FAIR_SHARING
-                        )
-                    )
+                    targets.append(preemption.Target(victim, _FAIR))
                     if self._fits(usage):
                         return True, targets, []
                     break  # shares changed: pick the target queue again
@@ -403,11 +414,9 @@ class FairPreemptor:
             preemptor_lca, target_lca = self._almost_lcas(target_node)
             passed = compare(share(snap, preemptor_lca), share(snap, target_lca)) < 0
             victim = order.pop(target_node)
-            if passed:
+            if passed and not self._protected(victim, _FAIR):
                 snap.remove_admission(victim.admission)
-                targets.append(
-                    preemption.Target(victim, conditions.PreemptionReason.IN_COHORT_FAIR_SHARING)
-                )
+                targets.append(preemption.Target(victim, _FAIR))
                 if self._fits(usage):
                     return True, targets
             order.drop(target_node)

@@ -12,6 +12,8 @@ Mirrors Kueue's classical preemptor (``pkg/scheduler/preemption``, ``classical/`
   to keep borrowing, else usable only if the preemptor ends within nominal:
   ``InCohortReclamation``), and *same-queue* candidates (``InClusterQueue``).
 - Each pool is sorted by ``ordering.candidate_key``; evicted ones of all pools come first.
+- A candidate the policy accepts is left out while a preemption protection covers it
+  (``core.protection``, KEP-9876).
 - Candidates are removed greedily until the preemptor fits (with or without borrowing, in the
   order Kueue tries them); then victims are added back, newest removal first, while it still fits.
 
@@ -25,7 +27,7 @@ import enum
 from collections.abc import Callable
 
 from berth.api import clusterqueue, conditions, names
-from berth.core import flavors, ordering, quota, resources, snapshot, workload
+from berth.core import flavors, ordering, protection, quota, resources, snapshot, workload
 
 _HUMAN_REASON = {
     conditions.PreemptionReason.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
@@ -117,9 +119,13 @@ class Preemptor:
         snap: snapshot.Snapshot,
         cq: snapshot.ClusterQueueInfo,
         wl: workload.WorkloadInfo,
+        guard: protection.Guard | None = None,
     ) -> None:
         self.snap = snap
         self.cq = cq
+        self.guard = guard
+        """Leaves out candidates still protected (``core.protection``), after the policy accepts
+        them."""
         self.node = snap.node(cq.name)
         self.wl = wl
         self.placement: Callable[[], bool] | None = None
@@ -298,6 +304,15 @@ class Preemptor:
         policy = pre.within_cluster_queue if same_queue else pre.reclaim_within_cohort
         if not satisfies_policy(self.wl, adm.info, policy):
             return Variant.NEVER
+        variant = self._variant(adm, same_queue=same_queue, advantage=advantage)
+        if self.guard is not None and self.guard.protects(adm, variant.reason()):
+            return Variant.NEVER
+        return variant
+
+    def _variant(
+        self, adm: snapshot.AdmittedWorkload, *, same_queue: bool, advantage: bool
+    ) -> Variant:
+        """How a candidate the policy accepts may be preempted."""
         if same_queue:
             return Variant.WITHIN_CQ
         if advantage:

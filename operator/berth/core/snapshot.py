@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from berth.api import clusterqueue, names, pod, selector
+from berth.api import protection as api_protection
 from berth.core import quota, resources, topology, workload
 
 
@@ -65,6 +66,8 @@ class ClusterQueueInfo:
     anywhere (Kueue's implied topology-aware scheduling)."""
     backfill: clusterqueue.Backfill | None = None
     """Reservation and estimate settings when the strategy is Backfill; None otherwise."""
+    protection: api_protection.PreemptionProtection | None = None
+    """Its own preemption protection windows (``spec.preemptionProtection``), if it sets any."""
     inactive_reason: str | None = None
     """Why the queue cannot admit (``FlavorNotFound``, ``Stopped``, a cohort cycle).
 

@@ -139,26 +139,49 @@ def render(
         )
     if exp.ahead:
         lines.append(f"  ahead of it: {', '.join(exp.ahead)}")
-    if exp.estimated_start is not None:
-        lines.append(
-            f"  estimated start: {when(exp.estimated_start)} (Backfill: when the running work's "
-            "estimates leave it room, after the reservations ahead of it)"
-        )
+    lines.extend(_start_lines(exp, when))
     if exp.head is not None:
         lines.append(f"  blocked head: {exp.head}: {exp.head_reason}: {exp.head_message}")
     lines.extend(f"  note: {d}" for d in exp.details)
     lines.extend(_shortfall_lines(exp.shortfalls))
-    if exp.preemption_policy:
-        lines.append(f"  preemption policy: {exp.preemption_policy}")
-        if exp.victims:
-            lines.extend(
-                f"  could preempt: {v.workload} in {v.cluster_queue} "
-                f"(priority {v.priority}, {v.reason})"
-                for v in exp.victims
-            )
-        elif exp.blocker not in ("namespace", "flavor", "queue"):
-            lines.append("  could preempt: nothing under this policy")
+    lines.extend(_preemption_lines(exp, when))
     return "\n".join(lines) + "\n"
+
+
+def _start_lines(exp: core_explain.Explanation, when: Callable[[float], str]) -> list[str]:
+    if exp.estimated_start is None:
+        return []
+    if exp.protected is not None:
+        why = (
+            "when enough of the workloads it could preempt are past their preemption protection, "
+            "if nothing else frees up first"
+        )
+    else:
+        why = (
+            "Backfill: when the running work's estimates leave it room, after the reservations "
+            "ahead of it"
+        )
+    return [f"  estimated start: {when(exp.estimated_start)} ({why})"]
+
+
+def _preemption_lines(exp: core_explain.Explanation, when: Callable[[float], str]) -> list[str]:
+    if not exp.preemption_policy:
+        return []
+    lines = [f"  preemption policy: {exp.preemption_policy}"]
+    if exp.victims:
+        lines.extend(
+            f"  could preempt: {v.workload} in {v.cluster_queue} "
+            f"(priority {v.priority}, {v.reason})"
+            for v in exp.victims
+        )
+    elif exp.protected is not None:
+        lines.append(
+            f"  could preempt: nothing now; {exp.protected.count} workload(s) it could preempt "
+            f"are protected until {when(exp.protected.until)} (preemptionProtection)"
+        )
+    elif exp.blocker not in ("namespace", "flavor", "queue"):
+        lines.append("  could preempt: nothing under this policy")
+    return lines
 
 
 @click.command(name="explain")

@@ -30,7 +30,7 @@ from typing import Any
 from berth.adapters import wakeup
 from berth.adapters.kube import client, errors, events, workloads
 from berth.api import conditions, names, workload_view
-from berth.core import admission, cycle
+from berth.core import admission, cycle, protection
 from berth.operator import ports
 from berth.state.queues import pending
 
@@ -105,8 +105,10 @@ class Scheduler:
             if await self.step():
                 await asyncio.sleep(0)
                 continue
-            expiry = w.queues.next_backoff_expiry(w.clock())
-            timeout = None if expiry is None else max(0.05, expiry - w.clock())
+            now = w.clock()
+            due = [w.queues.next_backoff_expiry(now), w.state.next_recheck()]
+            expiry = min((t for t in due if t is not None), default=None)
+            timeout = None if expiry is None else max(0.05, expiry - now)
             await wakeup.woken(w.wake.schedule, timeout)
 
     async def step(self) -> bool:
@@ -150,10 +152,14 @@ class Scheduler:
                 return writes, any_progress
 
     def _backoffs_done(self, now: float) -> None:
-        """Return workloads whose backoff ended to their queues (the simulator's backoff timer)."""
+        """Return workloads whose backoff ended, or whose protected victims' protection ended.
+
+        The first is the simulator's backoff timer; the second its protection-ends timer.
+        """
         state = self.world.state
         for key in state.due_backoffs(now):
             state.end_backoff(key, now)
+        state.end_protections(now)
 
     def decide(self, now: float) -> tuple[list[_Write], bool]:
         """Run one round of cycles and apply it; return its writes and whether it progressed.
@@ -186,6 +192,9 @@ class Scheduler:
         message = decision.message
         if decision.estimated_start is not None:  # Backfill: when its reservation starts
             message = f"{message}; estimated start {workloads.timestamp(decision.estimated_start)}"
+        if decision.protected is not None:
+            until = workloads.timestamp(decision.protected.until)
+            message = f"{message}; {protection.phrase(decision.protected, until)}"
         self.pending[decision.info.key] = (decision.reason, message, now)
         self._pending_wake.set()
 

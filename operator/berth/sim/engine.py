@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from berth.adapters import collector
 from berth.api import conditions, configuration, duration, errors, names
 from berth.api import workload as api_workload
-from berth.core import cycle, podsready, workload
+from berth.core import cycle, podsready, protection, workload
 from berth.jobs import registry
 from berth.jobs.framework import protocol, workload_body
 from berth.sim import documents, events, intake, summary
@@ -65,6 +65,8 @@ class _Action(enum.Enum):
     READY = "ready"
     READY_TIMEOUT = "ready-timeout"
     BACKOFF = "backoff"
+    PROTECTION_ENDS = "protection-ends"
+    """A preemption protection that kept a head pending ends (``Lifecycle.end_protections``)."""
     CYCLE = "cycle"
 
 
@@ -170,6 +172,8 @@ class Simulator:
         self._timers: list[_Timer] = []
         self._queues_due = False
         self._drain_due = False
+        self._recheck_at: float | None = None
+        """When the protection-ends timer in the heap fires, if one is there."""
         self._seq = itertools.count()
         self._tokens = itertools.count(1)
         self._paced = cycles_at is not None
@@ -235,6 +239,7 @@ class Simulator:
                 self._settle()
             elif cycle_due:
                 self._cycle()
+            self._schedule_recheck()
         end = self.until if self.until is not None else self.now
         self.now = end
         self.out.summary(summary.build(self, end))
@@ -242,7 +247,22 @@ class Simulator:
             observer.on_end(self)
         return self.out.lines
 
+    def _schedule_recheck(self) -> None:
+        """Set a timer for the first protection that keeps a head pending, if none is set."""
+        recheck = self.state.next_recheck()
+        if recheck is not None and (self._recheck_at is None or recheck < self._recheck_at):
+            self._recheck_at = recheck
+            self._schedule(recheck, _Action.PROTECTION_ENDS)
+
+    def _protections_end(self, timer: _Timer) -> None:
+        if timer.at == self._recheck_at:
+            self._recheck_at = None
+        self.state.end_protections(self.now)
+
     def _fire(self, timer: _Timer) -> None:
+        if timer.action == _Action.PROTECTION_ENDS:
+            self._protections_end(timer)
+            return
         if timer.doc is not None:
             if timer.action == _Action.APPLY:
                 effect = self.intake.apply(timer.doc)
@@ -364,7 +384,12 @@ class Simulator:
         return sim.reason, sim.message
 
     def _set_pending(
-        self, sim: SimWorkload, reason: str, message: str, estimated_start: float | None = None
+        self,
+        sim: SimWorkload,
+        reason: str,
+        message: str,
+        estimated_start: float | None = None,
+        protected: protection.Protected | None = None,
     ) -> None:
         changed = reason != self.answer(sim)[0]
         first_estimate = estimated_start is not None and sim.estimated_start is None
@@ -372,10 +397,19 @@ class Simulator:
             sim.estimated_start = estimated_start
         if estimated_start is not None:
             message = f"{message}; estimated start at {duration.format(estimated_start)}"
+        until = None if protected is None else protected.until
+        newly_protected = until is not None and until != sim.protected_until
+        sim.protected_until = until
+        if protected is not None:
+            message = f"{message}; {protection.phrase(protected, duration.format(protected.until))}"
         sim.reason, sim.message = reason, message
         self.queues.told(sim.info.key)
-        if changed or first_estimate:
-            extra = {} if estimated_start is None else {"estimatedStart": round(estimated_start, 6)}
+        if changed or first_estimate or newly_protected:
+            extra: dict[str, float] = {}
+            if estimated_start is not None:
+                extra["estimatedStart"] = round(estimated_start, 6)
+            if until is not None:
+                extra["protectedUntil"] = round(until, 6)
             self.out.emit(self.now, "Pending", sim, reason=reason, message=message, **extra)
 
     def _refresh_queues(self) -> None:
@@ -490,6 +524,7 @@ class Simulator:
             decision.reason,
             decision.message,
             decision.estimated_start,
+            decision.protected,
         )
 
     def _tell_same_shape(self, same_shape: list[pending.Told], reason: str, message: str) -> None:

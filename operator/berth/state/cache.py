@@ -526,6 +526,7 @@ class Cache:
             namespace_selector=spec.namespace_selector,
             fungibility=spec.flavor_fungibility,
             preemption=spec.preemption,
+            protection=spec.preemption_protection,
             stop_policy=spec.stop_policy,
             fair_weight=weight,
             topology_only=bool(used) and all(rf.spec.topology_name for rf in used),

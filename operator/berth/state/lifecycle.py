@@ -79,6 +79,9 @@ class Lifecycle:
         self._scans: dict[names.WorkloadKey, _Scans] = {}
         """The scan states each head's attempts ended in while its quota tree stayed the same
         (``_may_progress``)."""
+        self._rechecks: dict[str, float] = {}
+        """Per quota tree: when the first preemption protection that kept one of its heads
+        pending ends (``cycle.CycleResult.recheck_at``); nothing else would try them then."""
 
     # Cycles -------------------------------------------------------------------------------------
 
@@ -118,6 +121,11 @@ class Lifecycle:
             effects.parked(waiting, same)
             if self._may_progress(waiting):
                 progressed = True
+            if waiting.protected is not None:
+                root = self.cache.root_of(waiting.cluster_queue)
+                at = self._rechecks.get(root)
+                if at is None or waiting.protected.until < at:
+                    self._rechecks[root] = waiting.protected.until
         if not progressed and settle:
             progressed = self._retry_held()
         return progressed
@@ -299,6 +307,23 @@ class Lifecycle:
         """Take a workload out of its queue (finished, deactivated, deleted or admitted)."""
         self._scans.pop(key, None)
         self.queues.delete(key)
+
+    def next_recheck(self) -> float | None:
+        """When the first preemption protection that keeps a head pending ends, if one does."""
+        return min(self._rechecks.values(), default=None)
+
+    def end_protections(self, now: float) -> bool:
+        """Requeue the inadmissible workloads of each quota tree whose protection ended by ``now``.
+
+        A protection's end changes nothing a queue watches, so each tree where one kept a head
+        pending is tried again then, as after a release. Tells whether any workload moved.
+        """
+        moved = False
+        for root, at in sorted(self._rechecks.items()):
+            if at <= now:
+                del self._rechecks[root]
+                moved = self.queues.requeue_inadmissible(root, now) or moved
+        return moved
 
     def due_backoffs(self, now: float) -> list[names.WorkloadKey]:
         """Workloads whose backoff is over by ``now``, in key order."""

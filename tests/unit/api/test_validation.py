@@ -197,6 +197,36 @@ INVALID = [
         id="misspelt field",
     ),
     pytest.param(
+        cq().protection(reclaim_within_cohort="-10m").raw(),
+        ["spec.preemptionProtection.reclaimWithinCohort.minAdmitDuration"],
+        "'-10m' is negative; durations must be >= 0",
+        id="negative protection window",
+    ),
+    pytest.param(
+        cq().protection(fair_sharing="30s").raw(),
+        ["spec.preemptionProtection.fairSharing.minAdmitDuration"],
+        "'30s' is outside 1m..720h; write 0s for no protection, at least 1m",
+        id="protection window under a minute",
+    ),
+    pytest.param(
+        cq().protection(within_cluster_queue="1000h").raw(),
+        ["spec.preemptionProtection.withinClusterQueue.minAdmitDuration"],
+        "at most 720h (longer ones let no queue reclaim its quota; use a higher priority instead)",
+        id="protection window over 30 days",
+    ),
+    pytest.param(
+        cq().set("spec.preemptionProtection", {"fairSharing": {}}).raw(),
+        ["spec.preemptionProtection.fairSharing.minAdmitDuration"],
+        "required field is missing; add it",
+        id="protection without its window",
+    ),
+    pytest.param(
+        cq().set("spec.preemptionProtection", {"reclaim": {"minAdmitDuration": "5m"}}).raw(),
+        ["spec.preemptionProtection.reclaim"],
+        "remove it or check its spelling",
+        id="unknown kind of protection",
+    ),
+    pytest.param(
         cq().cohort("r").preemption(within_cluster_queue="Any").raw(),
         ["spec.preemption.withinClusterQueue"],
         "use Never, LowerPriority or LowerOrNewerEqualPriority",
@@ -548,6 +578,20 @@ INVALID = [
         ["fairSharing.preemptionStrategies[0]"],
         "should be 'LessThanOrEqualToFinalShare' or 'LessThanInitialShare'",
         id="unknown fair-sharing strategy",
+    ),
+    pytest.param(
+        cfg().set("preemptionProtection", {"fairSharing": {"minAdmitDuration": "forever"}}).raw(),
+        ["preemptionProtection.fairSharing.minAdmitDuration"],
+        "'forever' is not a duration; write e.g. 90s, 5m or 1h30m",
+        id="protection window that is not a duration",
+    ),
+    pytest.param(
+        cfg()
+        .set("preemptionProtection", {"reclaimWithinCohort": {"minAdmitDuration": "59s"}})
+        .raw(),
+        ["preemptionProtection.reclaimWithinCohort.minAdmitDuration"],
+        "'59s' is outside 1m..720h",
+        id="operator-wide protection window under a minute",
     ),
     pytest.param(
         cfg().wait_for_pods_ready("0s").raw(),
