@@ -24,13 +24,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import pydantic
 
+from berth.api import duration
+from berth.api import protection as api_protection
 from berth.api.clusterqueue import QueueingStrategy
 from berth.core import cycle, fairsharing
 from berth.devtools import perfshape, topologybench, tracebench
 from berth.devtools.differential import command as differential_command
 from berth.devtools.harness import command as harness_command
 from berth.devtools.harness import replay_command
+from berth.entry import options
 from berth.sim import engine
 
 
@@ -197,8 +201,9 @@ def _trace_row(f: tracebench.Figures, bound: tracebench.Figures | None) -> str:
     )
     bound_util = f"{100 * bound.utilisation:5.1f}%" if bound is not None else "     -"
     return (
-        f"{f.label:<16} {100 * f.utilisation:5.1f}% {bound_util} {100 * f.lost:5.1f}%  {waits}  "
-        f"{_hours(f.longest_wait):>8} {f.preemptions:>7} {f.never_admitted:>5} "
+        f"{f.label:<20} {100 * f.utilisation:5.1f}% {bound_util} {100 * f.lost:5.1f}%  {waits}  "
+        f"{_hours(f.longest_wait):>8} {f.preemptions:>7} {f.preemptions_per_job:>8.3f} "
+        f"{100 * f.preempted_share:>8.1f}% {f.never_admitted:>5} "
         f"{_estimates(f):>12} {f.jobs_per_cpu_second:>10,.0f} {f.cpu_seconds:>7.1f}"
     )
 
@@ -224,7 +229,7 @@ def goal_lines(rows: Sequence[tracebench.Figures]) -> list[str]:
             shown_points = round(g.points, 1) + 0.0
             verdict = f"utilisation {shown_points:+.1f} points: {'met' if g.met else 'not met'}"
         lines.append(
-            f"  {f.label:<16} >={gang} p95 {_hours(f.big_gangs.p95)} / 1-GPU p95 "
+            f"  {f.label:<20} >={gang} p95 {_hours(f.big_gangs.p95)} / 1-GPU p95 "
             f"{_hours(f.waits[tracebench.BUCKETS[0].name].p95)} = {shown}, {verdict}"
         )
     return lines
@@ -321,6 +326,16 @@ def _first(
     type=click.IntRange(min=1),
     help="Replays run side by side in this many processes (default: one per usable CPU).",
 )
+@click.option(
+    "--protect",
+    "protections",
+    multiple=True,
+    type=options.DURATION,
+    help=(
+        "Also replay each policy with admitted jobs protected from reclaim this long "
+        "(preemptionProtection.reclaimWithinCohort.minAdmitDuration, e.g. 2h); repeatable."
+    ),
+)
 def trace(  # click passes every option by name
     *,
     trace_name: str,
@@ -333,6 +348,7 @@ def trace(  # click passes every option by name
     plot_path: Path | None,
     scenario_out: Path | None,
     workers: int | None,
+    protections: tuple[float, ...],
 ) -> None:
     """Replay a public GPU trace under each queueing strategy and print what it measured."""
     name = tracebench.TraceName(trace_name)
@@ -343,8 +359,11 @@ def trace(  # click passes every option by name
     selected = _first(all_jobs, jobs, name)
     capacity = gpus or tracebench.default_capacity(selected, load)
     chosen = [QueueingStrategy(v) for v in policies] or list(tracebench.STRATEGIES)
+    windows = _protection_windows(protections)
     if scenario_out is not None:
-        docs = tracebench.scenario(selected, chosen[0], capacity)
+        docs = tracebench.scenario(
+            selected, chosen[0], capacity, protection=windows[1] if len(windows) > 1 else 0.0
+        )
         scenario_out.write_text(tracebench.scenario_yaml(docs))
         click.echo(f"wrote {len(selected):,} jobs on {capacity} GPUs to {scenario_out}")
         return
@@ -355,7 +374,11 @@ def trace(  # click passes every option by name
         f"{teams} teams, capacity {capacity} GPUs"
         + ("" if gpus else f" (average demand {load:.0%} of it)")
     )
-    asked = [tracebench.Replay(p.value, p) for p in chosen]
+    asked = [
+        tracebench.Replay(p.value if not w else f"{p.value} +{duration.format(w)}", p, protection=w)
+        for p in chosen
+        for w in windows
+    ]
     asked.append(tracebench.Replay("bound", QueueingStrategy.BEST_EFFORT_FIFO, bound=True))
     side_by_side = min(workers or len(os.sched_getaffinity(0)), len(asked))
     began = time.monotonic()
@@ -363,8 +386,9 @@ def trace(  # click passes every option by name
     took = time.monotonic() - began
     buckets = "  ".join(f"{'wait ' + b.name + ' mean/p95':>14}" for b in tracebench.BUCKETS)
     click.echo(
-        f"{'policy':<16} {'util':>6} {'bound':>6} {'lost':>6}  {buckets}  {'longest':>8} "
-        f"{'preempt':>7} {'never':>5} {'start error':>12} {'jobs/CPU-s':>10} {'CPU s':>7}"
+        f"{'policy':<20} {'util':>6} {'bound':>6} {'lost':>6}  {buckets}  {'longest':>8} "
+        f"{'preempt':>7} {'per job':>8} {'preempted':>9} {'never':>5} {'start error':>12} "
+        f"{'jobs/CPU-s':>10} {'CPU s':>7}"
     )
     for figures in rows:
         click.echo(_trace_row(figures, bound))
@@ -384,6 +408,22 @@ def trace(  # click passes every option by name
         title = f"{name.value}: {len(selected):,} jobs on {capacity} GPUs"
         tracebench.plot_waits([*rows, bound], title, plot_path)
         click.echo(f"wrote {plot_path}")
+
+
+def _protection_windows(protections: tuple[float, ...]) -> list[float]:
+    """0 (no protection) and each ``--protect`` window, checked as the Configuration checks it."""
+    out = [0.0]
+    for seconds in protections:
+        try:
+            api_protection.MinAdmitDuration.model_validate(
+                {"minAdmitDuration": duration.format(seconds)}
+            )
+        except pydantic.ValidationError as e:
+            reason = e.errors()[0]["msg"].removeprefix("Value error, ")
+            raise click.BadParameter(reason, param_hint="--protect") from None
+        if seconds > 0 and seconds not in out:
+            out.append(seconds)
+    return out
 
 
 @command.command(name="topology")

@@ -226,15 +226,33 @@ def pod_shape(gpus: int) -> tuple[int, int]:
 
 
 def scenario(
-    jobs: Sequence[TraceJob], policy: QueueingStrategy, capacity: int, *, bound: bool = False
+    jobs: Sequence[TraceJob],
+    policy: QueueingStrategy,
+    capacity: int,
+    *,
+    bound: bool = False,
+    protection: float = 0.0,
 ) -> list[documents.Document]:
     """The replay's documents: the queue configuration at t=0, then each job at its arrival.
 
     ``bound``: one ClusterQueue of the whole capacity, no cohort (the work-conserving bound).
+    ``protection``: a Configuration protecting each admitted job from reclaim for that many
+    seconds (``preemptionProtection.reclaimWithinCohort``; 0: none).
     """
     raws: list[dict[str, Any]] = [
         {"apiVersion": base.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}
     ]
+    if protection > 0:
+        window = {"minAdmitDuration": duration.format(protection)}
+        raws.insert(
+            0,
+            {
+                "apiVersion": base.API_VERSION,
+                "kind": "Configuration",
+                "metadata": {"name": "config"},
+                "preemptionProtection": {"reclaimWithinCohort": window},
+            },
+        )
     team_queue = {}
     if bound:
         raws.append(_queue("all", None, capacity, QueueingStrategy.BEST_EFFORT_FIFO))
@@ -325,6 +343,8 @@ class Figures:
     longest_wait: float
     never_admitted: int
     preemptions: int
+    preempted_jobs: int
+    """Jobs preempted at least once."""
     peak_pending: int
     """The most jobs waiting at once (each queued job is nominated again after every release in
     its cohort, so this drives the simulator's cost)."""
@@ -341,6 +361,17 @@ class Figures:
         """The mean absolute error of the first estimated starts (None without estimates)."""
         errors = self.estimate_errors
         return statistics.fmean(abs(e) for e in errors) if errors else None
+
+    @property
+    def preempted_share(self) -> float:
+        """The share of the jobs preempted at least once."""
+        return self.preempted_jobs / self.jobs if self.jobs else 0.0
+
+    @property
+    def preemptions_per_job(self) -> float:
+        """Preemptions per job ever admitted."""
+        admitted = self.jobs - self.never_admitted
+        return self.preemptions / admitted if admitted else 0.0
 
     @property
     def jobs_per_cpu_second(self) -> float:
@@ -363,9 +394,10 @@ def replay(
     capacity: int,
     *,
     bound: bool = False,
+    protection: float = 0.0,
 ) -> Figures:
     """Replay ``jobs`` under ``policy`` on ``capacity`` GPUs and measure it."""
-    sim = engine.Simulator(scenario(jobs, policy, capacity, bound=bound))
+    sim = engine.Simulator(scenario(jobs, policy, capacity, bound=bound, protection=protection))
     started = time.process_time()
     events = sim.run()
     cpu = time.process_time() - started
@@ -395,6 +427,7 @@ def replay(
         longest_wait=max(all_waits, default=0.0),
         never_admitted=never,
         preemptions=sum(1 for e in events if e["event"] == "Preempted"),
+        preempted_jobs=len({e["workload"] for e in events if e["event"] == "Preempted"}),
         peak_pending=_peak_pending(events, jobs),
         cpu_seconds=cpu,
         estimate_errors=tuple(
@@ -413,6 +446,8 @@ class Replay:
     label: str
     policy: QueueingStrategy
     bound: bool = False
+    protection: float = 0.0
+    """Seconds each admitted job is protected from reclaim (``scenario``)."""
 
 
 _LONGEST_FIRST = {QueueingStrategy.BACKFILL: 0, QueueingStrategy.BEST_EFFORT_FIFO: 1}
@@ -435,7 +470,7 @@ def replay_each(
     alone, bar the noise of a busy machine in the CPU column.
     """
     if workers <= 1 or len(replays) <= 1:
-        return [replay(r.label, jobs, r.policy, capacity, bound=r.bound) for r in replays]
+        return [_replay_of(r, jobs, capacity) for r in replays]
     order = sorted(range(len(replays)), key=lambda i: _cost_rank(replays[i]))
     # A fresh interpreter per worker: forking a process that may hold threads is unsafe.
     context = multiprocessing.get_context("spawn")
@@ -473,7 +508,11 @@ def _receive(jobs: Sequence[TraceJob], capacity: int) -> None:
 
 def _replay_received(r: Replay) -> Figures:
     jobs, capacity = _received[0]
-    return replay(r.label, jobs, r.policy, capacity, bound=r.bound)
+    return _replay_of(r, jobs, capacity)
+
+
+def _replay_of(r: Replay, jobs: Sequence[TraceJob], capacity: int) -> Figures:
+    return replay(r.label, jobs, r.policy, capacity, bound=r.bound, protection=r.protection)
 
 
 def _waits(values: Sequence[float]) -> Waits:

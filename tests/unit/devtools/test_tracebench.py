@@ -155,6 +155,20 @@ def test_replay_figures(case: Case) -> None:
     assert got.jobs_per_cpu_second > 0
 
 
+def test_a_protection_delays_the_reclaim_until_the_borrowers_window_ends() -> None:
+    # The second case with each run protected from reclaim for 60 s: a's job waits from 10 to
+    # 60, then cuts b's run short after 60 s (480 GPU-seconds lost instead of 80); b runs again
+    # once a's ends at 70.
+    jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(500, 190, 4, "a")]
+    got = tb.replay("protected", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, protection=60.0)
+    assert (got.preemptions, got.preempted_jobs) == (1, 1)
+    assert got.preempted_share == pytest.approx(1 / 3)
+    assert got.preemptions_per_job == pytest.approx(1 / 3)
+    assert got.lost == pytest.approx(480 / (480 + 8 * 100 + 4 * 10 + 4 * 190))
+    assert got.waits["2-4"].mean == pytest.approx(50 / 2)
+    assert got.waits["5-8"].mean == pytest.approx(10.0)
+
+
 def test_the_bound_replays_one_queue_of_the_whole_capacity() -> None:
     # Without team quotas nothing is reclaimed: b's 8-GPU run is never cut short, and a's
     # 4-GPU job waits for it instead.
@@ -283,6 +297,7 @@ def _figures(label: str, utilisation: float, one_p95: float, big_p95: float) -> 
         longest_wait=max(one_p95, big_p95),
         never_admitted=0,
         preemptions=0,
+        preempted_jobs=0,
         peak_pending=0,
         cpu_seconds=1.0,
         big_gangs=tb.Waits(10 if big_p95 >= 0 else 0, big_p95, max(big_p95, 0.0)),
@@ -383,3 +398,33 @@ def test_bench_trace_prints_each_policy_against_the_goal(tmp_path: Path) -> None
     assert "2 replays took" in alone.output
     assert "one after the other" in alone.output
     assert "utilisation not compared (replay BestEffortFIFO too)" in alone.output
+
+
+@pytest.mark.parametrize(
+    ("protect", "want"),
+    [
+        (["--protect", "10m"], ["BestEffortFIFO +10m", "3 replays took"]),
+        (["--protect", "30s"], ["Invalid value for --protect: '30s' is outside 1m..720h"]),
+        (["--protect", "soon"], ["Invalid value for '--protect'"]),
+    ],
+    ids=["a protected replay beside the unprotected one", "too short", "not a duration"],
+)
+def test_protect_adds_a_protected_replay_or_names_the_bad_window(
+    tmp_path: Path, protect: list[str], want: list[str]
+) -> None:
+    (tmp_path / "philly-pollux").mkdir()
+    (tmp_path / "philly-pollux" / "philly.csv").write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-10-09 06:00:00,3600.0,8,28800.0,vc-b\n"
+        "2017-10-09 06:00:10,600.0,4,2400.0,vc-a\n"
+    )
+    result = CliRunner().invoke(
+        cli.main,
+        [
+            *("bench", "trace", "--traces-dir", str(tmp_path), "--gpus", "8"),
+            *("--policy", "BestEffortFIFO", "--workers", "1", *protect),
+        ],
+    )
+    for line in want:
+        assert line in result.output, result.output
+    assert "Traceback" not in result.output
