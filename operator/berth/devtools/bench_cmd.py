@@ -28,7 +28,7 @@ import pydantic
 
 from berth.api import duration
 from berth.api import protection as api_protection
-from berth.api.clusterqueue import QueueingStrategy
+from berth.api.clusterqueue import PreemptionPolicy, QueueingStrategy
 from berth.core import cycle, fairsharing
 from berth.devtools import perfshape, topologybench, tracebench
 from berth.devtools.differential import command as differential_command
@@ -336,6 +336,13 @@ def _first(
         "(preemptionProtection.reclaimWithinCohort.minAdmitDuration, e.g. 2h); repeatable."
     ),
 )
+@click.option(
+    "--reclaim",
+    type=click.Choice([PreemptionPolicy.ANY.value, PreemptionPolicy.NEVER.value]),
+    default=PreemptionPolicy.ANY.value,
+    show_default=True,
+    help="The teams' reclaimWithinCohort (Never: a lender waits for what it lent to come back).",
+)
 def trace(  # click passes every option by name
     *,
     trace_name: str,
@@ -349,6 +356,7 @@ def trace(  # click passes every option by name
     scenario_out: Path | None,
     workers: int | None,
     protections: tuple[float, ...],
+    reclaim: str,
 ) -> None:
     """Replay a public GPU trace under each queueing strategy and print what it measured."""
     name = tracebench.TraceName(trace_name)
@@ -362,7 +370,11 @@ def trace(  # click passes every option by name
     windows = _protection_windows(protections)
     if scenario_out is not None:
         docs = tracebench.scenario(
-            selected, chosen[0], capacity, protection=windows[1] if len(windows) > 1 else 0.0
+            selected,
+            chosen[0],
+            capacity,
+            protection=windows[1] if len(windows) > 1 else 0.0,
+            reclaim=PreemptionPolicy(reclaim),
         )
         scenario_out.write_text(tracebench.scenario_yaml(docs))
         click.echo(f"wrote {len(selected):,} jobs on {capacity} GPUs to {scenario_out}")
@@ -373,9 +385,15 @@ def trace(  # click passes every option by name
         f"{name.value}: {len(selected):,} jobs arriving over {window / 86400:.1f} days, "
         f"{teams} teams, capacity {capacity} GPUs"
         + ("" if gpus else f" (average demand {load:.0%} of it)")
+        + f", reclaimWithinCohort: {reclaim}"
     )
     asked = [
-        tracebench.Replay(p.value if not w else f"{p.value} +{duration.format(w)}", p, protection=w)
+        tracebench.Replay(
+            p.value if not w else f"{p.value} +{duration.format(w)}",
+            p,
+            protection=w,
+            reclaim=PreemptionPolicy(reclaim),
+        )
         for p in chosen
         for w in windows
     ]

@@ -52,7 +52,7 @@ from typing import Any
 import yaml
 
 from berth.api import base, duration, names
-from berth.api.clusterqueue import QueueingStrategy
+from berth.api.clusterqueue import PreemptionPolicy, QueueingStrategy
 from berth.sim import documents, engine
 
 FLAVOR = "gpu"
@@ -193,11 +193,17 @@ def quotas(jobs: Iterable[TraceJob], capacity: int) -> dict[str, int]:
     return out
 
 
-def _queue(name: str, cohort: str | None, nominal: int, policy: QueueingStrategy) -> dict[str, Any]:
+def _queue(
+    name: str,
+    cohort: str | None,
+    nominal: int,
+    policy: QueueingStrategy,
+    reclaim: PreemptionPolicy = PreemptionPolicy.ANY,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "namespaceSelector": {},
         "queueingStrategy": policy.value,
-        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"},
+        "preemption": {"reclaimWithinCohort": reclaim.value, "withinClusterQueue": "Never"},
         "resourceGroups": [
             {
                 "coveredResources": [RESOURCE],
@@ -232,12 +238,14 @@ def scenario(
     *,
     bound: bool = False,
     protection: float = 0.0,
+    reclaim: PreemptionPolicy = PreemptionPolicy.ANY,
 ) -> list[documents.Document]:
     """The replay's documents: the queue configuration at t=0, then each job at its arrival.
 
     ``bound``: one ClusterQueue of the whole capacity, no cohort (the work-conserving bound).
     ``protection``: a Configuration protecting each admitted job from reclaim for that many
-    seconds (``preemptionProtection.reclaimWithinCohort``; 0: none).
+    seconds (``preemptionProtection.reclaimWithinCohort``; 0: none). ``reclaim``: the teams'
+    ``reclaimWithinCohort`` (Never: a lender waits for what it lent to come back).
     """
     raws: list[dict[str, Any]] = [
         {"apiVersion": base.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}
@@ -260,7 +268,7 @@ def scenario(
     else:
         raws.append({"apiVersion": base.API_VERSION, "kind": "Cohort", "metadata": {"name": "all"}})
         for team, nominal in sorted(quotas(jobs, capacity).items()):
-            raws.append(_queue(f"team-{team}", "all", nominal, policy))
+            raws.append(_queue(f"team-{team}", "all", nominal, policy, reclaim))
             team_queue[team] = f"team-{team}"
     for team, cq in sorted(team_queue.items()):
         raws.append(
@@ -395,9 +403,11 @@ def replay(
     *,
     bound: bool = False,
     protection: float = 0.0,
+    reclaim: PreemptionPolicy = PreemptionPolicy.ANY,
 ) -> Figures:
     """Replay ``jobs`` under ``policy`` on ``capacity`` GPUs and measure it."""
-    sim = engine.Simulator(scenario(jobs, policy, capacity, bound=bound, protection=protection))
+    docs = scenario(jobs, policy, capacity, bound=bound, protection=protection, reclaim=reclaim)
+    sim = engine.Simulator(docs)
     started = time.process_time()
     events = sim.run()
     cpu = time.process_time() - started
@@ -448,6 +458,8 @@ class Replay:
     bound: bool = False
     protection: float = 0.0
     """Seconds each admitted job is protected from reclaim (``scenario``)."""
+    reclaim: PreemptionPolicy = PreemptionPolicy.ANY
+    """The teams' ``reclaimWithinCohort``."""
 
 
 _LONGEST_FIRST = {QueueingStrategy.BACKFILL: 0, QueueingStrategy.BEST_EFFORT_FIFO: 1}
@@ -512,7 +524,15 @@ def _replay_received(r: Replay) -> Figures:
 
 
 def _replay_of(r: Replay, jobs: Sequence[TraceJob], capacity: int) -> Figures:
-    return replay(r.label, jobs, r.policy, capacity, bound=r.bound, protection=r.protection)
+    return replay(
+        r.label,
+        jobs,
+        r.policy,
+        capacity,
+        bound=r.bound,
+        protection=r.protection,
+        reclaim=r.reclaim,
+    )
 
 
 def _waits(values: Sequence[float]) -> Waits:

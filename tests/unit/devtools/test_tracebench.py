@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from berth.api.clusterqueue import QueueingStrategy
+from berth.api.clusterqueue import PreemptionPolicy, QueueingStrategy
 from berth.devtools import bench_cmd
 from berth.devtools import tracebench as tb
 from berth.entry import cli
@@ -167,6 +167,17 @@ def test_a_protection_delays_the_reclaim_until_the_borrowers_window_ends() -> No
     assert got.lost == pytest.approx(480 / (480 + 8 * 100 + 4 * 10 + 4 * 190))
     assert got.waits["2-4"].mean == pytest.approx(50 / 2)
     assert got.waits["5-8"].mean == pytest.approx(10.0)
+
+
+def test_lenders_that_never_reclaim_wait_for_the_borrower_instead() -> None:
+    # The second case with reclaimWithinCohort: Never: b's run is not cut short; a's 4-GPU job
+    # waits for it to end at 100.
+    jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(500, 190, 4, "a")]
+    got = tb.replay(
+        "never", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, reclaim=PreemptionPolicy.NEVER
+    )
+    assert (got.preemptions, got.lost) == (0, 0.0)
+    assert got.waits["2-4"].mean == pytest.approx(90 / 2)
 
 
 def test_the_bound_replays_one_queue_of_the_whole_capacity() -> None:
@@ -406,8 +417,14 @@ def test_bench_trace_prints_each_policy_against_the_goal(tmp_path: Path) -> None
         (["--protect", "10m"], ["BestEffortFIFO +10m", "3 replays took"]),
         (["--protect", "30s"], ["Invalid value for --protect: '30s' is outside 1m..720h"]),
         (["--protect", "soon"], ["Invalid value for '--protect'"]),
+        (["--reclaim", "Never"], ["reclaimWithinCohort: Never", "2 replays took"]),
     ],
-    ids=["a protected replay beside the unprotected one", "too short", "not a duration"],
+    ids=[
+        "a protected replay beside the unprotected one",
+        "too short",
+        "not a duration",
+        "lenders that never reclaim, named in the header",
+    ],
 )
 def test_protect_adds_a_protected_replay_or_names_the_bad_window(
     tmp_path: Path, protect: list[str], want: list[str]
