@@ -296,7 +296,7 @@ _SCENARIOS = pathlib.Path(__file__).resolve().parents[1] / "scenarios"
             [
                 (
                     "estimated start: t=10m (when enough of the workloads it could preempt are "
-                    "past their preemption protection, if nothing else frees up first)"
+                    "past their preemption protection or budget, if nothing else frees up first)"
                 ),
                 (
                     "could preempt: nothing now; 1 workload(s) it could preempt are protected "
@@ -313,9 +313,32 @@ _SCENARIOS = pathlib.Path(__file__).resolve().parents[1] / "scenarios"
 def test_explain_says_until_when_a_protection_keeps_the_preemptor_waiting(
     at: str, want: list[str]
 ) -> None:
-    scenario = _SCENARIOS / "protection-reclaim-waits-for-window.yaml"
+    _explain_says("protection-reclaim-waits-for-window.yaml", "owner", at, want)
+
+
+def test_explain_says_until_when_a_spent_budget_keeps_the_preemptor_waiting() -> None:
+    _explain_says(
+        "budget-spaces-out-reclaims.yaml",
+        "owner-2",
+        "5m",
+        [
+            (
+                "could preempt: nothing now; the preemption budget of ClusterQueue team-b is "
+                "spent until t=1h1m (preemptionBudget)"
+            ),
+            (
+                "estimated start: t=1h1m (when enough of the workloads it could preempt are "
+                "past their preemption protection or budget, if nothing else frees up first)"
+            ),
+        ],
+    )
+
+
+def _explain_says(scenario_file: str, name: str, at: str, want: list[str]) -> None:
+    scenario = _SCENARIOS / scenario_file
     result = CliRunner().invoke(
-        cli.main, ["explain", "workload/owner", "-n", "ml", "--scenario", str(scenario), "--at", at]
+        cli.main,
+        ["explain", f"workload/{name}", "-n", "ml", "--scenario", str(scenario), "--at", at],
     )
     assert result.exit_code == 0, result.output
     lines = [line.strip() for line in result.output.splitlines()]

@@ -257,3 +257,26 @@ def test_dashboard_queries_only_documented_metrics() -> None:
         "berth_admission_wait_time_seconds",
         "berth_preempted_workloads_total",
     } <= used
+
+
+@pytest.mark.parametrize(
+    ("scenario", "held_by", "attempts"),
+    [
+        pytest.param("protection-reclaim-waits-for-window.yaml", "protection", 1, id="protection"),
+        pytest.param("budget-spaces-out-reclaims.yaml", "budget", 1, id="budget"),
+    ],
+)
+def test_a_held_preemption_is_counted_by_what_held_it(
+    tmp_path: pathlib.Path, scenario: str, held_by: str, attempts: int
+) -> None:
+    out = tmp_path / "metrics.txt"
+    path = ROOT / "tests" / "scenarios" / scenario
+    result = CliRunner().invoke(cli.main, ["simulate", str(path), "--metrics-out", str(out)])
+    assert result.exit_code == 0, result.output
+    held = _sum(
+        _families(out.read_text()),
+        "berth_preemptions_held",
+        "berth_preemptions_held_total",
+        ("cluster_queue", "held_by"),
+    )
+    assert held == {("team-a", held_by): attempts}

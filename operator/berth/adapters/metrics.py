@@ -188,6 +188,13 @@ class Metrics:
             ("preempting_cluster_queue", "reason"),
             registry=reg,
         )
+        self.preemptions_held = c(
+            f"{PREFIX}_preemptions_held",
+            "Attempts of a pending workload whose preemption a preemption protection or budget "
+            "kept back, by its ClusterQueue and what held it (protection, budget).",
+            ("cluster_queue", "held_by"),
+            registry=reg,
+        )
         self.cluster_queue_status = g(
             f"{PREFIX}_cluster_queue_status",
             "1 for the ClusterQueue's current status (pending, active, terminating), else 0.",
@@ -286,11 +293,19 @@ class Metrics:
 
     # Events ------------------------------------------------------------------------------------
 
-    def report_cycle(self, *, admitted: int, seconds: float) -> None:
-        """Count one scheduling cycle and its duration (success if it admitted anything)."""
+    def report_cycle(
+        self, *, admitted: int, seconds: float, held: Iterable[tuple[str, str]] = ()
+    ) -> None:
+        """Count one scheduling cycle and its duration (success if it admitted anything).
+
+        ``held``: (ClusterQueue, what held it) of each head whose preemption a protection or
+        a budget kept back (``cycle.CycleResult.held``).
+        """
         result = ATTEMPT_SUCCESS if admitted else ATTEMPT_INADMISSIBLE
         self.admission_attempts.labels(result).inc()
         self.admission_attempt_duration.labels(result).observe(seconds)
+        for cluster_queue, held_by in held:
+            self.preemptions_held.labels(cluster_queue, held_by).inc()
 
     def report_admission(
         self,

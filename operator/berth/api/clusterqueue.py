@@ -163,6 +163,9 @@ class ClusterQueueSpec(base.Model):
     preemption_protection: protection.PreemptionProtection | None = None
     """How long after admission this queue's workloads cannot be preempted, per kind of
     preemption; each window set here replaces the Configuration's for them."""
+    preemption_budget: protection.PreemptionBudget | None = None
+    """At most this many of this queue's workloads preempted per window (any reason); a
+    preemptor whose victims would exceed it waits until the window lets one more go."""
     fair_sharing: quota.FairSharing | None = None
     """This queue's weight when fair sharing is enabled."""
     stop_policy: StopPolicy = StopPolicy.NONE

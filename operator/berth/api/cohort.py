@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pydantic
 
-from berth.api import base, names, quota
+from berth.api import base, names, protection, quota
 
 
 class CohortSpec(base.Model):
@@ -22,6 +22,9 @@ class CohortSpec(base.Model):
     """Extra quota shared by every queue below this cohort."""
     fair_sharing: quota.FairSharing | None = None
     """This cohort's weight within its parent when fair sharing is enabled."""
+    preemption_budget: protection.PreemptionBudget | None = None
+    """At most this many workloads of the ClusterQueues below this cohort preempted per window
+    (any reason), over and above each queue's own budget."""
 
 
 class CohortFairSharingStatus(base.Model):

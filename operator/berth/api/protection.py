@@ -1,11 +1,14 @@
-"""Preemption protection: how long after admission a workload cannot be a victim, by reason.
+"""Preemption protection and budgets: who cannot be a victim, for how long, and how often.
 
 One model serves two places with one shape: the Configuration's ``preemptionProtection`` (the
 operator-wide windows, Kueue's KEP-9876 field names ``fairSharing.minAdmitDuration`` and
 ``reclaimWithinCohort.minAdmitDuration``, plus Berth's opt-in ``withinClusterQueue``) and a
 ClusterQueue's ``spec.preemptionProtection``, which sets them for the workloads admitted to
-that queue. Read by ``berth.core.protection``; validated here, so the webhook, the CRD schema
-and ``berth simulate`` refuse the same values with the same message.
+that queue. ``PreemptionBudget`` bounds how many workloads below a ClusterQueue or Cohort may be
+preempted within a sliding window (the ``PreemptedClusterQueue`` scope of Kueue's
+``PreemptionLimit``, KEP-13396: ``limit`` and ``limitWindowDuration``). Read by
+``berth.core.protection``; validated here, so the webhook, the CRD schema and ``berth simulate``
+refuse the same values with the same message.
 """
 
 from __future__ import annotations
@@ -70,3 +73,26 @@ class PreemptionProtection(base.Model):
             reclaim_within_cohort=self.reclaim_within_cohort or default.reclaim_within_cohort,
             fair_sharing=self.fair_sharing or default.fair_sharing,
         )
+
+
+class PreemptionBudget(base.Model):
+    """At most ``limit`` evictions by preemption in any ``limitWindowDuration``."""
+
+    limit: int = pydantic.Field(ge=1, le=100_000)
+    """How many of the workloads below it may be preempted within one window: at least 1 (a
+    budget of 0 would stop preemption for good; set the preemption policy to Never instead)."""
+    limit_window_duration: duration.Duration
+    """The sliding window the limit counts in: between 1m and 720h (30 days)."""
+
+    @pydantic.field_validator("limit_window_duration", mode="before")
+    @classmethod
+    def _window(cls, value: object) -> float:
+        seconds = duration.parse(value)
+        if not SHORTEST <= seconds <= LONGEST:
+            msg = f"{value!r} is outside 1m..720h; write e.g. 1h or 24h"
+            raise ValueError(msg)
+        return seconds
+
+    @pydantic.field_serializer("limit_window_duration")
+    def _print_duration(self, value: float) -> str:
+        return duration.format(value)

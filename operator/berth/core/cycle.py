@@ -114,6 +114,15 @@ class Pending:
     protected: protection.Protected | None = None
     """Candidates its preemption would have taken but a protection kept, and when the first
     protection ends: not in ``message`` either (``protection.phrase`` says it)."""
+    spent: protection.Spent | None = None
+    """The preemption budgets that kept its victims, and when the first lets one more go
+    (``protection.budget_phrase``)."""
+
+    @property
+    def held_until(self) -> float | None:
+        """When the first protection or budget that kept its preemption back lets it go."""
+        ends = [x.until for x in (self.protected, self.spent) if x is not None]
+        return min(ends, default=None)
 
 
 @dataclasses.dataclass(slots=True)
@@ -134,14 +143,23 @@ class CycleResult:
     """When admitted work gives its quota back, as the cycle was given it and worked it out
     (``reservations.Inputs.ends``)."""
     recheck_at: float | None = None
-    """When the first protection that kept a head pending ends: nothing else changes then, so
-    the driver tries that head's quota tree again at that time (Kueue's proposal re-queues the
-    root cohort's workloads on a timer)."""
+    """When the first protection or budget that kept a head pending lets it go: nothing else
+    changes then, so the driver tries that head's quota tree again at that time (Kueue's proposal
+    re-queues the root cohort's workloads on a timer)."""
 
     @property
     def changed(self) -> bool:
         """Tell whether the cycle admitted or preempted anything."""
         return bool(self.admitted or self.preempted)
+
+    def held(self) -> list[tuple[names.ClusterQueueName, str]]:
+        """(ClusterQueue, ``protection`` or ``budget``) of each head whose preemption was held."""
+        return [
+            (p.cluster_queue, held_by)
+            for p in self.pending
+            for held_by, why in (("protection", p.protected), ("budget", p.spent))
+            if why is not None
+        ]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -207,9 +225,14 @@ def schedule(
     generation: Callable[[names.ClusterQueueName], int] = lambda _cq: 0,
     all_pods_ready: bool = True,
     backfill_inputs: reservations.Inputs | None = None,
+    evictions: protection.Evictions | None = None,
 ) -> CycleResult:
-    """Decide what to do with each head; the snapshot is left exactly as it was."""
+    """Decide what to do with each head; the snapshot is left exactly as it was.
+
+    ``evictions``: when workloads below each preemption budget were preempted before.
+    """
     run = _Cycle(snap, policy, now, cycle, generation, all_pods_ready=all_pods_ready)
+    run.budgets = protection.Budgets(snap, evictions or {}, now)
     if backfill_inputs is not None:
         run.planner = reservations.Planner(snap, now, backfill_inputs, run.preempted, generation)
     with snap.what_if():
@@ -272,6 +295,8 @@ class _Cycle:
         self.victims = victims.ChosenVictims(snap)
         """The usage of the victims chosen so far, for the check before each entry."""
         self.planner: reservations.Planner | None = None
+        self.budgets = protection.Budgets(snap, {}, now)
+        """What is left of each preemption budget, this cycle's preemptions counted."""
 
     def nominate(self, head: Head) -> Entry | None:
         """Check that a head may be considered at all, then assign flavors and find targets."""
@@ -320,7 +345,7 @@ class _Cycle:
             self.cycle - progress.cycle <= 1 or progress.generation == self.generation(cq.name)
         ):
             start = list(progress.tried)
-        guard = protection.Guard(snap, self.policy.protection, self.now)
+        guard = protection.Guard(snap, self.policy.protection, self.now, self.budgets)
         assignment, targets = get_assignment(
             snap, cq, info, self.policy, start=start, counts=head.counts, guard=guard
         )
@@ -343,24 +368,24 @@ class _Cycle:
             counts = tuple(ps.count for ps in entry.assignment.pod_sets)
             if counts == tuple(ps.count for ps in entry.info.pod_sets):
                 counts = None  # not reduced: nothing to hold it to
-        protected = None
+        protected = spent = None
         if requeue in (RequeueReason.NO_FIT, RequeueReason.PREEMPTION_NO_CANDIDATES):
-            protected = entry.guard.protected()
-            if protected is not None:
-                at = self.result.recheck_at
-                self.result.recheck_at = protected.until if at is None else min(at, protected.until)
-        self.result.pending.append(
-            Pending(
-                entry.info,
-                entry.cq.name,
-                reason,
-                message,
-                requeue,
-                progress,
-                counts,
-                protected=protected,
-            )
+            protected, spent = entry.guard.protected(), entry.guard.spent()
+        waiting = Pending(
+            entry.info,
+            entry.cq.name,
+            reason,
+            message,
+            requeue,
+            progress,
+            counts,
+            protected=protected,
+            spent=spent,
         )
+        until, at = waiting.held_until, self.result.recheck_at
+        if until is not None:
+            self.result.recheck_at = until if at is None else min(at, until)
+        self.result.pending.append(waiting)
 
     def process(self, entry: Entry) -> None:
         """Decide one nominated entry against the snapshot as earlier entries left it."""
@@ -402,6 +427,17 @@ class _Cycle:
                 _PENDING.WAITING_FOR_QUOTA,
                 "Workload has overlapping preemption targets with another workload",
                 RequeueReason.FAILED_AFTER_NOMINATION,
+                keep_progress=True,
+            )
+        elif (spent := self._overspends(entry)) is not None:
+            # Each victim fit the budgets left when it was chosen; together, or after the
+            # preemptions of earlier entries of this cycle, they do not: wait for the window.
+            entry.guard.note(spent)
+            self._pend(
+                entry,
+                _PENDING.WAITING_FOR_QUOTA,
+                message,
+                RequeueReason.PREEMPTION_NO_CANDIDATES,
                 keep_progress=True,
             )
         elif not self._fits_with_victims_gone(entry):
@@ -458,6 +494,13 @@ class _Cycle:
                 snap.remove_admission(t.victim.admission)
             return snap.placed_fits(placed)
 
+    def _overspends(self, entry: Entry) -> protection.Spent | None:
+        """The budgets the entry's victims not chosen yet would overspend, if any."""
+        if not entry.targets or self.budgets.none:
+            return None
+        new = [t.victim for t in entry.targets if t.victim.info.key not in self.preempted]
+        return self.budgets.spent(new)
+
     def _fits_with_victims_gone(self, entry: Entry) -> bool:
         """Tell whether the entry fits once every victim chosen so far and its own are gone."""
         own = {t.victim.info.key: t.victim for t in entry.targets}
@@ -474,6 +517,7 @@ class _Cycle:
                 continue
             self.preempted[victim.info.key] = victim
             self.victims.add(victim)
+            self.budgets.spend(victim)
         snap.add_usage(cq.name, entry.assignment.usage)
         snap.place(entry.assignment.placed(), 1)
         if mode == flavors.Mode.PREEMPT and self.planner is not None:
@@ -673,7 +717,7 @@ def _reserve_for_preemptor(snap: snapshot.Snapshot, entry: Entry) -> bool:
     cq = entry.cq
     if (
         cq.preemption.reclaim_within_cohort == clusterqueue.PreemptionPolicy.ANY
-        and entry.guard.protected() is None
+        and entry.guard.until() is None
     ):
         # It can always reclaim what others borrow from it; holding quota would only waste it.
         # Not while a protection keeps what it would reclaim: others must not borrow the rest.

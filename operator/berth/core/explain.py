@@ -20,7 +20,7 @@ import dataclasses
 import functools
 
 from berth.api import clusterqueue, conditions, names
-from berth.core import cycle, flavors, protection, resources, snapshot, workload
+from berth.core import cycle, flavors, preemption, protection, resources, snapshot, workload
 from berth.core.backfill import reservations
 
 _PENDING = conditions.PendingReason
@@ -91,6 +91,9 @@ class Explanation:
     for a preemptor that waits only for protections to end, when they let it preempt."""
     protected: protection.Protected | None = None
     """Workloads it could preempt that are protected now, and when the first protection ends."""
+    spent: protection.Spent | None = None
+    """Preemption budgets spent now that its victims count against, and when the first lets one
+    more go."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -168,7 +171,7 @@ def _verdict(
     assignment: flavors.Assignment,
     victims: tuple[Victim, ...],
     waits_for: str | None,
-    protected: protection.Protected | None,
+    held: bool,
 ) -> tuple[str, str, str]:
     """Reason, message and blocker of a workload its queue's order does not hold back."""
     mode = assignment.mode
@@ -179,7 +182,7 @@ def _verdict(
     if mode == flavors.Mode.PREEMPT and victims:
         message = f"{assignment.message()}. Fits after preempting {len(victims)} workload(s)"
         return _PENDING.WAITING_FOR_PREEMPTED_WORKLOADS, message, "quota"
-    if protected is not None:
+    if held:
         return _PENDING.WAITING_FOR_QUOTA, assignment.message(), "protection"
     reason = assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA
     blocker = "flavor" if reason == _PENDING.NO_MATCHING_FLAVOR else "quota"
@@ -196,12 +199,14 @@ def explain(
     held: tuple[str, str] | None = None,
     backfill: reservations.Inputs | None = None,
     now: float = 0.0,
+    evictions: protection.Evictions | None = None,
 ) -> Explanation:
     """Explain why ``info`` is not admitted in ``cluster_queue`` on this snapshot.
 
     ``held`` is the reason and message of a queue-level hold the snapshot does not show (a
     stopped LocalQueue), from the state. ``backfill``: the estimates (and other queues'
-    holders) a Backfill queue plans with at ``now``.
+    holders) a Backfill queue plans with at ``now``. ``evictions``: the state's record for
+    the preemption budgets (``protection.Budgets``).
     """
     made = functools.partial(Explanation, str(info.key), cluster_queue, info.local_queue)
     if cluster_queue is None:
@@ -244,10 +249,11 @@ def explain(
             ),
         )
     cq_pos, lq_pos, ahead = _position(info, queued)
-    guard = protection.Guard(snap, policy.protection, now)
+    guard = protection.Guard(
+        snap, policy.protection, now, protection.Budgets(snap, evictions or {}, now)
+    )
     with snap.what_if():
-        assignment, targets = cycle.get_assignment(snap, cq, info, policy, guard=guard)
-        protected = None if targets else guard.protected()
+        assignment, targets, protected, spent = _search(snap, cq, info, policy, guard)
         shortfalls = _shortfalls(snap, cq, assignment)
         head_info = None
         if (
@@ -263,13 +269,16 @@ def explain(
             waits_for, start = reservations.outlook(
                 snap, cq, info, assignment, now=now, inputs=backfill, ahead=ahead_infos
             )
-        if start is None and protected is not None:
-            start = _unprotected_start(snap, cq, info, policy, protected)
+        if start is None and (protected is not None or spent is not None):
+            start = _unprotected_start(
+                snap, cq, info, policy=policy, guard=guard, evictions=evictions or {}
+            )
     victims = tuple(
         Victim(str(t.victim.info.key), t.victim.cluster_queue, t.victim.info.priority, t.reason)
         for t in targets
     )
-    reason, message, blocker = _verdict(assignment, victims, waits_for, protected)
+    kept = protected is not None or spent is not None
+    reason, message, blocker = _verdict(assignment, victims, waits_for, kept)
     if head_info is not None:
         head_reason = head_assignment.no_fit_reason or _PENDING.WAITING_FOR_QUOTA
         return made(
@@ -291,6 +300,7 @@ def explain(
             details=(f"on its own: {reason or 'fits'}: {message}",),
             estimated_start=start,
             protected=protected,
+            spent=spent,
         )
     return made(
         reason=reason,
@@ -304,7 +314,36 @@ def explain(
         preemption_policy=policy_text,
         estimated_start=start,
         protected=protected,
+        spent=spent,
     )
+
+
+def _search(
+    snap: snapshot.Snapshot,
+    cq: snapshot.ClusterQueueInfo,
+    info: workload.WorkloadInfo,
+    policy: cycle.Policy,
+    guard: protection.Guard,
+) -> tuple[
+    flavors.Assignment,
+    list[preemption.Target],
+    protection.Protected | None,
+    protection.Spent | None,
+]:
+    """The cycle's search, and what protections and budgets kept back when it found no victims.
+
+    Victims that together would overspend a budget are no victims: the cycle keeps the
+    preemptor waiting for that budget (``cycle._Cycle._overspends``).
+    """
+    assignment, targets = cycle.get_assignment(snap, cq, info, policy, guard=guard)
+    if targets and guard.budgets is not None:
+        over = guard.budgets.spent(t.victim for t in targets)
+        if over is not None:
+            guard.note(over)
+            targets = []
+    if targets:
+        return assignment, targets, None, None
+    return assignment, targets, guard.protected(), guard.spent()
 
 
 _PROTECTION_STEPS = 16
@@ -315,21 +354,25 @@ def _unprotected_start(
     snap: snapshot.Snapshot,
     cq: snapshot.ClusterQueueInfo,
     info: workload.WorkloadInfo,
+    *,
     policy: cycle.Policy,
-    protected: protection.Protected,
+    guard: protection.Guard,
+    evictions: protection.Evictions,
 ) -> float | None:
-    """When protections have ended enough for ``info`` to preempt, if nothing else changes.
+    """When protections and budgets let ``info`` preempt, if nothing else changes.
 
-    The search runs again at the end of each protection in turn, the first first, until it
-    finds victims; None when it finds none within ``_PROTECTION_STEPS`` ends.
+    The search runs again at the end of each protection or budget hold in turn, the first
+    first, until it finds victims; None when it finds none within ``_PROTECTION_STEPS`` ends.
     """
-    at: protection.Protected | None = protected
+    at = guard.until()
     for _ in range(_PROTECTION_STEPS):
         if at is None:
             return None
-        later = protection.Guard(snap, policy.protection, at.until)
-        _, targets = cycle.get_assignment(snap, cq, info, policy, guard=later)
+        later = protection.Guard(
+            snap, policy.protection, at, protection.Budgets(snap, evictions, at)
+        )
+        _, targets, _, _ = _search(snap, cq, info, policy, later)
         if targets:
-            return at.until
-        at = later.protected()
+            return at
+        at = later.until()
     return None

@@ -68,6 +68,8 @@ class ClusterQueueInfo:
     """Reservation and estimate settings when the strategy is Backfill; None otherwise."""
     protection: api_protection.PreemptionProtection | None = None
     """Its own preemption protection windows (``spec.preemptionProtection``), if it sets any."""
+    budget: api_protection.PreemptionBudget | None = None
+    """How many of its workloads may be preempted per window (``spec.preemptionBudget``)."""
     inactive_reason: str | None = None
     """Why the queue cannot admit (``FlavorNotFound``, ``Stopped``, a cohort cycle).
 
@@ -105,6 +107,8 @@ class Snapshot:
         self.cq_nodes: dict[names.ClusterQueueName, quota.QuotaNode] = {}
         self.cohort_nodes: dict[names.CohortName, quota.QuotaNode] = {}
         self.cohort_weights: dict[names.CohortName, int] = {}
+        self.cohort_budgets: dict[names.CohortName, api_protection.PreemptionBudget] = {}
+        """The cohorts that set ``spec.preemptionBudget``."""
         self.flavors: dict[names.FlavorName, FlavorInfo] = {}
         self.placements: dict[names.FlavorName, FlavorPlacement] = {}
         """Topology-aware flavors whose Topology exists, with their domains."""

@@ -151,10 +151,10 @@ def render(
 def _start_lines(exp: core_explain.Explanation, when: Callable[[float], str]) -> list[str]:
     if exp.estimated_start is None:
         return []
-    if exp.protected is not None:
+    if exp.protected is not None or exp.spent is not None:
         why = (
-            "when enough of the workloads it could preempt are past their preemption protection, "
-            "if nothing else frees up first"
+            "when enough of the workloads it could preempt are past their preemption protection "
+            "or budget, if nothing else frees up first"
         )
     else:
         why = (
@@ -174,11 +174,18 @@ def _preemption_lines(exp: core_explain.Explanation, when: Callable[[float], str
             f"(priority {v.priority}, {v.reason})"
             for v in exp.victims
         )
-    elif exp.protected is not None:
-        lines.append(
-            f"  could preempt: nothing now; {exp.protected.count} workload(s) it could preempt "
-            f"are protected until {when(exp.protected.until)} (preemptionProtection)"
-        )
+    elif exp.protected is not None or exp.spent is not None:
+        if exp.protected is not None:
+            lines.append(
+                f"  could preempt: nothing now; {exp.protected.count} workload(s) it could "
+                f"preempt are protected until {when(exp.protected.until)} (preemptionProtection)"
+            )
+        if exp.spent is not None:
+            whose = ", ".join(str(o) for o in exp.spent.owners)
+            lines.append(
+                f"  could preempt: nothing now; the preemption budget of {whose} is spent until "
+                f"{when(exp.spent.until)} (preemptionBudget)"
+            )
     elif exp.blocker not in ("namespace", "flavor", "queue"):
         lines.append("  could preempt: nothing under this policy")
     return lines

@@ -110,7 +110,9 @@ class Observer:
 
     def cycle(self, result: cycle.CycleResult, seconds: float) -> None:
         """Count one scheduling cycle."""
-        self.metrics.report_cycle(admitted=len(result.admitted), seconds=seconds)
+        self.metrics.report_cycle(
+            admitted=len(result.admitted), seconds=seconds, held=result.held()
+        )
 
     def gauges(self, cache: cache_mod.Cache, queues: manager.QueueManager) -> None:
         """Set the gauges from the current state, while leading (called at each scrape)."""

@@ -195,6 +195,9 @@ class Scheduler:
         if decision.protected is not None:
             until = workloads.timestamp(decision.protected.until)
             message = f"{message}; {protection.phrase(decision.protected, until)}"
+        if decision.spent is not None:
+            until = workloads.timestamp(decision.spent.until)
+            message = f"{message}; {protection.budget_phrase(decision.spent, until)}"
         self.pending[decision.info.key] = (decision.reason, message, now)
         self._pending_wake.set()
 

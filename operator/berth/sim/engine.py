@@ -388,8 +388,10 @@ class Simulator:
         sim: SimWorkload,
         reason: str,
         message: str,
+        *,
         estimated_start: float | None = None,
         protected: protection.Protected | None = None,
+        spent: protection.Spent | None = None,
     ) -> None:
         changed = reason != self.answer(sim)[0]
         first_estimate = estimated_start is not None and sim.estimated_start is None
@@ -398,18 +400,24 @@ class Simulator:
         if estimated_start is not None:
             message = f"{message}; estimated start at {duration.format(estimated_start)}"
         until = None if protected is None else protected.until
-        newly_protected = until is not None and until != sim.protected_until
-        sim.protected_until = until
+        spent_until = None if spent is None else spent.until
+        held = (until, spent_until)
+        newly_held = held not in ((None, None), sim.held_until)
+        sim.held_until = held
         if protected is not None:
             message = f"{message}; {protection.phrase(protected, duration.format(protected.until))}"
+        if spent is not None:
+            message = f"{message}; {protection.budget_phrase(spent, duration.format(spent.until))}"
         sim.reason, sim.message = reason, message
         self.queues.told(sim.info.key)
-        if changed or first_estimate or newly_protected:
+        if changed or first_estimate or newly_held:
             extra: dict[str, float] = {}
             if estimated_start is not None:
                 extra["estimatedStart"] = round(estimated_start, 6)
             if until is not None:
                 extra["protectedUntil"] = round(until, 6)
+            if spent_until is not None:
+                extra["budgetSpentUntil"] = round(spent_until, 6)
             self.out.emit(self.now, "Pending", sim, reason=reason, message=message, **extra)
 
     def _refresh_queues(self) -> None:
@@ -523,8 +531,9 @@ class Simulator:
             self.workloads[decision.info.key],
             decision.reason,
             decision.message,
-            decision.estimated_start,
-            decision.protected,
+            estimated_start=decision.estimated_start,
+            protected=decision.protected,
+            spent=decision.spent,
         )
 
     def _tell_same_shape(self, same_shape: list[pending.Told], reason: str, message: str) -> None:

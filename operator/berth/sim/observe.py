@@ -74,7 +74,9 @@ class MetricsObserver:
     ) -> None:
         """Count the cycle and its duration."""
         del simulator
-        self.metrics.report_cycle(admitted=len(result.admitted), seconds=seconds)
+        self.metrics.report_cycle(
+            admitted=len(result.admitted), seconds=seconds, held=result.held()
+        )
 
     def on_end(self, simulator: engine.Simulator) -> None:
         """Set the gauges from the state the run ends in."""

@@ -51,8 +51,9 @@ class SimWorkload:
     admission: workload.Admission | None = None
     """Its latest admission (kept after it ends, for observers)."""
     estimated_start: float | None = None
-    protected_until: float | None = None
-    """When the protection that last kept its preemption back ends (told once per end)."""
+    held_until: tuple[float | None, float | None] = (None, None)
+    """When the protection and the budget that last kept its preemption back let it go (each
+    told once)."""
     """When its reservation was first estimated to start in this wait (Backfill queues)."""
     start_errors: list[float] = dataclasses.field(default_factory=list)
     """Each admission's start minus the start first estimated for it (Backfill queues)."""

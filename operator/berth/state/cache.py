@@ -407,6 +407,8 @@ class Cache:
                 co.spec.fair_sharing.weight if co is not None and co.spec.fair_sharing else 1000
             )
             snap.cohort_weights[name] = weight
+            if co is not None and co.spec.preemption_budget is not None:
+                snap.cohort_budgets[name] = co.spec.preemption_budget
         for name in sorted(parents):
             parent = parents[name]
             if parent is not None and name not in cycles:
@@ -527,6 +529,7 @@ class Cache:
             fungibility=spec.flavor_fungibility,
             preemption=spec.preemption,
             protection=spec.preemption_protection,
+            budget=spec.preemption_budget,
             stop_policy=spec.stop_policy,
             fair_weight=weight,
             topology_only=bool(used) and all(rf.spec.topology_name for rf in used),

@@ -46,6 +46,7 @@ def explain(
         held=held,
         backfill=reservations_mod.Inputs(queues.holders(), state.estimate),
         now=now,
+        evictions=state.evictions,
     )
 
 

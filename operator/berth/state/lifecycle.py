@@ -18,12 +18,13 @@ same code.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from berth.api import names
-from berth.core import cycle, cycle_groups, snapshot, workload
+from berth.core import cycle, cycle_groups, protection, snapshot, workload
 from berth.core.backfill import reservations
 from berth.state import cache as cache_mod
 from berth.state import runtimes
@@ -80,8 +81,13 @@ class Lifecycle:
         """The scan states each head's attempts ended in while its quota tree stayed the same
         (``_may_progress``)."""
         self._rechecks: dict[str, float] = {}
-        """Per quota tree: when the first preemption protection that kept one of its heads
-        pending ends (``cycle.CycleResult.recheck_at``); nothing else would try them then."""
+        """Per quota tree: when the first preemption protection or budget that kept one of its
+        heads pending lets it go (``cycle.CycleResult.recheck_at``); nothing else would try
+        them then."""
+        self.evictions: dict[protection.Owner, list[float]] = {}
+        """When the workloads below each preemption budget were preempted, within its window
+        (``core.protection.Budgets``). Kept in memory, as Kueue keeps its PreemptionLimit's
+        counts: a restart starts every budget afresh."""
 
     # Cycles -------------------------------------------------------------------------------------
 
@@ -109,6 +115,7 @@ class Lifecycle:
                 continue  # already on its way out (or listed twice)
             self.cache.mark_evicted(key)
             progressed = True
+            self._count_eviction(p.victim.cluster_queue, now)
             effects.evicting(p)
         for a in result.admitted:
             self._scans.pop(a.info.key, None)
@@ -121,14 +128,24 @@ class Lifecycle:
             effects.parked(waiting, same)
             if self._may_progress(waiting):
                 progressed = True
-            if waiting.protected is not None:
+            until = waiting.held_until
+            if until is not None:
                 root = self.cache.root_of(waiting.cluster_queue)
                 at = self._rechecks.get(root)
-                if at is None or waiting.protected.until < at:
-                    self._rechecks[root] = waiting.protected.until
+                if at is None or until < at:
+                    self._rechecks[root] = until
         if not progressed and settle:
             progressed = self._retry_held()
         return progressed
+
+    def _count_eviction(self, cq: names.ClusterQueueName, now: float) -> None:
+        """Count a preemption against the budgets of the victim's queue and cohorts."""
+        for owner, budget in protection.budget_owners(self.cache.snapshot, cq):
+            times = self.evictions.setdefault(owner, [])
+            # Older ones no longer count against any window of this budget.
+            cut = bisect.bisect_right(times, now - budget.limit_window_duration)
+            del times[:cut]
+            times.append(now)
 
     def round(self, policy: cycle.Policy) -> list[tuple[names.ClusterQueueName, ...]]:
         """Start a round of cycles: the groups of ClusterQueues to run one cycle each for.
@@ -240,6 +257,7 @@ class Lifecycle:
             generation=self.cache.generation,
             all_pods_ready=all_pods_ready,
             backfill_inputs=inputs,
+            evictions=self.evictions,
         )
         self.kept = result.plans
         if result.starts:  # the hints it was given, updated: a copy of them would do it twice

@@ -227,6 +227,24 @@ INVALID = [
         id="unknown kind of protection",
     ),
     pytest.param(
+        cq().set("spec.preemptionBudget", {"limit": 0, "limitWindowDuration": "1h"}).raw(),
+        ["spec.preemptionBudget.limit"],
+        "greater than or equal to 1",
+        id="preemption budget of zero",
+    ),
+    pytest.param(
+        cq().set("spec.preemptionBudget", {"limit": 5, "limitWindowDuration": "30s"}).raw(),
+        ["spec.preemptionBudget.limitWindowDuration"],
+        "'30s' is outside 1m..720h; write e.g. 1h or 24h",
+        id="preemption budget window under a minute",
+    ),
+    pytest.param(
+        cq().set("spec.preemptionBudget", {"limit": 5}).raw(),
+        ["spec.preemptionBudget.limitWindowDuration"],
+        "required field is missing; add it",
+        id="preemption budget without a window",
+    ),
+    pytest.param(
         cq().cohort("r").preemption(within_cluster_queue="Any").raw(),
         ["spec.preemption.withinClusterQueue"],
         "use Never, LowerPriority or LowerOrNewerEqualPriority",
@@ -316,6 +334,12 @@ INVALID = [
         cq("a" * 254).raw(), ["metadata.name"], "at most 253 characters", id="name too long"
     ),
     # --- Cohort --------------------------------------------------------------------------------
+    pytest.param(
+        cohort().set("spec.preemptionBudget", {"limit": -1, "limitWindowDuration": "1h"}).raw(),
+        ["spec.preemptionBudget.limit"],
+        "greater than or equal to 1",
+        id="negative cohort preemption budget",
+    ),
     pytest.param(
         cohort().parent("research").raw(),
         ["spec.parentName"],

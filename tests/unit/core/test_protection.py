@@ -301,3 +301,137 @@ def test_a_kept_back_preemptor_that_could_always_reclaim_holds_the_room_it_waits
         result = w.cycle(policy)
         assert not result.preempted
         assert [a.info.key.name for a in result.admitted] == want_admitted
+
+
+# Budgets ----------------------------------------------------------------------------------------
+# Rows follow the PreemptedClusterQueue scope of Kueue's PreemptionLimit (KEP-13396,
+# kubernetes-sigs/kueue#14554): a preemption goes ahead only if every limit it falls under has
+# room left in its sliding window; Berth's budget owners are the victim's ClusterQueue and each
+# Cohort above it.
+
+
+def _budget_world(cq_budget: int | None, cohort_budget: int | None, gpus: int = 2) -> worlds.World:
+    """``cq`` (``gpus`` GPUs, reclaim Any) lends to other and third (0 each), all in cohort pool."""
+    pool = builders.CohortBuilder("pool")
+    if cohort_budget is not None:
+        pool.set("spec.preemptionBudget", {"limit": cohort_budget, "limitWindowDuration": "1h"})
+    objects: list[Any] = [builders.ResourceFlavorBuilder("a100"), pool]
+    for name, nominal in (("cq", gpus), ("other", 0), ("third", 0)):
+        q = _queue(name, nominal, None)
+        if name == "other" and cq_budget is not None:
+            q.set("spec.preemptionBudget", {"limit": cq_budget, "limitWindowDuration": "1h"})
+        objects.append(q)
+        objects.append(builders.LocalQueueBuilder(f"lq-{name}", "default").cluster_queue(name))
+    return worlds.World(*objects)
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetRow:
+    id: str
+    cq_budget: int | None
+    cohort_budget: int | None
+    borrowers: tuple[str, ...]
+    """The queue of each 1-GPU borrower, admitted at 0; together they borrow all of cq's GPUs."""
+    preemptors: tuple[int, ...]
+    """GPUs of each preemptor in cq, submitted one per cycle at 60, 120, ..."""
+    want: tuple[tuple[str, ...], ...]
+    """The victims of each of those cycles."""
+    spent_until: float | None = None
+    """When the last cycle's preemptor's budget lets one more go, if it waited for one."""
+
+
+BUDGET_ROWS = [
+    BudgetRow(
+        "a queue's budget of 1 per hour: the second reclaim waits for the window",
+        1,
+        None,
+        ("other", "other"),
+        (1, 1),
+        (("b-0",), ()),
+        spent_until=60 + 3600,
+    ),
+    BudgetRow(
+        "within the budget every reclaim goes ahead",
+        2,
+        None,
+        ("other", "other"),
+        (1, 1),
+        (("b-0",), ("b-1",)),
+    ),
+    BudgetRow(
+        "a cohort's budget counts the evictions of all its queues",
+        None,
+        1,
+        ("other", "third"),
+        (1, 1),
+        (("b-0",), ()),
+        spent_until=60 + 3600,
+    ),
+    BudgetRow(
+        "another queue's budget does not hold back victims of a queue without one",
+        1,
+        None,
+        ("other", "third", "third"),
+        (1, 1, 1),
+        (("b-0",), ("b-1",), ("b-2",)),
+    ),
+    BudgetRow(
+        "victims that together overspend the budget wait, though each alone fits it",
+        1,
+        None,
+        ("other", "other"),
+        (2,),
+        ((),),
+        spent_until=60 + 3600,
+    ),
+]
+
+
+def _settle(w: worlds.World) -> tuple[list[str], list[cycle.Pending]]:
+    """Run cycles until one changes nothing: every victim, and the last cycle's pending heads."""
+    victims: list[str] = []
+    for _ in range(10):
+        result = w.cycle(cycle.Policy())
+        victims += [p.victim.info.key.name for p in result.preempted]
+        if not result.changed:
+            return sorted(victims), result.pending
+    raise AssertionError("the cycles did not settle")
+
+
+@pytest.mark.parametrize("row", BUDGET_ROWS, ids=lambda r: r.id)
+def test_a_preemption_budget_bounds_the_evictions_below_it_per_window(row: BudgetRow) -> None:
+    w = _budget_world(row.cq_budget, row.cohort_budget, len(row.borrowers))
+    for i, queue in enumerate(row.borrowers):
+        w.admit(w.info(_wl(f"b-{i}", f"lq-{queue}", 1, 0), at=0.0), queue, at=0.0)
+    pending: list[cycle.Pending] = []
+    for i, (gpus, want) in enumerate(zip(row.preemptors, row.want, strict=True)):
+        w.now = 60.0 * (i + 1)
+        w.submit(w.info(_wl(f"p-{i}", "lq-cq", gpus, 10), at=w.now))
+        victims, pending = _settle(w)
+        assert tuple(victims) == want
+    waiting = [p for p in pending if p.info.key.name.startswith("p-")]
+    if row.spent_until is None:
+        assert all(p.spent is None for p in waiting)
+    else:
+        [last] = waiting
+        assert last.spent is not None
+        assert last.spent.until == row.spent_until
+        assert w.state.next_recheck() == row.spent_until
+
+
+def test_a_preemptor_held_by_a_budget_preempts_once_the_window_lets_one_more_go() -> None:
+    w = _budget_world(1, None)
+    for i in range(2):
+        w.admit(w.info(_wl(f"b-{i}", "lq-other", 1, 0), at=0.0), "other", at=0.0)
+    w.now = 60.0
+    w.submit(w.info(_wl("p-0", "lq-cq", 1, 10), at=w.now))
+    assert _settle(w)[0] == ["b-0"]
+    w.now = 120.0
+    w.submit(w.info(_wl("p-1", "lq-cq", 1, 10), at=w.now))
+    assert _settle(w)[0] == []
+    assert w.state.next_recheck() == 3660.0
+    w.now = 3659.0
+    assert not w.state.end_protections(w.now)
+    w.now = 3660.0
+    assert w.state.end_protections(w.now)
+    assert _settle(w)[0] == ["b-1"]
