@@ -207,6 +207,34 @@ RECIPE_CASES = [
             ("research/tune", 1800.0, "WaitingForReservation", "would delay the reservation of"),
         ),
     ),
+    Recipe(
+        "preemption: a protected borrower runs 30 minutes, a team loses one job an hour",
+        _files("preemption.yaml", "jobs/preemption.yaml"),
+        "team-a reclaims its quota from team-b only once team-b's jobs have run 30 minutes, and "
+        "its second reclaim waits until team-b's budget of one preemption per hour allows it",
+        want_admitted=(
+            ("team-a/train-1", 1800.0, "gpu"),
+            ("team-a/train-2", 5400.0, "gpu"),
+        ),
+        want_preempted=(
+            ("team-b/sweep-1", 1800.0, "InCohortReclamation", "team-a/train-1"),
+            ("team-b/sweep-4", 5400.0, "InCohortReclamation", "team-a/train-2"),
+        ),
+        want_pending=(
+            (
+                "team-a/train-1",
+                600.0,
+                "WaitingForQuota",
+                "4 workload(s) it could preempt are protected from preemption until 30m",
+            ),
+            (
+                "team-a/train-2",
+                2400.0,
+                "WaitingForQuota",
+                "the preemption budget of ClusterQueue team-b is spent until 1h30m",
+            ),
+        ),
+    ),
 ]
 
 
