@@ -4,12 +4,14 @@
 
 1. **Nominate** each head: reject it when its ClusterQueue is missing or inactive or its
    namespace does not match the queue's ``namespaceSelector``; otherwise assign flavors and,
-   if it needs preemption, find targets (falling back to partial admission when allowed).
+   if it needs preemption, find targets (falling back to partial admission when allowed),
+   leaving out candidates a preemption protection or a spent budget keeps (``protection``).
 2. **Order** the entries (``ordering.entry_key``; with fair sharing, a tournament instead).
 3. **Process** entries in that order against the same snapshot, so later entries see earlier
    decisions: admit what fits, issue preemptions (never picking a victim another entry of this
-   cycle already picked), reserve capacity a preemptor without targets waits for, and explain
-   every entry left pending with a Kueue reason and a message.
+   cycle already picked, nor more than the budgets left allow), reserve capacity a preemptor
+   without targets waits for, and explain every entry left pending with a Kueue reason and a
+   message; say when the first protection or budget that held a head back lets it go.
 
 The snapshot is returned unchanged (all tentative usage is rolled back); the caller applies the
 decisions. Pure and deterministic: ``now`` and the cycle number are inputs.
@@ -440,6 +442,7 @@ class _Cycle:
                 RequeueReason.PREEMPTION_NO_CANDIDATES,
                 keep_progress=True,
             )
+            hold = True
         elif not self._fits_with_victims_gone(entry):
             self._pend(
                 entry,
