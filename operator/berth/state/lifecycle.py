@@ -80,10 +80,9 @@ class Lifecycle:
         self._scans: dict[names.WorkloadKey, _Scans] = {}
         """The scan states each head's attempts ended in while its quota tree stayed the same
         (``_may_progress``)."""
-        self._rechecks: dict[str, float] = {}
-        """Per quota tree: when the first preemption protection or budget that kept one of its
-        heads pending lets it go (``cycle.CycleResult.recheck_at``); nothing else would try
-        them then."""
+        self._rechecks: dict[names.WorkloadKey, float] = {}
+        """Heads a preemption protection or budget kept pending, and when the first that held
+        each lets it go (``cycle.Pending.held_until``); nothing else would try them then."""
         self.evictions: dict[protection.Owner, list[float]] = {}
         """When the workloads below each preemption budget were preempted, within its window
         (``core.protection.Budgets``). Kept in memory, as Kueue keeps its PreemptionLimit's
@@ -130,10 +129,7 @@ class Lifecycle:
                 progressed = True
             until = waiting.held_until
             if until is not None:
-                root = self.cache.root_of(waiting.cluster_queue)
-                at = self._rechecks.get(root)
-                if at is None or until < at:
-                    self._rechecks[root] = until
+                self._rechecks[waiting.info.key] = until
         if not progressed and settle:
             progressed = self._retry_held()
         return progressed
@@ -331,16 +327,19 @@ class Lifecycle:
         return min(self._rechecks.values(), default=None)
 
     def end_protections(self, now: float) -> bool:
-        """Requeue the inadmissible workloads of each quota tree whose protection ended by ``now``.
+        """Requeue each head whose protection or budget hold ended by ``now``, with its shape.
 
-        A protection's end changes nothing a queue watches, so each tree where one kept a head
-        pending is tried again then, as after a release. Tells whether any workload moved.
+        Their end changes nothing a queue watches, so each such head is tried again then. Only
+        they: any other head's search left out no candidate those holds covered, so its answer
+        stands (Kueue's proposal requeues the whole root cohort instead; on months-deep queues
+        that costs a cycle over every parked head at every end). A StrictFIFO head, never
+        parked, is tried by the cycle the driver runs then. Tells whether any workload moved.
         """
         moved = False
-        for root, at in sorted(self._rechecks.items()):
-            if at <= now:
-                del self._rechecks[root]
-                moved = self.queues.requeue_inadmissible(root, now) or moved
+        due = sorted(k for k, at in self._rechecks.items() if at <= now)
+        for key in due:
+            del self._rechecks[key]
+            moved = self.queues.requeue_shape_of(key) or moved
         return moved
 
     def due_backoffs(self, now: float) -> list[names.WorkloadKey]:

@@ -435,3 +435,23 @@ def test_a_preemptor_held_by_a_budget_preempts_once_the_window_lets_one_more_go(
     w.now = 3660.0
     assert w.state.end_protections(w.now)
     assert _settle(w)[0] == ["b-1"]
+
+
+def test_when_a_protection_ends_only_the_heads_it_held_are_tried_again() -> None:
+    # cq's preemptor is held by the borrower's protection; other's big workload is parked for
+    # want of room, which the protection's end does not change: it stays parked.
+    w = _world()
+    _reclaim(w)
+    policy = cycle.Policy(protection=_windows(reclaim_within_cohort=10))
+    w.now = 60.0
+    w.submit(w.info(_wl("new", "q", 4, 10), at=60.0))
+    w.submit(w.info(_wl("huge", "oq", 8, 0), at=60.0))
+    w.cycle(policy)
+    queues = w.queues.queues
+    new, huge = names.WorkloadKey("default", "new"), names.WorkloadKey("default", "huge")
+    assert queues[names.ClusterQueueName("cq")].is_parked(new)
+    assert queues[names.ClusterQueueName("other")].is_parked(huge)
+    w.now = WINDOW
+    assert w.state.end_protections(WINDOW)
+    assert not queues[names.ClusterQueueName("cq")].is_parked(new)
+    assert queues[names.ClusterQueueName("other")].is_parked(huge)

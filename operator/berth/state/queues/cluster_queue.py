@@ -216,6 +216,22 @@ class ClusterQueuePending:
             self._first_parked = None
         return moved
 
+    def push_shape_of(self, key: names.WorkloadKey) -> bool:
+        """Release the parked shape ``key`` belongs to; tell if it was parked.
+
+        For a head kept back by a preemption protection or budget that ends: nothing else in
+        its quota tree changes then, so only its shape is tried again.
+        """
+        group = self._group_of.get(key)
+        if group is None or not group.parked or self._parked.get(group.shape) is not group:
+            return False
+        del self._parked[group.shape]
+        self._held.pop(group.shape, None)
+        self._bulk.pop(group.shape, None)
+        self._wake(group)
+        self._first_parked = None
+        return True
+
     def _wake(self, group: ShapeGroup) -> None:
         """A parked group joins the dormant workloads of its shape; its first goes into the heap."""
         shape = group.shape

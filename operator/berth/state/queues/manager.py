@@ -271,6 +271,13 @@ class QueueManager:
                 moved = q.push_parked(now) or moved
         return moved
 
+    def requeue_shape_of(self, key: names.WorkloadKey) -> bool:
+        """Move the parked shape of pending workload ``key`` back; tell if it was parked."""
+        pw = self.pending.get(key)
+        if pw is None or pw.cluster_queue is None:
+            return False
+        return self.queues[pw.cluster_queue].push_shape_of(key)
+
     def retry_held(self, root: str) -> bool:
         """The holders of quota tree ``root`` changed: its workloads held for a reservation go back.
 
