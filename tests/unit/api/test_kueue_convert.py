@@ -374,6 +374,19 @@ CASES = [
         ["jobset.x-k8s.io/jobset added; trainer.kubeflow.org/trainjob runs on it"],
         id="trainjob without jobset gets jobset too, which Berth checks its JobSets through",
     ),
+    pytest.param(
+        builders.ConfigurationBuilder()
+        .set("apiVersion", CONFIG_V1BETA2)
+        .set("preemptionProtection.reclaimWithinCohort.minAdmitDuration", "10m")
+        .set("preemptionProtection.fairSharing.minAdmitDuration", "1h")
+        .raw(),
+        builders.ConfigurationBuilder()
+        .set("preemptionProtection.reclaimWithinCohort.minAdmitDuration", "10m")
+        .set("preemptionProtection.fairSharing.minAdmitDuration", "1h")
+        .raw(),
+        [],
+        id="KEP-9876's preemptionProtection carries over as it is",
+    ),
 ]
 
 
