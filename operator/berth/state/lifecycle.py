@@ -330,10 +330,11 @@ class Lifecycle:
         """Requeue each head whose protection or budget hold ended by ``now``, with its shape.
 
         Their end changes nothing a queue watches, so each such head is tried again then. Only
-        they: any other head's search left out no candidate those holds covered, so its answer
-        stands (Kueue's proposal requeues the whole root cohort instead; on months-deep queues
-        that costs a cycle over every parked head at every end). A StrictFIFO head, never
-        parked, is tried by the cycle the driver runs then. Tells whether any workload moved.
+        they: an end frees no quota and no other head's search left out a candidate it covered,
+        so every other head is retried on the events that retry it without protection (Kueue's
+        proposal requeues the whole root cohort instead; on months-deep queues that costs a
+        cycle over every parked head at every end). A StrictFIFO head, never parked, is tried
+        by the cycle the driver runs then. Tells whether any workload moved.
         """
         moved = False
         due = sorted(k for k, at in self._rechecks.items() if at <= now)
