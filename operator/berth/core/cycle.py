@@ -233,8 +233,9 @@ def schedule(
 
     ``evictions``: when workloads below each preemption budget were preempted before.
     """
-    run = _Cycle(snap, policy, now, cycle, generation, all_pods_ready=all_pods_ready)
-    run.budgets = protection.Budgets(snap, evictions or {}, now)
+    run = _Cycle(
+        snap, policy, now, cycle, generation, all_pods_ready=all_pods_ready, evictions=evictions
+    )
     if backfill_inputs is not None:
         run.planner = reservations.Planner(snap, now, backfill_inputs, run.preempted, generation)
     with snap.what_if():
@@ -285,6 +286,7 @@ class _Cycle:
         generation: Callable[[names.ClusterQueueName], int],
         *,
         all_pods_ready: bool,
+        evictions: protection.Evictions | None = None,
     ) -> None:
         self.snap = snap
         self.policy = policy
@@ -297,7 +299,7 @@ class _Cycle:
         self.victims = victims.ChosenVictims(snap)
         """The usage of the victims chosen so far, for the check before each entry."""
         self.planner: reservations.Planner | None = None
-        self.budgets = protection.Budgets(snap, {}, now)
+        self.budgets = protection.Budgets(snap, evictions or {}, now)
         """What is left of each preemption budget, this cycle's preemptions counted."""
 
     def nominate(self, head: Head) -> Entry | None:
