@@ -14,7 +14,9 @@ the Kubeflow Trainer and the kubelet for jobs:
   ``Running``; an unsuspended TrainJob reports its JobSet's child Jobs in ``status.jobsStatus``;
   an unsuspended RayJob is ``Initializing``, then ``Running`` on a ``ready``
   cluster (a RayCluster: its head, then ``ready``);
-- it completes after its ``duration`` (a JobSet with its ``Completed`` condition);
+- it completes after its ``duration`` (a JobSet with its ``Completed`` condition), less the
+  work its checkpoints saved: with ``checkpoint-every`` the driver plays the job's own code and
+  patches its ``berth.dev/checkpointed-at`` at each (on a Workload document, on the Workload);
 - a suspended job's pods are gone at once;
 - a pod group's member is made as the Pod webhook leaves it (gated); once the operator ungates
   it, it is bound and runs on its document's timers (ready, then Succeeded); one the operator
@@ -44,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import datetime as dt
 import enum
 import heapq
 import itertools
@@ -52,6 +55,7 @@ from typing import Any
 import fakeapi
 from berth.adapters.kube import client, errors, workloads
 from berth.api import conditions, configuration, names, workload_view
+from berth.api import workload as api_workload
 from berth.jobs import jobset, kubeflow, ray, trainjob
 from berth.jobs.framework import merge
 from berth.jobs.pod import group as podgroup
@@ -129,6 +133,7 @@ class _Do(enum.Enum):
     MEMBER_READY = "a member is ready"
     MEMBER_FINISH = "a member succeeds"
     MEMBER_REPLACE = "a deleted member is made again by whoever made it"
+    CHECKPOINT = "a running job (or job-less Workload) saves a checkpoint"
 
 
 _MEMBER_ACTIONS = frozenset(
@@ -174,6 +179,8 @@ class Driver:
         self._seq = itertools.count()
         self._tokens: dict[names.WorkloadKey, int] = {}
         self._running: set[names.WorkloadKey] = set()
+        self._saved: dict[names.WorkloadKey, float] = {}
+        """The work each job's checkpoints saved, in seconds of run."""
         self._retry: set[names.JobKey] = set()
         """Jobs whose reconcile failed at this instant: marked again at the next."""
         self.decisions: list[Decision] = []
@@ -247,7 +254,9 @@ class Driver:
         elif due.action == _Do.DELETE and due.doc is not None:
             await self._delete(due.doc)
         elif due.job is not None and self._tokens.get(due.job) == due.token:
-            if due.action in _MEMBER_ACTIONS:
+            if due.action == _Do.CHECKPOINT:
+                await self._checkpoint(due.job, due.token)
+            elif due.action in _MEMBER_ACTIONS:
                 await self._member_status(due.job, due.action)
             elif due.action in _WORKLOAD_ACTIONS:
                 await self._workload_status(due.job, due.action)
@@ -387,8 +396,37 @@ class Driver:
         doc = self.by_job.get(key)
         if doc is not None and doc.ready_after is not None:
             self._at(self._t() + doc.ready_after, _Do.WORKLOAD_READY, job=key, token=token)
-        if doc is not None and doc.duration is not None:
-            self._at(self._t() + doc.duration, _Do.WORKLOAD_FINISH, job=key, token=token)
+        if doc is not None:
+            self._run_for(key, doc, token, _Do.WORKLOAD_FINISH)
+
+    def _run_for(
+        self, key: names.WorkloadKey, doc: documents.Document, token: int, finish: _Do
+    ) -> None:
+        """Its end after the work its checkpoints did not save, and its first checkpoint."""
+        left = None if doc.duration is None else doc.duration - self._saved.get(key, 0.0)
+        if left is not None:
+            self._at(self._t() + left, finish, job=key, token=token)
+        every = doc.checkpoint_every
+        if every is not None and (left is None or every < left):
+            self._at(self._t() + every, _Do.CHECKPOINT, job=key, token=token)
+
+    async def _checkpoint(self, key: names.WorkloadKey, token: int) -> None:
+        """The job saves a checkpoint and says so on itself (a job-less Workload on itself)."""
+        doc = self.by_job[key]
+        every = doc.checkpoint_every
+        assert every is not None
+        saved = self._saved[key] = self._saved.get(key, 0.0) + every
+        when = dt.datetime.fromtimestamp(self.now, tz=dt.UTC).isoformat().replace("+00:00", "Z")
+        patch = {"metadata": {"annotations": {api_workload.CHECKPOINTED_AT_ANNOTATION: when}}}
+        kind = doc.kind[1]
+        await self.fake.request(
+            "PATCH",
+            fakeapi.path(kind, key.namespace, key.name),
+            body=patch,
+            content_type=client.MERGE_PATCH,
+        )
+        if doc.duration is None or saved + every < doc.duration:
+            self._at(self._t() + every, _Do.CHECKPOINT, job=key, token=token)
 
     async def _workload_status(self, key: names.WorkloadKey, action: _Do) -> None:
         stored = self.fake.store.get(("Workload", key.namespace, key.name))
@@ -422,8 +460,8 @@ class Driver:
             token = self._tokens[key] = self._tokens.get(key, 0) + 1
             doc = self.by_job.get(key)
             self._at(self._t(), _Do.JOB_START, job=key, token=token)
-            if doc is not None and doc.duration is not None:
-                self._at(self._t() + doc.duration, _Do.JOB_FINISH, job=key, token=token)
+            if doc is not None:
+                self._run_for(key, doc, token, _Do.JOB_FINISH)
             if doc is not None and doc.ready_after is not None:
                 self._at(self._t() + doc.ready_after, _Do.JOB_READY, job=key, token=token)
         elif suspended and key in self._running:

@@ -1,6 +1,6 @@
 """Berth's own kinds under attack.
 
-A Workload editor, an admin deleting what is in use, and objects stored while the webhook was
+A Workload editor (and a priority boost on a Workload or a job), an admin deleting what is in use, and objects stored while the webhook was
 away. Real API server, real RBAC, the operator running.
 """
 
@@ -67,6 +67,11 @@ def test_a_workload_editor_cannot_change_an_admitted_workload(
     edits: list[tuple[dict[str, Any], str]] = [
         ({"spec": {"priority": 2_000_000_000}}, "spec.priority"),
         ({"spec": {"queueName": "elsewhere"}}, "spec.queueName"),
+        # KEP-7990's boost lifts it above any preemptor; only the Configuration's setters may.
+        (
+            {"metadata": {"annotations": {"berth.dev/priority-boost": "1000000000"}}},
+            "priorityBoost.setters",
+        ),
     ]
     for patch, field in edits:
         message = user.denied(
@@ -89,6 +94,24 @@ def test_a_workload_editor_cannot_change_an_admitted_workload(
     wl = workload_of(gpu_cluster, ns, "train")
     assert wl["spec"]["priority"] == 10
     assert wl["spec"]["podSets"][0]["count"] == 2
+    assert "berth.dev/priority-boost" not in (wl["metadata"].get("annotations") or {})
+    # A checkpoint the job reports reaches its Workload; one that is no time is refused.
+    checkpoint = {"berth.dev/checkpointed-at": "2026-12-02T10:00:00Z"}
+    user.patch("job", "train", {"metadata": {"annotations": checkpoint}})
+    wait_until(
+        lambda: (workload_of(gpu_cluster, ns, "train")["metadata"].get("annotations") or {}).get(
+            "berth.dev/checkpointed-at"
+        )
+        == checkpoint["berth.dev/checkpointed-at"],
+        timeout=30,
+    )
+    bad = yaml.safe_dump({"metadata": {"annotations": {"berth.dev/checkpointed-at": "noon"}}})
+    message = user.denied("patch", "job", "train", "-n", ns, "--type=merge", "-p", bad)
+    assert "metadata.annotations[berth.dev/checkpointed-at]" in message
+    boosted = gpu_job("boosted", ns, "lq", 1, runs_for="10s")
+    boosted["metadata"]["annotations"] = {"kueue.x-k8s.io/priority-boost": "1000"}
+    message = user.denied("create", "-f", "-", stdin=yaml.safe_dump(boosted))
+    assert "metadata.annotations[kueue.x-k8s.io/priority-boost]" in message
 
 
 def test_a_flavor_and_cluster_queue_in_use_are_kept_until_nothing_uses_them(

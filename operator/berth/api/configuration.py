@@ -160,6 +160,14 @@ class TopologyProfile(enum.StrEnum):
     fragments the nodes, kept to compare against."""
 
 
+class PriorityBoostConfig(base.Model):
+    """Who may set ``berth.dev/priority-boost`` on Workloads (KEP-7990's trusted controllers)."""
+
+    setters: list[str] = pydantic.Field(default_factory=list)
+    """Usernames or groups whose requests may set, change or remove a Workload's boost, e.g.
+    ``system:serviceaccount:ml-platform:checkpoint-booster``. Empty (the default): nobody."""
+
+
 class Configuration(base.Object):
     """The operator's configuration (``berth.dev/v1beta1`` Configuration)."""
 
@@ -183,6 +191,8 @@ class Configuration(base.Object):
     """Also read ``kueue.x-k8s.io/queue-name``; off so two operators never manage one Job."""
     topology_profile: TopologyProfile = TopologyProfile.MIXED
     """How topology-aware placement picks among domains that fit."""
+    priority_boost: PriorityBoostConfig = pydantic.Field(default_factory=PriorityBoostConfig)
+    """Who may set a Workload's ``berth.dev/priority-boost`` (KEP-7990), checked by the webhook."""
     preemption_protection: protection.PreemptionProtection | None = None
     """How long after admission a workload cannot be preempted, per kind of preemption (Kueue's
     KEP-9876 ``fairSharing`` and ``reclaimWithinCohort``, and ``withinClusterQueue``); a

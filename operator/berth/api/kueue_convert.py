@@ -13,7 +13,8 @@ group; v1beta1 differs as Kueue's own conversion says (``apis/kueue/v1beta1/*_co
 
 v1alpha1 Cohorts (``spec.parent``) are converted too, and so are the items of a ``v1 List``.
 Job labels and annotations ``kueue.x-k8s.io/{queue-name, priority-class, job-min-parallelism}``
-become ``berth.dev/...`` on Jobs and pod templates. Fields Berth does not model, ``status`` (the
+become ``berth.dev/...`` on Jobs and pod templates; a Workload's ``kueue.x-k8s.io/priority-boost``
+(KEP-7990) becomes ``berth.dev/priority-boost``. Fields Berth does not model, ``status`` (the
 operator writes it) and server-set metadata are dropped with a warning. Berth documents, Namespaces
 and PriorityClasses pass through silently; any other document passes through unchanged with a
 warning. Pure: used by ``berth import`` and by the simulator when a scenario holds Kueue documents.
@@ -26,7 +27,7 @@ from typing import Any
 
 import pydantic
 
-from berth.api import base, configuration, kinds
+from berth.api import base, configuration, kinds, workload
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_CONFIG_GROUP = "config.kueue.x-k8s.io"
@@ -129,6 +130,8 @@ def _convert_kueue_kind(
     out = copy.deepcopy(doc)
     out["apiVersion"] = base.API_VERSION
     warnings: Warnings = []
+    if kind == "Workload":
+        _rename_boost(out.get("metadata"), warnings)
     _clean_metadata(out, warnings)
     if "status" in out:
         del out["status"]
@@ -273,6 +276,19 @@ def _rename_labels(metadata: object, path: str, warnings: Warnings) -> None:
                     _replace_key(values, key, LABELS[key], values[key])
             elif str(key).startswith(f"{KUEUE_GROUP}/"):
                 warnings.append(f"{path}.{section}: {key} kept; Berth does not read it")
+
+
+def _rename_boost(metadata: object, warnings: Warnings) -> None:
+    """A Workload's ``kueue.x-k8s.io/priority-boost`` (KEP-7990) is Berth's, on Workloads only."""
+    notes = metadata.get("annotations") if isinstance(metadata, dict) else None
+    old, new = workload.KUEUE_PRIORITY_BOOST_ANNOTATION, workload.PRIORITY_BOOST_ANNOTATION
+    if not isinstance(notes, dict) or old not in notes:
+        return
+    if new in notes:
+        del notes[old]
+        warnings.append(f"metadata.annotations: {old} dropped; {new} wins")
+    else:
+        _replace_key(notes, old, new, notes[old])
 
 
 def _rename_field(node: dict[str, Any], old: str, new: str, path: str, warnings: Warnings) -> None:

@@ -481,6 +481,7 @@ def validate_workload(wl: workload.Workload) -> FieldErrors:
             )
         )
     out += validate_runtime_annotations(wl.metadata.annotations)
+    out += validate_preemption_annotations(wl.metadata.annotations)
     ref = spec.priority_class_ref
     if ref is not None:
         out += _validate_priority_class_ref(ref)
@@ -519,6 +520,24 @@ def validate_runtime_annotations(annotations: dict[str, str]) -> FieldErrors:
             continue
         if seconds <= 0:
             out.append(errors.FieldError(path, "must be longer than 0s; write e.g. 2h"))
+    return out
+
+
+def validate_preemption_annotations(annotations: dict[str, str]) -> FieldErrors:
+    """Check ``berth.dev/checkpointed-at`` is a time and ``berth.dev/priority-boost`` an integer."""
+    out: FieldErrors = []
+    checks = (
+        (workload.CHECKPOINTED_AT_ANNOTATION, workload.parse_checkpoint_time),
+        (workload.PRIORITY_BOOST_ANNOTATION, workload.parse_priority_boost),
+    )
+    for name, parse in checks:
+        value = annotations.get(name)
+        if value is None:
+            continue
+        try:
+            parse(value)
+        except ValueError as err:
+            out.append(errors.FieldError(f"metadata.annotations[{name}]", str(err)))
     return out
 
 

@@ -6,6 +6,8 @@ Kueue's conditions. Written by the operator, read by job integrations, ``berth e
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Mapping
 from typing import ClassVar, Literal
 
 import pydantic
@@ -26,6 +28,80 @@ RUNTIME_LIMIT_ANNOTATION = "berth.dev/runtime-limit"
 """On a Workload, written by Berth: the job's own hard runtime bound (a Job's
 ``activeDeadlineSeconds``)."""
 RUNTIME_ANNOTATIONS = (EXPECTED_RUNTIME_ANNOTATION, RUNTIME_LIMIT_ANNOTATION)
+CHECKPOINTED_AT_ANNOTATION = "berth.dev/checkpointed-at"
+"""On a job (copied to its Workload): when the job last saved a checkpoint it can resume from
+(an RFC 3339 time). Among preemption candidates equal otherwise, the one that loses the least
+work since its admission or this checkpoint goes first."""
+PRIORITY_BOOST_ANNOTATION = "berth.dev/priority-boost"
+"""On a Workload only, set by a controller allowed to patch Workloads: a signed integer added to
+its priority wherever priority orders or protects it (Kueue's ``kueue.x-k8s.io/priority-boost``,
+KEP-7990). Never read from a job: the people who submit jobs cannot raise their own priority."""
+KUEUE_PRIORITY_BOOST_ANNOTATION = "kueue.x-k8s.io/priority-boost"
+SCHEDULING_ANNOTATIONS = (
+    *RUNTIME_ANNOTATIONS,
+    CHECKPOINTED_AT_ANNOTATION,
+    PRIORITY_BOOST_ANNOTATION,
+)
+"""The annotations of a Workload the scheduler reads; the others say nothing to it."""
+MAX_PRIORITY_BOOST = 1_000_000_000
+"""The largest boost either way: the span of user PriorityClass values (Kubernetes keeps values
+above one billion for system classes)."""
+
+
+def parse_checkpoint_time(value: str) -> float:
+    """Seconds since the epoch of a ``berth.dev/checkpointed-at`` value.
+
+    Raises ValueError saying what to write when it is not an RFC 3339 time with a zone.
+    """
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise ValueError(
+            f"{value!r} is not an RFC 3339 time with a zone; write e.g. 2026-12-02T10:00:00Z"
+        )
+    return when.timestamp()
+
+
+def parse_priority_boost(value: str) -> int:
+    """The integer of a ``berth.dev/priority-boost`` value.
+
+    Raises ValueError saying what to write when it is no integer within the bounds.
+    """
+    text = value.strip()
+    digits = text[1:] if text[:1] in "+-" else text
+    if not digits.isascii() or not digits.isdigit():
+        raise ValueError(f"{value!r} is not an integer; write e.g. 100 or -50")
+    boost = int(text)
+    if abs(boost) > MAX_PRIORITY_BOOST:
+        raise ValueError(
+            f"{boost} is beyond {MAX_PRIORITY_BOOST:,} either way, the span of priority "
+            "classes; use a value within it"
+        )
+    return boost
+
+
+def checkpointed_at(annotations: Mapping[str, str]) -> float | None:
+    """When the workload last checkpointed; None when absent or invalid (validation says why)."""
+    value = annotations.get(CHECKPOINTED_AT_ANNOTATION)
+    if value is None:
+        return None
+    try:
+        return parse_checkpoint_time(value)
+    except ValueError:
+        return None
+
+
+def priority_boost(annotations: Mapping[str, str]) -> int:
+    """The workload's priority boost; 0 when absent or invalid (validation says why)."""
+    value = annotations.get(PRIORITY_BOOST_ANNOTATION)
+    if value is None:
+        return 0
+    try:
+        return parse_priority_boost(value)
+    except ValueError:
+        return 0
 
 
 class PodSet(base.Model):

@@ -93,6 +93,11 @@ class WorkloadView:
         return {str(k): str(v) for k, v in _map(self.metadata.get("labels")).items()}
 
     @property
+    def annotations(self) -> dict[str, str]:
+        """``metadata.annotations``."""
+        return {str(k): str(v) for k, v in _map(self.metadata.get("annotations")).items()}
+
+    @property
     def owner_job_uid(self) -> str | None:
         """The uid of the job that owns the Workload, if any.
 
@@ -124,6 +129,16 @@ class WorkloadView:
     def priority(self) -> int:
         """``spec.priority`` (0 when unset)."""
         return int(self.spec.get("priority") or 0)
+
+    @property
+    def effective_priority(self) -> int:
+        """``spec.priority`` plus its ``berth.dev/priority-boost`` (KEP-7990)."""
+        return self.priority + api_workload.priority_boost(self.annotations)
+
+    @property
+    def checkpointed_at(self) -> float | None:
+        """Its ``berth.dev/checkpointed-at`` in seconds since the epoch, if valid."""
+        return api_workload.checkpointed_at(self.annotations)
 
     @property
     def active(self) -> bool:

@@ -44,14 +44,18 @@ def candidate_key(
 
     1. Workloads already evicted first (their quota is on its way back anyway).
     2. Workloads of other ClusterQueues before those of the preemptor's own queue.
-    3. Lower priority first.
-    4. Most recently admitted (quota reserved) first.
+    3. Lower (effective) priority first.
+    4. Least work lost per unit of quota freed first: the latest start of unsaved work, its
+       admission (quota reserved) or a later checkpoint it reported. Without checkpoints this
+       is Kueue's "most recently admitted first". Not GPUs x time: a greedy pick by that total
+       evicts eight 2-hour 1-GPU jobs (16 GPU-hours) before one 1-hour 8-GPU job (8) when 8 GPUs
+       are needed; what a victim frees is proportional to its GPUs, so time alone ranks cost.
     5. Tie-breaker: uid.
     """
     return (
         not candidate.evicted,
         candidate.cluster_queue == preemptor_cq,
         candidate.info.priority,
-        -candidate.reserved_at,
+        -candidate.info.work_since(candidate.reserved_at),
         candidate.info.uid,
     )

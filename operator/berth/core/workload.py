@@ -82,6 +82,18 @@ class WorkloadInfo:
     """Its hard runtime bound in seconds (a Job's ``activeDeadlineSeconds``), if it has one."""
     expected_runtime: float | None = None
     """Its own runtime estimate in seconds (``berth.dev/expected-runtime``), if it has one."""
+    priority_boost: int = 0
+    """What ``berth.dev/priority-boost`` added to ``priority`` (which is the effective one)."""
+    checkpointed_at: float | None = None
+    """When it last saved a checkpoint (``berth.dev/checkpointed-at``), if it reported one."""
+
+    def work_since(self, reserved_at: float) -> float:
+        """Since when an eviction would lose its work: its admission, or a later checkpoint.
+
+        A checkpoint from before this admission saved nothing this run would lose.
+        """
+        cp = self.checkpointed_at
+        return reserved_at if cp is None or cp < reserved_at else cp
 
     @property
     def order_time(self) -> float:
@@ -165,12 +177,17 @@ def from_api(
     job: names.WorkloadKey | None = None,
     excluded_prefixes: tuple[str, ...] = (),
 ) -> WorkloadInfo:
-    """Build the core's view of an API Workload whose priority was already resolved."""
+    """Build the core's view of an API Workload whose priority was already resolved.
+
+    Its ``berth.dev/priority-boost`` is added to ``priority`` (KEP-7990's effective priority).
+    """
+    notes = wl.metadata.annotations
+    boost = workload.priority_boost(notes)
     return WorkloadInfo(
         key=wl.key,
         uid=uid,
         local_queue=wl.spec.queue_name,
-        priority=priority,
+        priority=priority + boost,
         creation_time=creation_time,
         pod_sets=tuple(
             pod_set_info(ps, excluded_prefixes=excluded_prefixes) for ps in wl.spec.pod_sets
@@ -180,6 +197,8 @@ def from_api(
         active=wl.spec.active,
         runtime_limit=_seconds(wl, workload.RUNTIME_LIMIT_ANNOTATION),
         expected_runtime=_seconds(wl, workload.EXPECTED_RUNTIME_ANNOTATION),
+        priority_boost=boost,
+        checkpointed_at=workload.checkpointed_at(notes),
     )
 
 

@@ -14,6 +14,7 @@ through real Kueue and the simulator and reports every divergence.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 import resource
@@ -343,6 +344,14 @@ def _first(
     show_default=True,
     help="The teams' reclaimWithinCohort (Never: a lender waits for what it lent to come back).",
 )
+@click.option(
+    "--checkpoint-every",
+    type=options.DURATION,
+    help=(
+        "Every job saves a checkpoint this often (e.g. 1h): a preempted one loses only the "
+        "work since its last and resumes from it, and the lost column counts only that."
+    ),
+)
 def trace(  # click passes every option by name
     *,
     trace_name: str,
@@ -357,6 +366,7 @@ def trace(  # click passes every option by name
     workers: int | None,
     protections: tuple[float, ...],
     reclaim: str,
+    checkpoint_every: float | None,
 ) -> None:
     """Replay a public GPU trace under each queueing strategy and print what it measured."""
     name = tracebench.TraceName(trace_name)
@@ -368,14 +378,16 @@ def trace(  # click passes every option by name
     capacity = gpus or tracebench.default_capacity(selected, load)
     chosen = [QueueingStrategy(v) for v in policies] or list(tracebench.STRATEGIES)
     windows = _protection_windows(protections)
-    if scenario_out is not None:
-        docs = tracebench.scenario(
-            selected,
-            chosen[0],
-            capacity,
-            protection=windows[1] if len(windows) > 1 else 0.0,
-            reclaim=PreemptionPolicy(reclaim),
+    if checkpoint_every is not None and checkpoint_every <= 0:
+        raise click.BadParameter(
+            "must be longer than 0s; write e.g. 1h", param_hint="--checkpoint-every"
         )
+    common = tracebench.Settings(
+        reclaim=PreemptionPolicy(reclaim), checkpoint_every=checkpoint_every
+    )
+    if scenario_out is not None:
+        settings = dataclasses.replace(common, protection=windows[1] if len(windows) > 1 else 0.0)
+        docs = tracebench.scenario(selected, chosen[0], capacity, settings)
         scenario_out.write_text(tracebench.scenario_yaml(docs))
         click.echo(f"wrote {len(selected):,} jobs on {capacity} GPUs to {scenario_out}")
         return
@@ -386,18 +398,26 @@ def trace(  # click passes every option by name
         f"{teams} teams, capacity {capacity} GPUs"
         + ("" if gpus else f" (average demand {load:.0%} of it)")
         + f", reclaimWithinCohort: {reclaim}"
+        + (
+            ""
+            if checkpoint_every is None
+            else f", checkpoints every {duration.format(checkpoint_every)}"
+        )
     )
     asked = [
         tracebench.Replay(
             p.value if not w else f"{p.value} +{duration.format(w)}",
             p,
-            protection=w,
-            reclaim=PreemptionPolicy(reclaim),
+            dataclasses.replace(common, protection=w),
         )
         for p in chosen
         for w in windows
     ]
-    asked.append(tracebench.Replay("bound", QueueingStrategy.BEST_EFFORT_FIFO, bound=True))
+    asked.append(
+        tracebench.Replay(
+            "bound", QueueingStrategy.BEST_EFFORT_FIFO, dataclasses.replace(common, bound=True)
+        )
+    )
     side_by_side = min(workers or len(os.sched_getaffinity(0)), len(asked))
     began = time.monotonic()
     *rows, bound = tracebench.replay_each(selected, capacity, asked, workers=side_by_side)

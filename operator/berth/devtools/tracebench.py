@@ -16,7 +16,8 @@ whole capacity (largest remainders, so the quotas sum to the capacity); no borro
 (the traces carry no priorities). The capacity is ``--gpus``, or by default the smallest multiple
 of 8 GPUs that the jobs' average demand over their arrival window fills to ``--load`` (0.9).
 Each job is one Workload of pods of at most 8 GPUs that runs its traced duration once admitted;
-a preempted job starts over.
+a preempted job starts over, or with ``Settings.checkpoint_every`` resumes from its last
+checkpoint.
 
 ``bound``: the same jobs in one ClusterQueue holding the whole capacity, BestEffortFIFO, no team
 quotas: a greedy scheduler that never leaves a GPU idle while a job that fits waits, the
@@ -54,6 +55,7 @@ import yaml
 from berth.api import base, duration, names
 from berth.api.clusterqueue import PreemptionPolicy, QueueingStrategy
 from berth.sim import documents, engine
+from berth.sim.workloads import saved_by
 
 FLAVOR = "gpu"
 RESOURCE = "nvidia.com/gpu"
@@ -231,22 +233,31 @@ def pod_shape(gpus: int) -> tuple[int, int]:
     return pods, gpus // pods
 
 
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What a replay varies beside its queueing strategy."""
+
+    bound: bool = False
+    """One ClusterQueue of the whole capacity, no cohort (the work-conserving bound)."""
+    protection: float = 0.0
+    """Seconds each admitted job is protected from reclaim
+    (``preemptionProtection.reclaimWithinCohort``; 0: none)."""
+    reclaim: PreemptionPolicy = PreemptionPolicy.ANY
+    """The teams' ``reclaimWithinCohort`` (Never: a lender waits for what it lent to come back)."""
+    checkpoint_every: float | None = None
+    """Every job saves a checkpoint this often while it runs (``sim.berth.dev/checkpoint-every``):
+    a preempted one loses only the work since the last and resumes from it. None: it starts
+    over."""
+
+
 def scenario(
     jobs: Sequence[TraceJob],
     policy: QueueingStrategy,
     capacity: int,
-    *,
-    bound: bool = False,
-    protection: float = 0.0,
-    reclaim: PreemptionPolicy = PreemptionPolicy.ANY,
+    settings: Settings = Settings(),
 ) -> list[documents.Document]:
-    """The replay's documents: the queue configuration at t=0, then each job at its arrival.
-
-    ``bound``: one ClusterQueue of the whole capacity, no cohort (the work-conserving bound).
-    ``protection``: a Configuration protecting each admitted job from reclaim for that many
-    seconds (``preemptionProtection.reclaimWithinCohort``; 0: none). ``reclaim``: the teams'
-    ``reclaimWithinCohort`` (Never: a lender waits for what it lent to come back).
-    """
+    """The replay's documents: the queue configuration at t=0, then each job at its arrival."""
+    bound, protection, reclaim = settings.bound, settings.protection, settings.reclaim
     raws: list[dict[str, Any]] = [
         {"apiVersion": base.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}
     ]
@@ -303,7 +314,15 @@ def scenario(
                 ],
             },
         }
-        docs.append(documents.generated(raw, len(docs), at=job.arrival, run_for=job.duration))
+        docs.append(
+            documents.generated(
+                raw,
+                len(docs),
+                at=job.arrival,
+                run_for=job.duration,
+                checkpoint_every=settings.checkpoint_every,
+            )
+        )
     return docs
 
 
@@ -400,13 +419,10 @@ def replay(
     jobs: Sequence[TraceJob],
     policy: QueueingStrategy,
     capacity: int,
-    *,
-    bound: bool = False,
-    protection: float = 0.0,
-    reclaim: PreemptionPolicy = PreemptionPolicy.ANY,
+    settings: Settings = Settings(),
 ) -> Figures:
     """Replay ``jobs`` under ``policy`` on ``capacity`` GPUs and measure it."""
-    docs = scenario(jobs, policy, capacity, bound=bound, protection=protection, reclaim=reclaim)
+    docs = scenario(jobs, policy, capacity, settings)
     sim = engine.Simulator(docs)
     started = time.process_time()
     events = sim.run()
@@ -424,7 +440,7 @@ def replay(
             big.append(sum(wl.waited))
     window = max(j.arrival for j in jobs) if jobs else 0.0
     gpus = {str(_key(j, i)): j.gpus for i, j in enumerate(jobs)}
-    held, lost, done = gpu_seconds(events, gpus, window)
+    held, lost, done = gpu_seconds(events, gpus, window, settings.checkpoint_every)
     window = window if window > 0 else sim.now
     all_waits = [w for values in by_bucket.values() for w in values]
     return Figures(
@@ -455,11 +471,7 @@ class Replay:
 
     label: str
     policy: QueueingStrategy
-    bound: bool = False
-    protection: float = 0.0
-    """Seconds each admitted job is protected from reclaim (``scenario``)."""
-    reclaim: PreemptionPolicy = PreemptionPolicy.ANY
-    """The teams' ``reclaimWithinCohort``."""
+    settings: Settings = Settings()
 
 
 _LONGEST_FIRST = {QueueingStrategy.BACKFILL: 0, QueueingStrategy.BEST_EFFORT_FIFO: 1}
@@ -469,7 +481,7 @@ they end about when the shorter ones queued behind them do."""
 
 
 def _cost_rank(r: Replay) -> tuple[int, bool]:
-    return (_LONGEST_FIRST.get(r.policy, 2), r.bound)
+    return (_LONGEST_FIRST.get(r.policy, 2), r.settings.bound)
 
 
 def replay_each(
@@ -524,15 +536,7 @@ def _replay_received(r: Replay) -> Figures:
 
 
 def _replay_of(r: Replay, jobs: Sequence[TraceJob], capacity: int) -> Figures:
-    return replay(
-        r.label,
-        jobs,
-        r.policy,
-        capacity,
-        bound=r.bound,
-        protection=r.protection,
-        reclaim=r.reclaim,
-    )
+    return replay(r.label, jobs, r.policy, capacity, r.settings)
 
 
 def _waits(values: Sequence[float]) -> Waits:
@@ -571,11 +575,15 @@ def goal(figures: Figures, best_effort: Figures | None) -> Goal:
 
 
 def gpu_seconds(
-    events: Sequence[dict[str, Any]], gpus: Mapping[str, int], window: float
+    events: Sequence[dict[str, Any]],
+    gpus: Mapping[str, int],
+    window: float,
+    checkpoint_every: float | None = None,
 ) -> tuple[float, float, float]:
-    """GPU-seconds held until ``window``, GPU-seconds of runs cut short, of runs completed.
+    """GPU-seconds held until ``window``, lost to runs cut short, of work kept.
 
-    ``gpus``: each workload's GPUs, by ``namespace/name``.
+    ``gpus``: each workload's GPUs, by ``namespace/name``. A run cut short keeps what its
+    checkpoints saved (``sim.workloads.saved_by``) and loses the rest.
     """
     started: dict[str, float] = {}
     held = lost = done = 0.0
@@ -590,10 +598,10 @@ def gpu_seconds(
                 held += amount * (min(end, window) - min(begin, window))
             else:
                 held += amount * (end - begin)
-            if e["event"] == "Evicted":
-                lost += amount * (end - begin)
-            else:
-                done += amount * (end - begin)
+            ran = end - begin
+            kept = ran if e["event"] == "Finished" else saved_by(ran, checkpoint_every)
+            lost += amount * (ran - kept)
+            done += amount * kept
     return held, lost, done
 
 

@@ -18,6 +18,9 @@ For every job a handler marked dirty, in Kueue's reconciler order
    (``pods_ready_condition``: waiting to start, or to recover after a pod was lost);
 5. the Job runs but its Workload is not admitted: suspend it.
 
+Before those steps, a Workload follows its job's priority-class label (Kueue's) and its
+``berth.dev/checkpointed-at`` annotation (Berth's, for the order of preemption victims).
+
 Handlers only mark Jobs; all writes happen here, through the ``KubeRequests`` port.
 """
 
@@ -114,7 +117,12 @@ class JobController:
                 return
             await self._create_workload(integ, job, foreign_owner=owner)
             return
-        if wl is not None and unfinished and not await self._follow_priority(integ, job, wl):
+        if (
+            wl is not None
+            and unfinished
+            and not await self._follow_priority(integ, job, wl)
+            and not await self._follow_checkpoint(job, wl)
+        ):
             await self._step(integ, job, wl_key, wl, owner)
 
     async def _patch(self, integ: Integration, job: dict[str, Any], patch: dict[str, Any]) -> None:
@@ -190,6 +198,23 @@ class JobController:
         )
         w.apply("Workload", stored)
         log.info("workload %s takes priority class %s (%d) from its job", wl.key, wanted, value)
+        return True
+
+    async def _follow_checkpoint(self, job: dict[str, Any], wl: workload_view.WorkloadView) -> bool:
+        """Copy the job's ``berth.dev/checkpointed-at`` to its Workload when it changed.
+
+        The job (its own code, through the API) says when it last saved a checkpoint; the
+        scheduler reads it from the Workload to order preemption victims. The webhook refused an
+        invalid value. Returns whether it wrote.
+        """
+        name = api_workload.CHECKPOINTED_AT_ANNOTATION
+        wanted = (bodies.meta(job).get("annotations") or {}).get(name)
+        if wanted is None or wl.annotations.get(name) == wanted:
+            return False
+        stored = await workloads.patch_metadata(
+            self.kube, wl.key, wl.resource_version, {"annotations": {name: str(wanted)}}
+        )
+        self.world.apply("Workload", stored)
         return True
 
     async def _step(

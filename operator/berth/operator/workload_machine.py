@@ -132,16 +132,18 @@ class WorkloadMachine:
         return evicted.last_transition
 
     def _refresh_info(self, key: names.WorkloadKey, view: workload_view.WorkloadView) -> None:
-        """Take in a changed spec.priority, spec.active or spec.queueName.
+        """Take in a changed spec.priority, priority boost, checkpoint, spec.active or queue.
 
-        Priority and activity through ``state.lifecycle.Lifecycle.change_info``; the queue when a
-        pending Job moved to another LocalQueue and the job controller made its Workload follow.
+        Priority, checkpoint and activity through ``state.lifecycle.Lifecycle.change_info``; the
+        queue when a pending Job moved to another LocalQueue and the job controller made its
+        Workload follow.
         """
         old = self.infos.get(key)
         if old is None:
             return
-        if (view.priority, view.active, view.queue_name) == (
+        if (view.effective_priority, view.checkpointed_at, view.active, view.queue_name) == (
             old.priority,
+            old.checkpointed_at,
             old.active,
             old.local_queue,
         ):
@@ -294,15 +296,15 @@ class Jobs:
 def without_status(body: Body) -> Body:
     """The body without its status and server-set metadata, as the models load it.
 
-    Of the annotations only the runtime estimates are kept (the Backfill strategy plans with
-    them); the rest say nothing to the scheduler.
+    Of the annotations only those the scheduler reads are kept (``SCHEDULING_ANNOTATIONS``:
+    runtime estimates, checkpoint time, priority boost); the rest say nothing to it.
     """
     meta = bodies.meta(body)
     out = {k: v for k, v in meta.items() if k in {"name", "namespace", "uid", "labels"}}
     notes = meta.get("annotations") or {}
-    runtimes = {k: notes[k] for k in api_workload.RUNTIME_ANNOTATIONS if k in notes}
-    if runtimes:
-        out["annotations"] = runtimes
+    kept = {k: notes[k] for k in api_workload.SCHEDULING_ANNOTATIONS if k in notes}
+    if kept:
+        out["annotations"] = kept
     return {
         "apiVersion": body.get("apiVersion"),
         "kind": body.get("kind"),

@@ -2,7 +2,8 @@
 
 Each document keeps where it came from (file and 0-based index) so that every error names the
 document, the field path and the problem. ``sim.berth.dev/*`` annotations are parsed here:
-``at`` (when the document is applied), ``delete-at``, ``duration`` and ``ready-after``.
+``at`` (when the document is applied), ``delete-at``, ``duration``, ``ready-after`` and
+``checkpoint-every``.
 Kueue documents (``kueue.x-k8s.io``) are converted on load. Called by ``berth.sim.engine``.
 """
 
@@ -24,6 +25,7 @@ AT = "sim.berth.dev/at"
 DELETE_AT = "sim.berth.dev/delete-at"
 DURATION = "sim.berth.dev/duration"
 READY_AFTER = "sim.berth.dev/ready-after"
+CHECKPOINT_EVERY = "sim.berth.dev/checkpoint-every"
 
 NAMESPACE = ("v1", "Namespace")
 NODE = (api_node.API_VERSION, api_node.KIND)
@@ -87,6 +89,8 @@ class Document:
     duration: float | None
     ready_after: float | None
     """Seconds after admission when pods are ready; None means never."""
+    checkpoint_every: float | None = None
+    """How often it saves a checkpoint while it runs, in seconds; None: never."""
 
     @property
     def kind(self) -> tuple[str, str]:
@@ -105,11 +109,17 @@ class Document:
 
 
 def generated(
-    raw: dict[str, Any], index: int, *, at: float = 0.0, run_for: float | None = None
+    raw: dict[str, Any],
+    index: int,
+    *,
+    at: float = 0.0,
+    run_for: float | None = None,
+    checkpoint_every: float | None = None,
 ) -> Document:
     """A document a benchmark built in memory (a Berth kind, loaded here), read as if from a file.
 
-    ``at`` and ``run_for`` stand for the ``sim.berth.dev/at`` and ``duration`` annotations.
+    ``at``, ``run_for`` and ``checkpoint_every`` stand for the ``sim.berth.dev/at``,
+    ``duration`` and ``checkpoint-every`` annotations.
     """
     kind = (str(raw.get("apiVersion")), str(raw.get("kind")))
     obj, problems = (
@@ -125,6 +135,7 @@ def generated(
         delete_at=None,
         duration=run_for,
         ready_after=0.0,
+        checkpoint_every=checkpoint_every,
     )
 
 
@@ -309,6 +320,14 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
     problems += [err] if err else []
     ready_after, err = _annotation_time(annotations, READY_AFTER, allow_never=True)
     problems += [err] if err else []
+    checkpoint_every, err = _annotation_time(annotations, CHECKPOINT_EVERY)
+    problems += [err] if err else []
+    if checkpoint_every is not None and checkpoint_every <= 0:
+        problems.append(
+            errors.FieldError(
+                f"metadata.annotations[{CHECKPOINT_EVERY}]", "must be longer than 0s; write e.g. 1h"
+            )
+        )
     kind = (str(raw.get("apiVersion")), str(raw.get("kind")))
     obj: base.Object | None = None
     if kind == NAMESPACE or kind in JOBS or kind in WATCHED:
@@ -331,6 +350,7 @@ def _read_document(loc: Location, raw: object) -> tuple[Document | None, list[er
             ready_after=0.0
             if ready_after is None
             else (None if math.isinf(ready_after) else ready_after),
+            checkpoint_every=checkpoint_every,
         ),
         [],
     )

@@ -67,6 +67,8 @@ class _Action(enum.Enum):
     BACKOFF = "backoff"
     PROTECTION_ENDS = "protection-ends"
     """A preemption protection that kept a head pending ends (``Lifecycle.end_protections``)."""
+    CHECKPOINT = "checkpoint"
+    """A running workload saves a checkpoint: it changes the order of victims, never what fits."""
     CYCLE = "cycle"
 
 
@@ -221,13 +223,9 @@ class Simulator:
             if self.until is not None and at > self.until:
                 break
             self.now = at
-            cycle_due = False
-            while self._timers and self._timers[0].at == at:
-                timer = heapq.heappop(self._timers)
-                if timer.action == _Action.CYCLE:
-                    cycle_due = True
-                else:
-                    self._fire(timer)
+            cycle_due, changed = self._fire_due(at)
+            if not (changed or cycle_due):
+                continue  # only checkpoints: no cycle could decide anything new
             # Queue-level consequences of this instant's changes, once, after all of them.
             if self._drain_due:
                 self._drain_due = False
@@ -246,6 +244,18 @@ class Simulator:
         for observer in self.observers:
             observer.on_end(self)
         return self.out.lines
+
+    def _fire_due(self, at: float) -> tuple[bool, bool]:
+        """Fire every timer due at ``at``; say whether a paced cycle is due and what changed."""
+        cycle_due = changed = False
+        while self._timers and self._timers[0].at == at:
+            timer = heapq.heappop(self._timers)
+            if timer.action == _Action.CYCLE:
+                cycle_due = True
+            else:
+                self._fire(timer)
+                changed |= timer.action != _Action.CHECKPOINT
+        return cycle_due, changed
 
     def _schedule_recheck(self) -> None:
         """Set a timer for the first protection that keeps a head pending, if none is set."""
@@ -277,12 +287,18 @@ class Simulator:
         if timer.action == _Action.BACKOFF:
             self._backoff_done(sim)
         elif sim.token == timer.token and sim.state == Phase.ADMITTED:
-            if timer.action == _Action.FINISH:
-                self._finish(sim)
-            elif timer.action == _Action.READY:
-                sim.ready = True
-            elif timer.action == _Action.READY_TIMEOUT:
-                self._ready_timeout(sim)
+            self._fire_running(sim, timer.action)
+
+    def _fire_running(self, sim: SimWorkload, action: _Action) -> None:
+        """A timer of the admission ``sim`` holds now."""
+        if action == _Action.FINISH:
+            self._finish(sim)
+        elif action == _Action.CHECKPOINT:
+            self._checkpoint(sim)
+        elif action == _Action.READY:
+            sim.ready = True
+        elif action == _Action.READY_TIMEOUT:
+            self._ready_timeout(sim)
 
     # Workloads ----------------------------------------------------------------------------------
 
@@ -314,7 +330,12 @@ class Simulator:
             excluded_prefixes=tuple(self.config.resources.exclude_resource_prefixes),
         )
         sim = SimWorkload(
-            info, job, doc.duration, doc.ready_after, class_kind=new.resolved.class_kind
+            info,
+            job,
+            doc.duration,
+            doc.ready_after,
+            class_kind=new.resolved.class_kind,
+            checkpoint_every=doc.checkpoint_every,
         )
         self.workloads[info.key] = sim
         if not info.active:
@@ -508,8 +529,10 @@ class Simulator:
         if sim.estimated_start is not None:
             sim.start_errors.append(self.now - sim.estimated_start)
         sim.estimated_start = None
-        if sim.duration is not None:
-            self._schedule(self.now + sim.duration, _Action.FINISH, sim=sim)
+        remaining = sim.remaining
+        if remaining is not None:
+            self._schedule(self.now + remaining, _Action.FINISH, sim=sim)
+        self._next_checkpoint(sim)
         wfpr = self.config.wait_for_pods_ready
         sim.ready = False
         if sim.ready_after is not None:
@@ -519,6 +542,20 @@ class Simulator:
                 self._schedule(self.now + sim.ready_after, _Action.READY, sim=sim)
         if wfpr is not None and not sim.ready:
             self._schedule(self.now + wfpr.timeout, _Action.READY_TIMEOUT, sim=sim)
+
+    def _next_checkpoint(self, sim: SimWorkload) -> None:
+        """Set the timer of its next checkpoint, if it saves one before it ends."""
+        every, remaining = sim.checkpoint_every, sim.remaining
+        if every is not None and every > 0 and (remaining is None or every < remaining):
+            self._schedule(self.now + every, _Action.CHECKPOINT, sim=sim)
+
+    def _checkpoint(self, sim: SimWorkload) -> None:
+        """It saved its work so far: its Workload says so, as a job's ``checkpointed-at`` does."""
+        assert sim.checkpoint_every is not None  # noqa: S101 - only such workloads set the timer
+        sim.saved += sim.checkpoint_every
+        sim.info = dataclasses.replace(sim.info, checkpointed_at=self.now)
+        self.state.change_info(sim.info, self.now)
+        self._next_checkpoint(sim)
 
     def parked(self, decision: cycle.Pending, same_shape: list[pending.Told]) -> None:
         """The head says why it waits; the same-shape workloads parked with it say so too.

@@ -1,6 +1,7 @@
 """A workload's life in the simulation: its phase, its timers' token and what observers read.
 
 ``SimWorkload`` is the simulator's record of one workload (``engine.Simulator.workloads``);
+``saved_by`` is the checkpoint model (the engine's, and the trace benchmark's count of lost work);
 events (``events``), the summary (``summary``), the text outputs (``output``) and the observers
 (``observe``) read it.
 """
@@ -51,9 +52,26 @@ class SimWorkload:
     admission: workload.Admission | None = None
     """Its latest admission (kept after it ends, for observers)."""
     estimated_start: float | None = None
+    """When its reservation was first estimated to start in this wait (Backfill queues)."""
     held_until: tuple[float | None, float | None] = (None, None)
     """When the protection and the budget that last kept its preemption back let it go (each
     told once)."""
-    """When its reservation was first estimated to start in this wait (Backfill queues)."""
     start_errors: list[float] = dataclasses.field(default_factory=list)
     """Each admission's start minus the start first estimated for it (Backfill queues)."""
+    checkpoint_every: float | None = None
+    """How often it saves a checkpoint while it runs (``sim.berth.dev/checkpoint-every``)."""
+    saved: float = 0.0
+    """The work its checkpoints saved, in seconds of run: an eviction loses only what came after,
+    and its next run resumes from there."""
+
+    @property
+    def remaining(self) -> float | None:
+        """How long its next run lasts (None: until the end)."""
+        return None if self.duration is None else self.duration - self.saved
+
+
+def saved_by(ran: float, every: float | None) -> float:
+    """The part of a run of ``ran`` seconds that checkpoints every ``every`` seconds saved."""
+    if every is None or every <= 0:
+        return 0.0
+    return (ran // every) * every

@@ -314,13 +314,21 @@ class Cache:
             self.revision += 1
 
     def update_info(self, info: workload.WorkloadInfo) -> None:
-        """Replace what is known of an admitted workload (its priority changed)."""
+        """Replace what is known of an admitted workload (its priority or checkpoint changed).
+
+        A new checkpoint only reorders victims: what the revision keys (runtime estimates, the
+        flavors a head tried) stays valid.
+        """
         adm = self.admitted.get(info.key)
         if adm is not None:
+            only_checkpoint = (
+                dataclasses.replace(adm.info, checkpointed_at=info.checkpointed_at) == info
+            )
             adm = dataclasses.replace(adm, info=info)
             self.admitted[info.key] = adm
             self.snapshot.replace_workload(adm)
-            self.revision += 1
+            if not only_checkpoint:
+                self.revision += 1
 
     def generation(self, cq: names.ClusterQueueName) -> int:
         """The change counter of the quota tree ``cq`` belongs to."""

@@ -360,7 +360,7 @@ class Lifecycle:
         return self.queues.add(pw.info, now=now)
 
     def change_info(self, info: workload.WorkloadInfo, now: float) -> list[pending.Told]:
-        """Take in a workload's changed priority or activity where it stands.
+        """Take in a workload's changed priority, checkpoint or activity where it stands.
 
         An admitted workload counts with its new priority in preemption; a pending one is
         re-sorted in its queue and keeps its backoff. Returns it if it joined its (new) shape

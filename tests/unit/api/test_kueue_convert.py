@@ -111,6 +111,28 @@ CASES = [
     ),
     # --- Workload -----------------------------------------------------------------------------
     pytest.param(
+        kueue(wl().annotations({"kueue.x-k8s.io/priority-boost": "150"}), V1BETA2).raw(),
+        wl().annotations({"berth.dev/priority-boost": "150"}).raw(),
+        [],
+        id="KEP-7990's priority boost on a workload becomes Berth's",
+    ),
+    pytest.param(
+        kueue(
+            wl().annotations(
+                {"kueue.x-k8s.io/priority-boost": "150", "berth.dev/priority-boost": "5"}
+            ),
+            V1BETA2,
+        ).raw(),
+        wl().annotations({"berth.dev/priority-boost": "5"}).raw(),
+        [
+            (
+                "metadata.annotations: kueue.x-k8s.io/priority-boost dropped; "
+                "berth.dev/priority-boost wins"
+            )
+        ],
+        id="Berth's own priority boost wins over Kueue's",
+    ),
+    pytest.param(
         kueue(
             wl()
             .priority(100)

@@ -480,6 +480,30 @@ INVALID = [
     ),
     # --- Workload ------------------------------------------------------------------------------
     pytest.param(
+        wl().pod_set("main", 1).annotations({"berth.dev/priority-boost": "high"}).raw(),
+        ["metadata.annotations[berth.dev/priority-boost]"],
+        "write e.g. 100 or -50",
+        id="priority boost that is no integer",
+    ),
+    pytest.param(
+        wl().pod_set("main", 1).annotations({"berth.dev/priority-boost": "-2000000000"}).raw(),
+        ["metadata.annotations[berth.dev/priority-boost]"],
+        "the span of priority classes",
+        id="priority boost past a billion",
+    ),
+    pytest.param(
+        wl().pod_set("main", 1).annotations({"berth.dev/checkpointed-at": "2026-12-02"}).raw(),
+        ["metadata.annotations[berth.dev/checkpointed-at]"],
+        "write e.g. 2026-12-02T10:00:00Z",
+        id="checkpoint time without a zone",
+    ),
+    pytest.param(
+        wl().pod_set("main", 1).annotations({"berth.dev/checkpointed-at": "yesterday"}).raw(),
+        ["metadata.annotations[berth.dev/checkpointed-at]"],
+        "is not an RFC 3339 time",
+        id="checkpoint time that is no time",
+    ),
+    pytest.param(
         wl().pod_set("main", 2, min_count=3).raw(),
         ["spec.podSets[0].minCount"],
         "lower minCount",
@@ -781,6 +805,15 @@ VALID = [
     pytest.param(
         wl().pod_set("main", 4, min_count=4).priority_class("pc", 5, pod_priority_class=True).raw(),
         id="workload with a pod priority class",
+    ),
+    pytest.param(
+        wl()
+        .pod_set("main", 1)
+        .annotations(
+            {"berth.dev/priority-boost": "-50", "berth.dev/checkpointed-at": "2026-12-02T10:00:00Z"}
+        )
+        .raw(),
+        id="workload with a negative boost and a checkpoint time",
     ),
     pytest.param(cfg().no_wait_for_pods_ready().raw(), id="configuration without pods-ready"),
     pytest.param(

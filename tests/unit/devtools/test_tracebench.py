@@ -160,7 +160,9 @@ def test_a_protection_delays_the_reclaim_until_the_borrowers_window_ends() -> No
     # 60, then cuts b's run short after 60 s (480 GPU-seconds lost instead of 80); b runs again
     # once a's ends at 70.
     jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(500, 190, 4, "a")]
-    got = tb.replay("protected", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, protection=60.0)
+    got = tb.replay(
+        "protected", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, tb.Settings(protection=60.0)
+    )
     assert (got.preemptions, got.preempted_jobs) == (1, 1)
     assert got.preempted_share == pytest.approx(1 / 3)
     assert got.preemptions_per_job == pytest.approx(1 / 3)
@@ -169,12 +171,27 @@ def test_a_protection_delays_the_reclaim_until_the_borrowers_window_ends() -> No
     assert got.waits["5-8"].mean == pytest.approx(10.0)
 
 
+def test_a_run_that_checkpoints_loses_only_the_work_since_its_last_checkpoint() -> None:
+    # The second case with every job checkpointing every 3 s: b's run cut short at 10 saved 9 s
+    # (checkpoints at 3, 6, 9) and loses 1 s of 8 GPUs; it runs again for its other 91 s.
+    jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(500, 190, 4, "a")]
+    got = tb.replay(
+        "checkpoints", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, tb.Settings(checkpoint_every=3.0)
+    )
+    assert got.preemptions == 1
+    assert got.lost == pytest.approx(8 / (8 + 8 * 100 + 4 * 10 + 4 * 190))
+
+
 def test_lenders_that_never_reclaim_wait_for_the_borrower_instead() -> None:
     # The second case with reclaimWithinCohort: Never: b's run is not cut short; a's 4-GPU job
     # waits for it to end at 100.
     jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(500, 190, 4, "a")]
     got = tb.replay(
-        "never", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, reclaim=PreemptionPolicy.NEVER
+        "never",
+        jobs,
+        QueueingStrategy.BEST_EFFORT_FIFO,
+        8,
+        tb.Settings(reclaim=PreemptionPolicy.NEVER),
     )
     assert (got.preemptions, got.lost) == (0, 0.0)
     assert got.waits["2-4"].mean == pytest.approx(90 / 2)
@@ -184,7 +201,7 @@ def test_the_bound_replays_one_queue_of_the_whole_capacity() -> None:
     # Without team quotas nothing is reclaimed: b's 8-GPU run is never cut short, and a's
     # 4-GPU job waits for it instead.
     jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(500, 190, 4, "a")]
-    got = tb.replay("bound", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, bound=True)
+    got = tb.replay("bound", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, tb.Settings(bound=True))
     assert got.preemptions == 0
     assert got.lost == 0.0
     assert got.waits["2-4"].mean == pytest.approx(90 / 2)
@@ -195,7 +212,7 @@ def test_replays_side_by_side_give_what_replays_one_after_the_other_give() -> No
     # Each replay in its own process, longest first, the figures back in the order asked.
     jobs = [Job(0, 100, 8, "b"), Job(10, 10, 4, "a"), Job(20, 50, 1, "a"), Job(500, 190, 4, "a")]
     asked = [
-        tb.Replay("bound", QueueingStrategy.BEST_EFFORT_FIFO, bound=True),
+        tb.Replay("bound", QueueingStrategy.BEST_EFFORT_FIFO, tb.Settings(bound=True)),
         tb.Replay("StrictFIFO", QueueingStrategy.STRICT_FIFO),
         tb.Replay("Backfill", QueueingStrategy.BACKFILL),
     ]

@@ -24,6 +24,9 @@ from berth.jobs.framework.protocol import Integration, PodSetOriginal, PodSetRun
 
 _MAX_NAME = 253
 _HASH = 5
+_BOOSTS = (workload.PRIORITY_BOOST_ANNOTATION, workload.KUEUE_PRIORITY_BOOST_ANNOTATION)
+"""Refused on a job: its submitter would set its own priority (Kueue keeps KEP-7990's boost on
+Workloads only for the same reason)."""
 
 
 def workload_name(job_name: str, job_uid: str, *, kind: str = "Job", group: str = "batch") -> str:
@@ -75,13 +78,26 @@ def build_workload(
     (``jobs.registry`` adds the owner), labelled with the job's uid (and ``labels``), in the
     job's LocalQueue. The job's
     ``berth.dev/expected-runtime`` annotation is copied and its hard ``runtime_limit`` written
-    as ``berth.dev/runtime-limit``, for the Backfill strategy's estimates.
+    as ``berth.dev/runtime-limit``, for the Backfill strategy's estimates; so is its
+    ``berth.dev/checkpointed-at``, for the order of preemption victims. A job that carries a
+    priority boost is refused.
     """
     meta = bodies.meta(job)
-    notes: dict[str, str] = {}
-    expected = (meta.get("annotations") or {}).get(workload.EXPECTED_RUNTIME_ANNOTATION)
-    if expected is not None:
-        notes[workload.EXPECTED_RUNTIME_ANNOTATION] = str(expected)
+    annotations = meta.get("annotations") or {}
+    boosted = [a for a in _BOOSTS if a in annotations]
+    if boosted:
+        return None, [
+            errors.FieldError(
+                f"metadata.annotations[{boosted[0]}]",
+                "a priority boost is set on the job's Workload, by a controller allowed to patch "
+                "Workloads, never on the job; remove it (or ask for a higher priority class)",
+            )
+        ]
+    notes = {
+        name: str(annotations[name])
+        for name in (workload.EXPECTED_RUNTIME_ANNOTATION, workload.CHECKPOINTED_AT_ANNOTATION)
+        if annotations.get(name) is not None
+    }
     if runtime_limit is not None:
         notes[workload.RUNTIME_LIMIT_ANNOTATION] = duration.format(runtime_limit)
     doc: dict[str, Any] = {

@@ -23,14 +23,19 @@ while admitted. ``refusals(old, new, class_values)`` returns every rule broken:
 3. **A child Job's Workload stays held** — the ``berth.dev/unsupported-owner`` label, which keeps
    the Workload of a Job controlled by a kind Berth does not integrate out of every queue, may not
    be removed or changed.
+4. **The priority boost only from a named controller** — ``berth.dev/priority-boost``
+   (KEP-7990) may be set, changed or removed, at creation or later, only by a request whose user
+   or one of whose groups the Configuration lists in ``priorityBoost.setters`` (``boost_refusals``).
+   Kueue leaves this to RBAC on Workloads; Berth also names who may, since rule 2 keeps every
+   other Workload editor from changing a priority.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from berth.api import bodies, errors, labels
+from berth.api import bodies, errors, labels, workload
 from berth.api.bodies import Body
 
 
@@ -103,3 +108,26 @@ def refusals(
             )
         )
     return out
+
+
+def boost_refusals(
+    old: Body | None, new: Body, user: Mapping[str, Any], setters: Sequence[str]
+) -> list[errors.FieldError]:
+    """Rule 4: a change of the boost by ``user`` (a review's ``userInfo``) not among ``setters``.
+
+    ``old`` is None for a creation.
+    """
+    name = workload.PRIORITY_BOOST_ANNOTATION
+    before = None if old is None else bodies.annotations_of(old).get(name)
+    if bodies.annotations_of(new).get(name) == before:
+        return []
+    who = {str(user.get("username") or ""), *(str(g) for g in user.get("groups") or [])}
+    if who & set(setters):
+        return []
+    return [
+        errors.FieldError(
+            f"metadata.annotations[{name}]",
+            f"only a controller named in the Configuration's priorityBoost.setters may set it, "
+            f"and {user.get('username') or 'this user'} is not; ask an admin to add it there",
+        )
+    ]

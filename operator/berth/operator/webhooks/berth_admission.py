@@ -4,18 +4,18 @@
   full dump of spec).
 - ``validate_berth`` (``/validate-berth``): Berth's kinds are checked with
   ``berth.api.validation``, and a Workload update with ``jobs.rules.workload_updates`` (pod sets
-  and queue fixed while quota is reserved, priority only through its class); every field error
-  is returned.
+  and queue fixed while quota is reserved, priority only through its class, a priority boost
+  only from the controllers the Configuration names); every field error is returned.
 
 Pure: the caller passes what of the ``World`` a check needs. Called by ``routes``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from berth.api import base, kinds, validation
+from berth.api import base, kinds, validation, workload
 from berth.jobs.rules import workload_updates
 from berth.operator.webhooks import reviews
 
@@ -42,13 +42,15 @@ def validate_berth(
     class_values: Mapping[str, int] | None = None,
     job_class: Callable[[dict[str, Any]], str | None] | None = None,
     topologies: Collection[str] | None = None,
+    boost_setters: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Check a Berth object, and what a Workload update changes; deny with every field error.
 
     ``class_values`` are the WorkloadPriorityClasses' current values, and ``job_class`` tells
-    which class a Workload's Job names now (``jobs.rules.workload_updates``). A ResourceFlavor
-    naming a Topology not among ``topologies`` is let through with a warning (it may come next
-    in the same apply), saying what its ClusterQueues do meanwhile.
+    which class a Workload's Job names now (``jobs.rules.workload_updates``); a Workload's
+    priority boost may change only by a request of one of ``boost_setters`` (rule 4). A
+    ResourceFlavor naming a Topology not among ``topologies`` is let through with a warning (it
+    may come next in the same apply), saying what its ClusterQueues do meanwhile.
     """
     if request.get("operation") == "DELETE":
         return reviews.allow()
@@ -60,6 +62,10 @@ def validate_berth(
         # are not new, and an object stored invalid past the webhook must still get and lose
         # its finalizer. What an update of a Workload's metadata may change is checked below.
         problems = []
+        if isinstance(obj, workload.Workload):
+            problems = [
+                str(p) for p in validation.validate_preemption_annotations(obj.metadata.annotations)
+            ]
     elif obj is not None and not problems:
         problems = [str(p) for p in validation.validate(obj)]
     raw = request.get("object") or {}
@@ -67,6 +73,12 @@ def validate_berth(
         old = request.get("oldObject") or {}
         named = None if job_class is None else job_class(raw)
         problems += [str(p) for p in workload_updates.refusals(old, raw, class_values or {}, named)]
+    if raw.get("kind") == "Workload":
+        before = request.get("oldObject") if request.get("operation") == "UPDATE" else None
+        user = request.get("userInfo") or {}
+        problems += [
+            str(p) for p in workload_updates.boost_refusals(before, raw, user, boost_setters)
+        ]
     if problems:
         return reviews.deny("; ".join(problems), 422)
     answer = reviews.allow()

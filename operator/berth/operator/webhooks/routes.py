@@ -122,6 +122,7 @@ def app(
                 world.priorities.workload_classes,
                 world.job_priority_class,
                 world.cache.topologies,
+                world.config.priority_boost.setters,
             )
         ),
     )
