@@ -28,8 +28,8 @@ For a Workload document (no job), the driver plays the job's part as Kueue's own
 controller writes (``jobcontroller.release_status``).
 
 Then the fake clock moves to the next due time: a document, a Job's end or readiness, a
-backoff's end, a pods-ready timeout, a backoff the lifecycle task writes, or the end of a
-preemption protection that keeps a head pending.
+backoff's end, a pods-ready timeout, a backoff the lifecycle task writes, the end of a
+preemption protection that keeps a head pending, or a sample of the LocalQueues' usage.
 
 Two settings differ from the real operator, both because the fake has no lag to cover: the job
 controller's settle time after suspending a Job (``_STOP_SETTLE``) is zero, and the advisory
@@ -224,6 +224,10 @@ class Driver:
         if self._retry:
             times.append(self.now + jobcontroller._RETRY)
         later = [t for t in times if t > self.now]
+        sample = w.state.usage.next_sample()
+        if sample is not None and (later or self._due):
+            # As the simulator: a sample only while anything else is still to happen.
+            later.append(max(sample, self.now + 1e-6) if sample <= self.now else sample)
         return min(later) if later else None
 
     async def run(self, until: float | None = None) -> list[Decision]:

@@ -1,7 +1,8 @@
 """Berth's own kinds under attack.
 
-A Workload editor (and a priority boost on a Workload or a job), an admin deleting what is in use, and objects stored while the webhook was
-away. Real API server, real RBAC, the operator running.
+A Workload editor (and a priority boost on a Workload or a job), an admin deleting what is in
+use, and objects stored while the webhook was away. Real API server, real RBAC, the operator
+running.
 """
 
 from __future__ import annotations
@@ -99,10 +100,12 @@ def test_a_workload_editor_cannot_change_an_admitted_workload(
     checkpoint = {"berth.dev/checkpointed-at": "2026-12-02T10:00:00Z"}
     user.patch("job", "train", {"metadata": {"annotations": checkpoint}})
     wait_until(
-        lambda: (workload_of(gpu_cluster, ns, "train")["metadata"].get("annotations") or {}).get(
-            "berth.dev/checkpointed-at"
-        )
-        == checkpoint["berth.dev/checkpointed-at"],
+        lambda: (
+            (workload_of(gpu_cluster, ns, "train")["metadata"].get("annotations") or {}).get(
+                "berth.dev/checkpointed-at"
+            )
+            == checkpoint["berth.dev/checkpointed-at"]
+        ),
         timeout=30,
     )
     bad = yaml.safe_dump({"metadata": {"annotations": {"berth.dev/checkpointed-at": "noon"}}})

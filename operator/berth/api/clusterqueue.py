@@ -136,6 +136,23 @@ class Backfill(base.Model):
         return duration.format(value)
 
 
+class AdmissionMode(enum.StrEnum):
+    """How a ClusterQueue orders the workloads of its LocalQueues (Kueue's AdmissionMode)."""
+
+    USAGE_BASED = "UsageBasedAdmissionFairSharing"
+    """The LocalQueue with the least decayed usage per weight first (the Configuration's
+    ``admissionFairSharing``), then priority and time."""
+    NONE = "NoAdmissionFairSharing"
+    """By priority and time alone, whatever LocalQueue a workload came from."""
+
+
+class AdmissionScope(base.Model):
+    """Admission fair sharing among this queue's LocalQueues (Kueue's ``admissionScope``)."""
+
+    admission_mode: AdmissionMode
+    """UsageBasedAdmissionFairSharing or NoAdmissionFairSharing."""
+
+
 class ClusterQueueSpec(base.Model):
     """Quotas, cohort and policies of a ClusterQueue (Kueue v1beta2 names and defaults)."""
 
@@ -168,6 +185,9 @@ class ClusterQueueSpec(base.Model):
     preemptor whose victims would exceed it waits until the window lets one more go."""
     fair_sharing: quota.FairSharing | None = None
     """This queue's weight when fair sharing is enabled."""
+    admission_scope: AdmissionScope | None = None
+    """Order its LocalQueues' workloads by their decayed usage (needs the Configuration's
+    admissionFairSharing); unset: NoAdmissionFairSharing."""
     stop_policy: StopPolicy = StopPolicy.NONE
     """None; Hold: admit nothing new; HoldAndDrain: also evict admitted workloads."""
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pydantic
 
-from berth.api import base, duration, pod, protection, selector
+from berth.api import base, duration, names, pod, protection, selector
 
 Duration = duration.Duration
 _parse_duration = duration.field_parser
@@ -83,6 +83,32 @@ class FairSharingConfig(base.Model):
     )
     """Rules a fair-sharing preemption must satisfy, tried in order: [LessThanOrEqualToFinalShare],
     [LessThanInitialShare] or both in that order."""
+
+
+class AdmissionFairSharing(base.Model):
+    """Usage-based admission fair sharing (Kueue's ``admissionFairSharing``, KEP-4136).
+
+    In a ClusterQueue whose ``admissionScope.admissionMode`` is
+    ``UsageBasedAdmissionFairSharing``, the LocalQueue with the least decayed usage per unit of
+    its ``fairSharing.weight`` gives the queue its next head.
+    """
+
+    usage_half_life_time: Duration = 7 * 24 * 3600.0
+    """How long until a LocalQueue's past usage counts half (default 168h). Kueue has no
+    default (0s); 0s forgets usage at every sample, so the order is by priority and time."""
+    usage_sampling_interval: Duration = 300.0
+    """How often each LocalQueue's usage is sampled into its decayed usage (default 5m)."""
+    resource_weights: dict[names.ResourceName, float] = pydantic.Field(default_factory=dict)
+    """Weight of each resource in a LocalQueue's usage; unlisted resources weigh 1 and 0 leaves
+    one out. cpu counts in cores and memory in bytes, as in Kueue: weigh memory low (or 0)."""
+
+    _durations = pydantic.field_validator(
+        "usage_half_life_time", "usage_sampling_interval", mode="before"
+    )(_parse_duration)
+
+    @pydantic.field_serializer("usage_half_life_time", "usage_sampling_interval")
+    def _print_duration(self, value: float) -> str:
+        return duration.format(value)
 
 
 class TransformationStrategy(enum.StrEnum):
@@ -191,6 +217,9 @@ class Configuration(base.Object):
     """Also read ``kueue.x-k8s.io/queue-name``; off so two operators never manage one Job."""
     topology_profile: TopologyProfile = TopologyProfile.MIXED
     """How topology-aware placement picks among domains that fit."""
+    admission_fair_sharing: AdmissionFairSharing | None = None
+    """Usage-based ordering of the LocalQueues of a ClusterQueue (for the ClusterQueues that ask
+    for it in ``admissionScope``); unset: off."""
     priority_boost: PriorityBoostConfig = pydantic.Field(default_factory=PriorityBoostConfig)
     """Who may set a Workload's ``berth.dev/priority-boost`` (KEP-7990), checked by the webhook."""
     preemption_protection: protection.PreemptionProtection | None = None

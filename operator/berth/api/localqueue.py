@@ -21,6 +21,22 @@ class LocalQueueSpec(base.Model):
     """This queue's weight for admission fair sharing."""
 
 
+class AdmissionFairSharingStatus(base.Model):
+    """A LocalQueue's decayed usage, kept so that a restart goes on from it."""
+
+    consumed_resources: dict[names.ResourceName, str] = pydantic.Field(default_factory=dict)
+    """Decayed usage per resource (decimal quantities; cpu in cores, memory in bytes)."""
+    last_update: str | None = None
+    """When it was last sampled (RFC 3339)."""
+
+
+class LocalQueueFairSharingStatus(base.Model):
+    """Admission fair-sharing state of a LocalQueue."""
+
+    admission_fair_sharing_status: AdmissionFairSharingStatus | None = None
+    """Its decayed usage, in a ClusterQueue using UsageBasedAdmissionFairSharing."""
+
+
 class LocalQueueStatus(base.Model):
     """Status of a LocalQueue."""
 
@@ -36,6 +52,8 @@ class LocalQueueStatus(base.Model):
     """Quota reserved by this queue's workloads, per flavor and resource."""
     flavors_usage: list[quota.FlavorUsage] = pydantic.Field(default_factory=list)
     """Quota used by this queue's admitted workloads, per flavor and resource."""
+    fair_sharing: LocalQueueFairSharingStatus | None = None
+    """Its decayed usage for admission fair sharing."""
 
 
 class LocalQueue(base.Object):

@@ -82,6 +82,11 @@ RULES: dict[str, list[str]] = {
     "Workload": [
         "Pod set names are unique DNS labels; `minCount` is at most `count`.",
         (
+            "`berth.dev/checkpointed-at` is an RFC 3339 time with a zone; "
+            "`berth.dev/priority-boost` an integer within one billion either way, set only by "
+            "the Configuration's `priorityBoost.setters`."
+        ),
+        (
             "`topologyRequest` sets at most one of `required`, `preferred` and `unconstrained`; "
             "`podSetSliceRequiredTopology` and `podSetSliceSize` go together. The template's "
             "`berth.dev/podset-*-topology` annotations follow the same rules."
@@ -99,6 +104,10 @@ RULES: dict[str, list[str]] = {
         (
             "`waitForPodsReady.timeout` is greater than 0; `backoffMaxSeconds` is at least "
             "`backoffBaseSeconds`; a resource is transformed by one entry only."
+        ),
+        (
+            "`admissionFairSharing.usageSamplingInterval` is greater than 0; each of its "
+            "`resourceWeights` is a finite number of at least 0."
         ),
     ],
 }

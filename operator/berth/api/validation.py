@@ -8,6 +8,7 @@ CEL rules for the same fields.
 
 from __future__ import annotations
 
+import math
 import re
 
 from berth.api import (
@@ -602,6 +603,8 @@ def validate_configuration(cfg: configuration.Configuration) -> FieldErrors:
                     f"({strat.backoff_base_seconds}); raise it or lower backoffBaseSeconds",
                 )
             )
+    if cfg.admission_fair_sharing is not None:
+        out += _validate_admission_fair_sharing(cfg.admission_fair_sharing)
     seen_inputs: dict[str, int] = {}
     for i, t in enumerate(cfg.resources.transformations):
         if t.input in seen_inputs:
@@ -614,4 +617,24 @@ def validate_configuration(cfg: configuration.Configuration) -> FieldErrors:
             )
         else:
             seen_inputs[t.input] = i
+    return out
+
+
+def _validate_admission_fair_sharing(afs: configuration.AdmissionFairSharing) -> FieldErrors:
+    out: FieldErrors = []
+    if afs.usage_sampling_interval <= 0:
+        out.append(
+            errors.FieldError(
+                "admissionFairSharing.usageSamplingInterval",
+                "must be greater than 0s; use e.g. 5m",
+            )
+        )
+    for res, weight in sorted(afs.resource_weights.items()):
+        if not math.isfinite(weight) or weight < 0:
+            out.append(
+                errors.FieldError(
+                    f"admissionFairSharing.resourceWeights[{res}]",
+                    f"{weight} is not a weight; use 0 (leave it out) or a positive number",
+                )
+            )
     return out

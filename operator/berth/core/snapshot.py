@@ -70,6 +70,9 @@ class ClusterQueueInfo:
     """Its own preemption protection windows (``spec.preemptionProtection``), if it sets any."""
     budget: api_protection.PreemptionBudget | None = None
     """How many of its workloads may be preempted per window (``spec.preemptionBudget``)."""
+    usage_based: bool = False
+    """Its ``admissionScope.admissionMode`` is UsageBasedAdmissionFairSharing: its LocalQueues
+    are ordered by decayed usage when the Configuration enables it."""
     inactive_reason: str | None = None
     """Why the queue cannot admit (``FlavorNotFound``, ``Stopped``, a cohort cycle).
 

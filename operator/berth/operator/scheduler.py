@@ -106,7 +106,11 @@ class Scheduler:
                 await asyncio.sleep(0)
                 continue
             now = w.clock()
-            due = [w.queues.next_backoff_expiry(now), w.state.next_recheck()]
+            due = [
+                w.queues.next_backoff_expiry(now),
+                w.state.next_recheck(),
+                w.state.usage.next_sample(),
+            ]
             expiry = min((t for t in due if t is not None), default=None)
             timeout = None if expiry is None else max(0.05, expiry - now)
             await wakeup.woken(w.wake.schedule, timeout)
@@ -152,14 +156,20 @@ class Scheduler:
                 return writes, any_progress
 
     def _backoffs_done(self, now: float) -> None:
-        """Return workloads whose backoff ended, or whose protected victims' protection ended.
+        """End backoffs and protections that are over, and sample usage when due.
 
-        The first is the simulator's backoff timer; the second its protection-ends timer.
+        Workloads whose backoff ended, or whose protected victims' protection ended, go back to
+        their queues; the LocalQueues' usage is sampled for admission fair sharing. The
+        simulator's backoff, protection-ends and usage-sample timers. A sample is written to
+        the LocalQueues' statuses by the status writer.
         """
-        state = self.world.state
+        w = self.world
+        state = w.state
         for key in state.due_backoffs(now):
             state.end_backoff(key, now)
         state.end_protections(now)
+        if state.sample_usage(now):
+            w.wake.statuses.set()
 
     def decide(self, now: float) -> tuple[list[_Write], bool]:
         """Run one round of cycles and apply it; return its writes and whether it progressed.

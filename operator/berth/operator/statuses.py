@@ -206,7 +206,7 @@ def build_local_queue(
             )
         return [{"name": f, "resources": r} for f, r in by_flavor.items()]
 
-    return {
+    status: dict[str, Any] = {
         "pendingWorkloads": pending,
         "reservingWorkloads": reserving,
         "admittedWorkloads": n_admitted,
@@ -214,6 +214,22 @@ def build_local_queue(
         "flavorsUsage": listing(admitted_only),
         "conditions": [active],
     }
+    tracked = world.queues.usage.usage(names.WorkloadKey(namespace, name))
+    if tracked is not None:
+        consumed, last = tracked
+        status["fairSharing"] = {
+            "admissionFairSharingStatus": {
+                "consumedResources": {r: _decimal(v) for r, v in sorted(consumed.items())},
+                "lastUpdate": workloads.timestamp(last),
+            }
+        }
+    return status
+
+
+def _decimal(value: float) -> str:
+    """A decayed usage as a quantity, to a millionth (Kueue keeps nano units, rounded down)."""
+    text = f"{max(value, 0.0):.6f}".rstrip("0").rstrip(".")
+    return text or "0"
 
 
 def _comparable(status: dict[str, Any]) -> Any:  # noqa: ANN401 - a JSON value

@@ -25,6 +25,7 @@ from berth.api import (
     conditions,
     configuration,
     names,
+    quantity,
     workload_view,
 )
 from berth.api import node as api_node
@@ -35,7 +36,7 @@ from berth.jobs import registry
 from berth.jobs.framework import composed, protocol
 from berth.jobs.rules import job_sync, job_updates, managed, unqueued
 from berth.operator import job_index, mailbox, placed_pods, queue_objects, workload_machine
-from berth.state import lifecycle, priorities
+from berth.state import fair_usage, lifecycle, priorities
 
 if TYPE_CHECKING:
     from berth.operator import observe
@@ -63,6 +64,7 @@ class World:
         self.config = config
         self.clock = clock
         self.state = lifecycle.Lifecycle()
+        self.state.usage.configure(config.admission_fair_sharing)
         self.cache = self.state.cache
         self.queues = self.state.queues
         self.policy = cycle.Policy.from_configuration(config)
@@ -165,7 +167,30 @@ class World:
         elif kind in self.watched_kinds:
             self._watched(kind, body, deleted=deleted)
         else:
+            if kind == "LocalQueue" and not deleted:
+                self._restore_usage(body)
             self._react(self.queue_objects.take(kind, body, deleted=deleted))
+
+    def _restore_usage(self, body: Body) -> None:
+        """Seed a LocalQueue's admission fair-sharing usage from its status, at first sight.
+
+        After a restart the usage goes on from what the last leader wrote (Kueue's
+        ``initializeAfsIfNeeded``: the clock starts now, the downtime does not decay it).
+        """
+        status = ((body.get("status") or {}).get("fairSharing") or {}).get(
+            "admissionFairSharingStatus"
+        ) or {}
+        consumed = status.get("consumedResources")
+        if not isinstance(consumed, dict) or not self.state.usage.enabled:
+            return
+        usage = {}
+        for resource, value in consumed.items():
+            try:
+                usage[names.ResourceName(str(resource))] = float(quantity.parse_decimal(value))
+            except quantity.QuantityError:
+                log.warning("ignoring LocalQueue usage %s=%r: not a quantity", resource, value)
+        key = fair_usage.LocalQueueKey(bodies.namespace(body, "default"), bodies.name(body))
+        self.state.usage.restore(key, usage, self.clock())
 
     def _node(self, body: Body, *, deleted: bool) -> None:
         """Keep a node of topology-aware flavors; pending workloads try again when it changed."""

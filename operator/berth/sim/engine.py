@@ -67,6 +67,8 @@ class _Action(enum.Enum):
     BACKOFF = "backoff"
     PROTECTION_ENDS = "protection-ends"
     """A preemption protection that kept a head pending ends (``Lifecycle.end_protections``)."""
+    SAMPLE = "sample"
+    """Admission fair sharing samples the LocalQueues' usage (``Lifecycle.sample_usage``)."""
     CHECKPOINT = "checkpoint"
     """A running workload saves a checkpoint: it changes the order of victims, never what fits."""
     CYCLE = "cycle"
@@ -158,6 +160,7 @@ class Simulator:
         integrations = registry.for_configuration(self.config, watched)
         _check_frameworks(docs, integrations)
         self.state = lifecycle.Lifecycle()
+        self.state.usage.configure(self.config.admission_fair_sharing)
         self.priorities = priorities.Registry()
         self.now = 0.0
         self.out = events.EventLog()
@@ -176,6 +179,8 @@ class Simulator:
         self._drain_due = False
         self._recheck_at: float | None = None
         """When the protection-ends timer in the heap fires, if one is there."""
+        self._sample_at: float | None = None
+        """When the usage-sample timer in the heap fires, if one is there."""
         self._seq = itertools.count()
         self._tokens = itertools.count(1)
         self._paced = cycles_at is not None
@@ -238,6 +243,7 @@ class Simulator:
             elif cycle_due:
                 self._cycle()
             self._schedule_recheck()
+            self._schedule_sample()
         end = self.until if self.until is not None else self.now
         self.now = end
         self.out.summary(summary.build(self, end))
@@ -264,6 +270,24 @@ class Simulator:
             self._recheck_at = recheck
             self._schedule(recheck, _Action.PROTECTION_ENDS)
 
+    def _schedule_sample(self) -> None:
+        """Set a timer for the next usage sample, while anything else is still to happen.
+
+        A sample changes only the order of queued workloads: with nothing left to happen it
+        could decide nothing, and sampling on would never end the run.
+        """
+        due = self.state.usage.next_sample()
+        if due is None or not self._timers:
+            return
+        if self._sample_at is None or due < self._sample_at:
+            self._sample_at = max(due, self.now)
+            self._schedule(self._sample_at, _Action.SAMPLE)
+
+    def _sampled(self, timer: _Timer) -> None:
+        if timer.at == self._sample_at:
+            self._sample_at = None
+        self.state.sample_usage(self.now)
+
     def _protections_end(self, timer: _Timer) -> None:
         if timer.at == self._recheck_at:
             self._recheck_at = None
@@ -272,6 +296,9 @@ class Simulator:
     def _fire(self, timer: _Timer) -> None:
         if timer.action == _Action.PROTECTION_ENDS:
             self._protections_end(timer)
+            return
+        if timer.action == _Action.SAMPLE:
+            self._sampled(timer)
             return
         if timer.doc is not None:
             if timer.action == _Action.APPLY:

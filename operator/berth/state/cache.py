@@ -540,6 +540,10 @@ class Cache:
             budget=spec.preemption_budget,
             stop_policy=spec.stop_policy,
             fair_weight=weight,
+            usage_based=(
+                spec.admission_scope is not None
+                and spec.admission_scope.admission_mode == clusterqueue.AdmissionMode.USAGE_BASED
+            ),
             topology_only=bool(used) and all(rf.spec.topology_name for rf in used),
             backfill=(
                 (spec.backfill or clusterqueue.Backfill())

@@ -3,7 +3,8 @@
 ``Lifecycle`` owns the cache and the queues and is the only place that moves a workload between
 them: applying a cycle's result (assume each admission, mark each victim, put each head back
 where its queue's strategy says, and tell whether another cycle could decide differently),
-releasing an admission and requeueing the inadmissible workloads of its quota tree, trying the
+releasing an admission and requeueing the inadmissible workloads of its quota tree, charging an
+admission to its LocalQueue's usage and sampling that usage (admission fair sharing), trying the
 workloads held for a Backfill reservation again once the cycles settle where their tree's holders
 changed, ending a backoff, taking in a changed priority, activity or queue, and withdrawing a
 workload from its queue. What must be evicted now is decided by ``state.evictions``.
@@ -23,11 +24,12 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from berth.api import names
-from berth.core import cycle, cycle_groups, protection, snapshot, workload
+from berth.api import configuration, names
+from berth.core import cycle, cycle_groups, protection, resources, snapshot, workload
+from berth.core import fair_usage as core_fair_usage
 from berth.core.backfill import reservations
 from berth.state import cache as cache_mod
-from berth.state import runtimes
+from berth.state import fair_usage, runtimes
 from berth.state.queues import manager, pending
 
 
@@ -58,7 +60,9 @@ class Lifecycle:
 
     def __init__(self, cache: cache_mod.Cache | None = None) -> None:
         self.cache = cache_mod.Cache() if cache is None else cache
-        self.queues = manager.QueueManager(self.cache)
+        self.usage = fair_usage.UsageLedger()
+        """Each LocalQueue's decayed usage under admission fair sharing."""
+        self.queues = manager.QueueManager(self.cache, self.usage)
         self.runtimes = runtimes.RuntimeHistory()
         self.estimate = runtimes.estimator(self.cache, self.runtimes)
         """Runtime estimates (``core.backfill.estimates``), with what finished workloads taught."""
@@ -119,6 +123,7 @@ class Lifecycle:
         for a in result.admitted:
             self._scans.pop(a.info.key, None)
             self.cache.assume(a.info, a.admission, now)
+            self._charge(a, now)
             self.queues.admitted(a.info.key)
             progressed = True
             effects.admitted(a)
@@ -133,6 +138,61 @@ class Lifecycle:
         if not progressed and settle:
             progressed = self._retry_held()
         return progressed
+
+    # Admission fair sharing ---------------------------------------------------------------------
+
+    def configure_fair_usage(
+        self, config: configuration.AdmissionFairSharing | None, now: float
+    ) -> None:
+        """Turn admission fair sharing on or off with the Configuration's settings."""
+        self.usage.configure(config)
+        self.queues_changed(now)
+
+    def fair_local_queues(self) -> list[fair_usage.LocalQueueKey]:
+        """The LocalQueues whose ClusterQueue orders them by usage (none while it is off)."""
+        if not self.usage.enabled:
+            return []
+        cqs = self.cache.snapshot.cluster_queues
+        return sorted(
+            fair_usage.LocalQueueKey(ns, name)
+            for (ns, name), lq in self.cache.local_queues.items()
+            if (info := cqs.get(lq.spec.cluster_queue)) is not None and info.usage_based
+        )
+
+    def held_usage(self) -> dict[fair_usage.LocalQueueKey, core_fair_usage.Usage]:
+        """What each LocalQueue's admitted workloads hold now, per resource (Kueue's sample)."""
+        by_lq: dict[fair_usage.LocalQueueKey, list[resources.FlavorResourceAmounts]] = {}
+        for key, adm in self.cache.admitted.items():
+            lq = fair_usage.LocalQueueKey(key.namespace, adm.info.local_queue or "")
+            by_lq.setdefault(lq, []).append(adm.admission.usage)
+        return {lq: core_fair_usage.flat(usages) for lq, usages in by_lq.items()}
+
+    def sample_usage(self, now: float) -> list[fair_usage.LocalQueueKey]:
+        """Sample every tracked LocalQueue due a sample; returns those sampled.
+
+        Their scores changed, so which LocalQueue gives its ClusterQueue the next head may
+        have too: the drivers run a cycle after a sample.
+        """
+        self.usage.track(self.fair_local_queues(), now)
+        if not self.usage.due(now):
+            return []
+        return self.usage.sample(now, self.held_usage())
+
+    def _charge(self, a: cycle.Admit, now: float) -> None:
+        """Charge an admission to its LocalQueue's usage, with its entry penalty."""
+        if not self.usage.enabled:
+            return
+        info = self.cache.snapshot.cluster_queues.get(a.admission.cluster_queue)
+        if info is None or not info.usage_based:
+            return
+        lq = fair_usage.LocalQueueKey(a.info.key.namespace, a.info.local_queue or "")
+        self.usage.track([*self.usage.entries, lq], now)
+        held = core_fair_usage.flat(
+            adm.admission.usage
+            for key, adm in self.cache.admitted.items()
+            if key.namespace == lq.namespace and adm.info.local_queue == lq.name
+        )
+        self.usage.charge(lq, held, core_fair_usage.flat([a.admission.usage]), now)
 
     def _count_eviction(self, cq: names.ClusterQueueName, now: float) -> None:
         """Count a preemption against the budgets of the victim's queue and cohorts."""

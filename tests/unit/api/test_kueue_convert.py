@@ -409,6 +409,40 @@ CASES = [
         [],
         id="KEP-9876's preemptionProtection carries over as it is",
     ),
+    pytest.param(
+        builders.ConfigurationBuilder()
+        .set("apiVersion", CONFIG_V1BETA2)
+        .set(
+            "admissionFairSharing",
+            {
+                "usageHalfLifeTime": "168h",
+                "usageSamplingInterval": "5m",
+                "resourceWeights": {"memory": 0},
+            },
+        )
+        .raw(),
+        builders.ConfigurationBuilder()
+        .set(
+            "admissionFairSharing",
+            {
+                "usageHalfLifeTime": "168h",
+                "usageSamplingInterval": "5m",
+                "resourceWeights": {"memory": 0},
+            },
+        )
+        .raw(),
+        [],
+        id="KEP-4136's admissionFairSharing carries over as it is",
+    ),
+    pytest.param(
+        kueue(
+            cq().set("spec.admissionScope", {"admissionMode": "UsageBasedAdmissionFairSharing"}),
+            V1BETA2,
+        ).raw(),
+        cq().set("spec.admissionScope", {"admissionMode": "UsageBasedAdmissionFairSharing"}).raw(),
+        [],
+        id="a ClusterQueue's admissionScope carries over",
+    ),
 ]
 
 

@@ -642,6 +642,36 @@ INVALID = [
         id="operator-wide protection window under a minute",
     ),
     pytest.param(
+        cfg().set("admissionFairSharing", {"usageSamplingInterval": "0s"}).raw(),
+        ["admissionFairSharing.usageSamplingInterval"],
+        "use e.g. 5m",
+        id="usage sampled every 0s",
+    ),
+    pytest.param(
+        cfg().set("admissionFairSharing", {"usageHalfLifeTime": "a week"}).raw(),
+        ["admissionFairSharing.usageHalfLifeTime"],
+        "is not a duration",
+        id="usage half-life that is no duration",
+    ),
+    pytest.param(
+        cfg().set("admissionFairSharing", {"resourceWeights": {"memory": -1}}).raw(),
+        ["admissionFairSharing.resourceWeights[memory]"],
+        "use 0 (leave it out) or a positive number",
+        id="negative resource weight",
+    ),
+    pytest.param(
+        cq().set("spec.admissionScope", {"admissionMode": "ByUsage"}).raw(),
+        ["spec.admissionScope.admissionMode"],
+        "UsageBasedAdmissionFairSharing",
+        id="unknown admission mode",
+    ),
+    pytest.param(
+        lq().set("spec.fairSharing", {"weight": "-1"}).raw(),
+        ["spec.fairSharing.weight"],
+        "use a non-negative quantity",
+        id="negative LocalQueue weight",
+    ),
+    pytest.param(
         cfg().wait_for_pods_ready("0s").raw(),
         ["waitForPodsReady.timeout"],
         "use e.g. 5m or 30m",
@@ -816,6 +846,15 @@ VALID = [
         id="workload with a negative boost and a checkpoint time",
     ),
     pytest.param(cfg().no_wait_for_pods_ready().raw(), id="configuration without pods-ready"),
+    pytest.param(
+        cfg()
+        .set(
+            "admissionFairSharing",
+            {"usageHalfLifeTime": "0s", "resourceWeights": {"memory": 0, "nvidia.com/gpu": 2.5}},
+        )
+        .raw(),
+        id="admission fair sharing with no memory and a zero half-life (Kueue's default)",
+    ),
     pytest.param(
         cfg().fair_sharing("LessThanOrEqualToFinalShare", "LessThanInitialShare").raw(),
         id="both fair-sharing strategies in Kueue's order",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from berth.api import clusterqueue, names
 from berth.state.queues.groups import ShapeGroup
@@ -26,6 +26,10 @@ class ClusterQueuePending:
     heap is always the first active workload; when the head of a shape is parked again, its
     dormant ones are parked with it at once. A release then costs in proportion to the shapes
     parked, not the workloads.
+
+    Under admission fair sharing (``scoring``) each LocalQueue has a heap of its own, shapes
+    are per LocalQueue, and the head is the first of the LocalQueue with the lowest score
+    (Kueue's ``queueOrderingFunc``: the score, then the usual order), read at each pop.
     """
 
     def __init__(
@@ -33,7 +37,10 @@ class ClusterQueuePending:
     ) -> None:
         self.name = name
         self.strategy = strategy
-        self._heap: list[tuple[Order, int, names.WorkloadKey]] = []
+        self.scoring: Callable[[names.WorkloadKey], float] | None = None
+        """A LocalQueue's admission fair-sharing score (lowest first); None: off."""
+        self._heaps: dict[names.WorkloadKey | None, list[tuple[Order, int, names.WorkloadKey]]] = {}
+        """One heap (under None), or one per LocalQueue under admission fair sharing."""
         self._active: dict[names.WorkloadKey, Order] = {}
         """The workloads in the heap, with their order."""
         self._in_heap: dict[names.WorkloadKey, Order] = {}
@@ -154,13 +161,33 @@ class ClusterQueuePending:
             self._first_depth = depth
         return list(self._first_parked)
 
+    def _heap_of(self, pw: PendingWorkload) -> names.WorkloadKey | None:
+        if self.scoring is None:
+            return None
+        return names.WorkloadKey(pw.info.key.namespace, pw.info.local_queue or "")
+
+    def set_scoring(self, scoring: Callable[[names.WorkloadKey], float] | None) -> None:
+        """Turn admission fair sharing on (a score per LocalQueue) or off; refile the heaps."""
+        was_on = self.scoring is not None
+        self.scoring = scoring
+        if was_on == (scoring is not None):
+            return
+        self._heaps = {}
+        self._in_heap = {}
+        for members in self._active_by_shape.values():
+            for key, pw in members.items():
+                self._in_heap[key] = pw.order
+                heap = self._heaps.setdefault(self._heap_of(pw), [])
+                heapq.heappush(heap, (pw.order, next(self._seq), key))
+
     def _activate(self, key: names.WorkloadKey, pw: PendingWorkload) -> None:
         order = pw.order
         self._active[key] = order
         self._active_by_shape.setdefault(pw.shape, {})[key] = pw
         if self._in_heap.get(key) != order:
             self._in_heap[key] = order
-            heapq.heappush(self._heap, (order, next(self._seq), key))
+            heap = self._heaps.setdefault(self._heap_of(pw), [])
+            heapq.heappush(heap, (order, next(self._seq), key))
 
     def _promote(self, shape: Shape) -> None:
         """Put the first dormant workload of a shape into the heap."""
@@ -371,11 +398,31 @@ class ClusterQueuePending:
         """Take the head of the heap (the sticky preemptor first, if it is there)."""
         if self.sticky is not None and self.sticky in self._active:
             return self.sticky
-        heap = self._heap
+        scoring = self.scoring
+        if scoring is None:
+            heap = self._heaps.get(None)
+            top = None if heap is None else self._top(heap)
+            return None if top is None else top[1]
+        best: tuple[float, Order] | None = None
+        found = None
+        for lq, heap in list(self._heaps.items()):
+            top = self._top(heap)
+            if top is None:
+                del self._heaps[lq]
+                continue
+            rank = (0.0 if lq is None else scoring(lq), top[0])
+            if best is None or rank < best:
+                best, found = rank, top[1]
+        return found
+
+    def _top(
+        self, heap: list[tuple[Order, int, names.WorkloadKey]]
+    ) -> tuple[Order, names.WorkloadKey] | None:
+        """The first active entry of a heap, dropping the stale ones above it."""
         while heap:
             order, _, key = heap[0]
             if self._active.get(key) == order:
-                return key
+                return order, key
             heapq.heappop(heap)
             if self._in_heap.get(key) == order:
                 del self._in_heap[key]
@@ -386,10 +433,24 @@ class ClusterQueuePending:
         self._leave_heap(pw.info.key, pw.shape)
 
     def ordered(self) -> list[names.WorkloadKey]:
-        """Every pending workload in queue order (active first, then inadmissible)."""
-        active = dict(self._active)
+        """Every pending workload in queue order (active first, then inadmissible).
+
+        Under admission fair sharing, by its LocalQueue's score before the usual order.
+        """
+        active = [pw for members in self._active_by_shape.values() for pw in members.values()]
         for group in self._dormant.values():
-            active.update((key, pw.order) for key, pw in group.members.items())
-        first = sorted(active, key=lambda k: (k != self.sticky, active[k]))
-        parked = sorted(self.parked(), key=lambda pw: pw.order)
-        return first + [pw.info.key for pw in parked]
+            active.extend(group.members.values())
+        scoring = self.scoring
+        scores: dict[names.WorkloadKey, float] = {}
+
+        def score(pw: PendingWorkload) -> float:
+            lq = self._heap_of(pw)
+            if scoring is None or lq is None:
+                return 0.0
+            if lq not in scores:
+                scores[lq] = scoring(lq)
+            return scores[lq]
+
+        first = sorted(active, key=lambda pw: (pw.info.key != self.sticky, score(pw), pw.order))
+        parked = sorted(self.parked(), key=lambda pw: (score(pw), pw.order))
+        return [pw.info.key for pw in first + parked]

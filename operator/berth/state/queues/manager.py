@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from berth.api import names
 from berth.core import cycle, workload
 from berth.state import cache as cache_mod
+from berth.state import fair_usage
 from berth.state.queues import requeue as requeue_rules
 from berth.state.queues.cluster_queue import ClusterQueuePending
 from berth.state.queues.pending import Note, PendingWorkload, Told
@@ -20,8 +21,10 @@ from berth.state.queues.shapes import queue_shape
 class QueueManager:
     """All pending workloads, in per-ClusterQueue queues or waiting outside them."""
 
-    def __init__(self, cache: cache_mod.Cache) -> None:
+    def __init__(self, cache: cache_mod.Cache, usage: fair_usage.UsageLedger | None = None) -> None:
         self.cache = cache
+        self.usage = fair_usage.UsageLedger() if usage is None else usage
+        """The LocalQueues' decayed usage, for the ClusterQueues under admission fair sharing."""
         self.queues: dict[names.ClusterQueueName, ClusterQueuePending] = {}
         self.pending: dict[names.WorkloadKey, PendingWorkload] = {}
         self.outside: set[names.WorkloadKey] = set()
@@ -86,7 +89,14 @@ class QueueManager:
             self._by_root = None
             self._backfill = (None, [])
         q.strategy = info.strategy
+        q.set_scoring(self.score if info.usage_based and self.usage.enabled else None)
         return q
+
+    def score(self, lq: fair_usage.LocalQueueKey) -> float:
+        """A LocalQueue's admission fair-sharing score: its weighted usage per its weight."""
+        obj = self.cache.local_queue(lq.namespace, lq.name)
+        fair = None if obj is None else obj.spec.fair_sharing
+        return self.usage.score(lq, 1.0 if fair is None else fair.weight / 1000)
 
     def _place(
         self,
@@ -107,7 +117,7 @@ class QueueManager:
             return []
         self.outside.discard(pw.info.key)
         pw.cluster_queue = q.name
-        pw.shape = queue_shape(pw.info, q.strategy)
+        pw.shape = queue_shape(pw.info, q.strategy, by_local_queue=q.scoring is not None)
         if pw.requeue_at > now:
             q.park(pw)
             return []

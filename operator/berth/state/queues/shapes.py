@@ -44,15 +44,24 @@ def _intern(key: tuple[object, ...]) -> Shape:
     return found
 
 
-def queue_shape(info: workload.WorkloadInfo, strategy: clusterqueue.QueueingStrategy) -> Shape:
+def queue_shape(
+    info: workload.WorkloadInfo,
+    strategy: clusterqueue.QueueingStrategy,
+    *,
+    by_local_queue: bool = False,
+) -> Shape:
     """The shape a queue files a workload under.
 
     Its scheduling shape, and under Backfill also what its runtime estimate is made from
     besides its pod sets (``state.runtimes``): its own bounds and its LocalQueue. Workloads of
     one such shape get the same estimate at any time, so one held for a reservation stands for
     all of them (``core.backfill``: those behind it see the same reservations ahead and more).
+    ``by_local_queue`` (admission fair sharing): its LocalQueue too, as each LocalQueue's
+    workloads are ordered apart.
     """
     key = info.scheduling_shape()
+    if by_local_queue:
+        key = (*key, info.key.namespace, info.local_queue)
     if strategy == clusterqueue.QueueingStrategy.BACKFILL:
         estimated = (
             info.key.namespace,
