@@ -31,7 +31,7 @@ from berth.api import duration
 from berth.api import protection as api_protection
 from berth.api.clusterqueue import PreemptionPolicy, QueueingStrategy
 from berth.core import cycle, fairsharing
-from berth.devtools import perfshape, topologybench, tracebench
+from berth.devtools import perfshape, teamshares, topologybench, tracebench
 from berth.devtools.differential import command as differential_command
 from berth.devtools.harness import command as harness_command
 from berth.devtools.harness import replay_command
@@ -352,6 +352,16 @@ def _first(
         "work since its last and resumes from it, and the lost column counts only that."
     ),
 )
+@click.option(
+    "--fair-usage",
+    multiple=True,
+    type=options.DURATION,
+    help=(
+        "Also replay the teams' LocalQueues in one ClusterQueue under admission fair sharing "
+        "with this usageHalfLifeTime (e.g. 24h), beside the bound (the same queue by "
+        "arrival); repeatable."
+    ),
+)
 def trace(  # click passes every option by name
     *,
     trace_name: str,
@@ -367,6 +377,7 @@ def trace(  # click passes every option by name
     protections: tuple[float, ...],
     reclaim: str,
     checkpoint_every: float | None,
+    fair_usage: tuple[float, ...],
 ) -> None:
     """Replay a public GPU trace under each queueing strategy and print what it measured."""
     name = tracebench.TraceName(trace_name)
@@ -413,6 +424,14 @@ def trace(  # click passes every option by name
         for p in chosen
         for w in windows
     ]
+    asked.extend(
+        tracebench.Replay(
+            f"shared AFS {duration.format(h)}",
+            QueueingStrategy.BEST_EFFORT_FIFO,
+            dataclasses.replace(common, bound=True, fair_usage_half_life=h),
+        )
+        for h in fair_usage
+    )
     asked.append(
         tracebench.Replay(
             "bound", QueueingStrategy.BEST_EFFORT_FIFO, dataclasses.replace(common, bound=True)
@@ -442,10 +461,32 @@ def trace(  # click passes every option by name
     )
     for line in goal_lines(rows):
         click.echo(line)
+    for line in share_lines([*rows, bound]):
+        click.echo(line)
     if plot_path is not None:
         title = f"{name.value}: {len(selected):,} jobs on {capacity} GPUs"
         tracebench.plot_waits([*rows, bound], title, plot_path)
         click.echo(f"wrote {plot_path}")
+
+
+def share_lines(rows: Sequence[tracebench.Figures]) -> list[str]:
+    """Each replay's 7-day shares of GPU-hours against the teams' weighted shares."""
+    head = (
+        "7-day share of GPU-hours / weighted share, for teams with work waiting all window "
+        f"(goal: never below {teamshares.GOAL:g}x):"
+    )
+    out = [head]
+    for f in rows:
+        sh = f.shares
+        if sh is None or not sh.counted:
+            out.append(f"  {f.label:<20} no team waited a whole window")
+            continue
+        out.append(
+            f"  {f.label:<20} lowest {sh.lowest:.2f}x (team {sh.lowest_team}, from day "
+            f"{sh.lowest_at / 86400:.0f}), {sh.below:,} of {sh.counted:,} team-windows below "
+            f"{teamshares.GOAL:g}x: " + ("met" if sh.met else "not met")
+        )
+    return out
 
 
 def _protection_windows(protections: tuple[float, ...]) -> list[float]:

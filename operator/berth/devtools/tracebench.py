@@ -21,17 +21,19 @@ checkpoint.
 
 ``bound``: the same jobs in one ClusterQueue holding the whole capacity, BestEffortFIFO, no team
 quotas: a greedy scheduler that never leaves a GPU idle while a job that fits waits, the
-work-conserving reference for utilisation.
+work-conserving reference for utilisation. With ``Settings.fair_usage_half_life`` that queue
+orders the teams' LocalQueues by usage-based admission fair sharing.
 
 Figures (``Figures``): GPU utilisation while the jobs arrive (GPU-seconds held by admitted jobs
 over capacity x that window), the share of GPU-seconds lost to runs a preemption cut short, time
 queued per gang-size bucket (mean and p95), the longest, preemptions, under Backfill how far each
 admission's start was from the start first estimated for it, and jobs per CPU-second of the
 simulator; ``plot_waits`` draws the waits as a PNG. ``replay_each`` runs several replays side by
-side in worker processes, each measuring its own CPU. ``Goal`` measures a policy against Backfill's
-goal: the p95 time queued of jobs of at least ``GOAL_GANG`` GPUs at most ``GOAL_RATIO`` times that
-of 1-GPU jobs, with utilisation within ``GOAL_POINTS`` points of BestEffortFIFO's. Used by
-``berth bench trace``.
+side in worker processes, each measuring its own CPU; ``Figures.shares`` is each team's 7-day
+share of GPU-hours against its weighted share (``devtools.teamshares``). ``Goal`` measures a
+policy against Backfill's goal: the p95 time queued of jobs of at least ``GOAL_GANG`` GPUs at
+most ``GOAL_RATIO`` times that of 1-GPU jobs, with utilisation within ``GOAL_POINTS`` points of
+BestEffortFIFO's. Used by ``berth bench trace``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ import yaml
 
 from berth.api import base, duration, names
 from berth.api.clusterqueue import PreemptionPolicy, QueueingStrategy
+from berth.devtools import teamshares
 from berth.sim import documents, engine
 from berth.sim.workloads import saved_by
 
@@ -248,6 +251,9 @@ class Settings:
     """Every job saves a checkpoint this often while it runs (``sim.berth.dev/checkpoint-every``):
     a preempted one loses only the work since the last and resumes from it. None: it starts
     over."""
+    fair_usage_half_life: float | None = None
+    """With ``bound`` (the teams' LocalQueues in one ClusterQueue): admission fair sharing with
+    this ``usageHalfLifeTime`` (``UsageBasedAdmissionFairSharing``). None: by arrival."""
 
 
 def scenario(
@@ -261,20 +267,22 @@ def scenario(
     raws: list[dict[str, Any]] = [
         {"apiVersion": base.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}
     ]
+    config: dict[str, Any] = {}
     if protection > 0:
         window = {"minAdmitDuration": duration.format(protection)}
-        raws.insert(
-            0,
-            {
-                "apiVersion": base.API_VERSION,
-                "kind": "Configuration",
-                "metadata": {"name": "config"},
-                "preemptionProtection": {"reclaimWithinCohort": window},
-            },
-        )
+        config["preemptionProtection"] = {"reclaimWithinCohort": window}
+    half_life = settings.fair_usage_half_life if bound else None
+    if half_life is not None:
+        config["admissionFairSharing"] = {"usageHalfLifeTime": duration.format(half_life)}
+    if config:
+        meta = {"apiVersion": base.API_VERSION, "kind": "Configuration"}
+        raws.insert(0, {**meta, "metadata": {"name": "config"}, **config})
     team_queue = {}
     if bound:
-        raws.append(_queue("all", None, capacity, QueueingStrategy.BEST_EFFORT_FIFO))
+        shared = _queue("all", None, capacity, QueueingStrategy.BEST_EFFORT_FIFO)
+        if half_life is not None:
+            shared["spec"]["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+        raws.append(shared)
         team_queue = {j.team: "all" for j in jobs}
     else:
         raws.append({"apiVersion": base.API_VERSION, "kind": "Cohort", "metadata": {"name": "all"}})
@@ -382,6 +390,8 @@ class Figures:
     estimated for it (negative: earlier than estimated)."""
     big_gangs: Waits = Waits(0, 0.0, 0.0)
     """Time queued of the jobs of at least ``GOAL_GANG`` GPUs (across buckets)."""
+    shares: teamshares.Shares | None = None
+    """Each team's 7-day share of GPU-hours against its weighted share (``teamshares``)."""
 
     @property
     def estimate_error(self) -> float | None:
@@ -462,6 +472,14 @@ def replay(
             if e["event"] == "Admitted" and "estimatedStart" in e
         ),
         big_gangs=_waits(big),
+        shares=teamshares.measure(
+            events,
+            [
+                teamshares.Job(str(_key(j, i)), j.team, j.arrival, j.gpus)
+                for i, j in enumerate(jobs)
+            ],
+            window,
+        ),
     )
 
 

@@ -258,6 +258,8 @@ class Simulator:
             timer = heapq.heappop(self._timers)
             if timer.action == _Action.CYCLE:
                 cycle_due = True
+            elif timer.action == _Action.SAMPLE:
+                changed |= self._sampled(timer)
             else:
                 self._fire(timer)
                 changed |= timer.action != _Action.CHECKPOINT
@@ -283,10 +285,11 @@ class Simulator:
             self._sample_at = max(due, self.now)
             self._schedule(self._sample_at, _Action.SAMPLE)
 
-    def _sampled(self, timer: _Timer) -> None:
+    def _sampled(self, timer: _Timer) -> bool:
+        """Sample the usage; tell whether a cycle could decide anything new after it."""
         if timer.at == self._sample_at:
             self._sample_at = None
-        self.state.sample_usage(self.now)
+        return self.state.reorders(self.state.sample_usage(self.now))
 
     def _protections_end(self, timer: _Timer) -> None:
         if timer.at == self._recheck_at:
@@ -296,9 +299,6 @@ class Simulator:
     def _fire(self, timer: _Timer) -> None:
         if timer.action == _Action.PROTECTION_ENDS:
             self._protections_end(timer)
-            return
-        if timer.action == _Action.SAMPLE:
-            self._sampled(timer)
             return
         if timer.doc is not None:
             if timer.action == _Action.APPLY:

@@ -7,7 +7,8 @@ now, with the admitted workload counted, and adds its penalty at once (``charge`
 arithmetic is ``core.fair_usage``'s.
 
 Only LocalQueues of ClusterQueues whose ``admissionScope`` asks for it are tracked, and only
-while the Configuration has ``admissionFairSharing``. The operator writes each LocalQueue's
+while the Configuration has ``admissionFairSharing``; all are sampled together, at every
+multiple of ``usageSamplingInterval`` on the clock. The operator writes each LocalQueue's
 usage to its status and seeds it from there after a restart (``restore``, with the clock at the
 restart as Kueue does: the downtime does not decay it). Called by ``state.lifecycle`` and the
 queues (``score``); sampled by the operator's lifecycle task and the simulator's timer.
@@ -41,6 +42,8 @@ class UsageLedger:
         self.entries: dict[LocalQueueKey, Entry] = {}
         self.version = 0
         """Bumped whenever a score may have changed (the queues re-read them)."""
+        self._next_tick = 0.0
+        """When the next sample is due: the next multiple of the interval after the last."""
 
     @property
     def enabled(self) -> bool:
@@ -52,6 +55,7 @@ class UsageLedger:
         self.config = config
         if config is None:
             self.entries = {}
+        self._next_tick = 0.0
         self.version += 1
 
     def restore(
@@ -71,41 +75,37 @@ class UsageLedger:
             del self.entries[lq]
 
     def due(self, now: float) -> bool:
-        """Tell whether any LocalQueue is due a sample."""
-        cfg = self.config
-        return cfg is not None and any(
-            now - e.last >= cfg.usage_sampling_interval for e in self.entries.values()
-        )
+        """Tell whether a sample is due at ``now`` (a tick passed since the last sample)."""
+        return self.config is not None and bool(self.entries) and now >= self._next_tick
 
     def next_sample(self) -> float | None:
-        """When the next LocalQueue is due a sample (None: none tracked, or off)."""
-        cfg = self.config
-        if cfg is None or not self.entries:
+        """When the next sample is due (None: none tracked, or off)."""
+        if self.config is None or not self.entries:
             return None
-        return min(e.last for e in self.entries.values()) + cfg.usage_sampling_interval
+        return self._next_tick
 
     def sample(
         self, now: float, held: Mapping[LocalQueueKey, fair_usage.Usage]
     ) -> list[LocalQueueKey]:
-        """Decay the usage of each LocalQueue due a sample with what it ``held`` now.
+        """Decay the usage of every tracked LocalQueue with what it ``held`` now.
 
-        Returns those sampled.
+        Every LocalQueue at the same instants, each ``usageSamplingInterval`` on the clock
+        (Kueue samples each on a timer of its own; the decay counts the time since each one's
+        last update, so only the phase differs). Returns those sampled.
         """
         cfg = self.config
         if cfg is None:
             return []
-        out = []
+        interval = cfg.usage_sampling_interval
+        self._next_tick = (now // interval + 1) * interval
         for lq, entry in self.entries.items():
-            if now - entry.last < cfg.usage_sampling_interval:
-                continue
             entry.usage = fair_usage.decayed(
                 entry.usage, held.get(lq, {}), now - entry.last, cfg.usage_half_life_time
             )
             entry.last = now
-            out.append(lq)
-        if out:
+        if self.entries:
             self.version += 1
-        return out
+        return list(self.entries)
 
     def charge(
         self,

@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from berth.api import configuration, names
+from berth.api import clusterqueue, configuration, names
 from berth.core import cycle, cycle_groups, protection, resources, snapshot, workload
 from berth.core import fair_usage as core_fair_usage
 from berth.core.backfill import reservations
@@ -177,6 +177,23 @@ class Lifecycle:
         if not self.usage.due(now):
             return []
         return self.usage.sample(now, self.held_usage())
+
+    def reorders(self, sampled: Sequence[fair_usage.LocalQueueKey]) -> bool:
+        """Tell whether a cycle could decide anything new after a sample of ``sampled``.
+
+        A sample changes only which LocalQueue gives a ClusterQueue its head. A settled
+        BestEffortFIFO or Backfill queue holds only heads that did not fit, parked, and they come
+        back on the events that free quota; a StrictFIFO queue's blocked head may give way to
+        another LocalQueue's, which may fit.
+        """
+        strict = clusterqueue.QueueingStrategy.STRICT_FIFO
+        cqs = self.cache.snapshot.cluster_queues
+        for lq in sampled:
+            obj = self.cache.local_queue(lq.namespace, lq.name)
+            info = None if obj is None else cqs.get(obj.spec.cluster_queue)
+            if info is not None and info.strategy == strict:
+                return True
+        return False
 
     def _charge(self, a: cycle.Admit, now: float) -> None:
         """Charge an admission to its LocalQueue's usage, with its entry penalty."""

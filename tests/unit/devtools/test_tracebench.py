@@ -462,3 +462,24 @@ def test_protect_adds_a_protected_replay_or_names_the_bad_window(
     for line in want:
         assert line in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_the_shared_queue_under_admission_fair_sharing_alternates_the_teams() -> None:
+    # One 8-GPU queue: a queues three 8-GPU jobs of 100 s at 0, b one at 1. By arrival b runs
+    # last (at 300); with a's usage counted it runs second (at 100).
+    jobs = [Job(0, 100, 8, "a"), Job(0, 100, 8, "a"), Job(0, 100, 8, "a"), Job(1, 100, 8, "b")]
+    docs = tb.scenario(jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, tb.Settings(bound=True))
+    assert all(d.raw["kind"] != "Configuration" for d in docs)
+    fair = tb.Settings(bound=True, fair_usage_half_life=3600.0)
+    docs = tb.scenario(jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, fair)
+    config = next(d.raw for d in docs if d.raw["kind"] == "Configuration")
+    assert config["admissionFairSharing"] == {"usageHalfLifeTime": "1h"}
+    by_arrival = tb.replay(
+        "fifo", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, tb.Settings(bound=True)
+    )
+    shared = tb.replay("afs", jobs, QueueingStrategy.BEST_EFFORT_FIFO, 8, fair)
+    assert by_arrival.waits["5-8"].jobs == shared.waits["5-8"].jobs == 4
+    # b waits 299 s by arrival, 99 s under fair sharing (a.s second and third: 200 s, 300 s).
+    assert by_arrival.longest_wait == pytest.approx(299.0)
+    assert shared.longest_wait == pytest.approx(300.0)
+    assert shared.waits["5-8"].mean == pytest.approx((0 + 99 + 200 + 300) / 4)

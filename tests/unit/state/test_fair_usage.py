@@ -67,7 +67,7 @@ def test_a_sample_decays_what_each_local_queue_holds() -> None:
     _admitted(w)
     penalty = (w.state.usage.usage(A) or ({}, 0))[0][names.ResourceName(GPU)]
     w.now = HOUR
-    assert w.state.sample_usage(HOUR) == [A]  # team-b, tracked from now, is not due yet
+    assert w.state.sample_usage(HOUR) == [A, B]  # every LocalQueue at each tick
     got = (w.state.usage.usage(A) or ({}, 0))[0][names.ResourceName(GPU)]
     assert got == pytest.approx(penalty * 0.5 + 2 * 0.5)
     assert w.state.usage.next_sample() == HOUR + 300
