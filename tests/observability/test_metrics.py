@@ -280,3 +280,21 @@ def test_a_held_preemption_is_counted_by_what_held_it(
         ("cluster_queue", "held_by"),
     )
     assert held == {("team-a", held_by): attempts}
+
+
+def test_the_admission_fair_sharing_score_of_each_local_queue_is_exported(
+    tmp_path: pathlib.Path,
+) -> None:
+    # At the end team-a ran four 2-GPU hours, team-b two: team-a's decayed usage is higher.
+    out = tmp_path / "metrics.txt"
+    path = ROOT / "tests" / "scenarios" / "admission-fair-sharing-alternates-local-queues.yaml"
+    result = CliRunner().invoke(cli.main, ["simulate", str(path), "--metrics-out", str(out)])
+    assert result.exit_code == 0, result.output
+    scores = {
+        labels["namespace"]: value
+        for _, labels, value in _families(out.read_text())[
+            "berth_local_queue_admission_fair_sharing_usage"
+        ]
+    }
+    assert set(scores) == {"team-a", "team-b"}
+    assert scores["team-a"] > scores["team-b"] > 0

@@ -289,6 +289,13 @@ class Metrics:
             lq_cell,
             registry=reg,
         )
+        self.local_queue_admission_fair_sharing_usage = g(
+            f"{PREFIX}_local_queue_admission_fair_sharing_usage",
+            "A LocalQueue's admission fair-sharing score: its weighted decayed usage over its "
+            "weight (the lowest gives its ClusterQueue the next head).",
+            ("name", "namespace"),
+            registry=reg,
+        )
         self.build_info.labels(berth.__version__).set(1)
 
     # Events ------------------------------------------------------------------------------------
@@ -386,6 +393,7 @@ class Metrics:
             self.local_queue_admitted_active_workloads,
             self.local_queue_resource_reservation,
             self.local_queue_resource_usage,
+            self.local_queue_admission_fair_sharing_usage,
         ):
             gauge.clear()
         snap = cache.snapshot
@@ -406,6 +414,11 @@ class Metrics:
                 self.pending_workloads.labels(name, status_name).set(0)
         self._report_pending(cache, queues)
         self._report_local_queues(cache)
+        for lq in sorted(queues.usage.entries):
+            # +Inf for a LocalQueue of weight 0, as the score is.
+            self.local_queue_admission_fair_sharing_usage.labels(lq.name, lq.namespace).set(
+                queues.score(lq)
+            )
 
     def _report_cell(self, cohort: str, cq: str, cell: Usage) -> None:
         labels = (cohort, cq, cell.flavor, cell.resource)
