@@ -300,7 +300,8 @@ class FairPreemptor:
                 if other is self.node or not any(other.borrowing(fr) for fr in frs):
                     continue
                 take(other.name, pre.reclaim_within_cohort)
-        out.sort(key=lambda c: ordering.candidate_key(c, self.cq.name))
+        score = self.snap.candidate_score(self.cq.name)
+        out.sort(key=lambda c: ordering.candidate_key(c, self.cq.name, score))
         return out
 
     def _protected(
@@ -506,8 +507,9 @@ class _TargetOrdering:
                 continue
             c = compare(drs, best_cq_drs)
             if c == 0 and best_cq is not None:
-                new_key = ordering.candidate_key(self.by_cq[child.name][0], fp.cq.name)
-                old_key = ordering.candidate_key(self.by_cq[best_cq.name][0], fp.cq.name)
+                score = snap.candidate_score(fp.cq.name)
+                new_key = ordering.candidate_key(self.by_cq[child.name][0], fp.cq.name, score)
+                old_key = ordering.candidate_key(self.by_cq[best_cq.name][0], fp.cq.name, score)
                 if new_key < old_key:
                     best_cq = child
             elif c > 0:

@@ -6,6 +6,8 @@ entries across ClusterQueues) and ``berth.core.preemption`` (order of preemption
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from berth.core import snapshot, workload
 
 
@@ -38,23 +40,30 @@ def entry_key(
 
 
 def candidate_key(
-    candidate: snapshot.AdmittedWorkload, preemptor_cq: str
-) -> tuple[bool, bool, int, float, str]:
+    candidate: snapshot.AdmittedWorkload,
+    preemptor_cq: str,
+    score: Callable[[snapshot.AdmittedWorkload], float] | None = None,
+) -> tuple[bool, bool, float, int, float, str]:
     """Order of preemption candidates (the first is preempted first).
 
     1. Workloads already evicted first (their quota is on its way back anyway).
     2. Workloads of other ClusterQueues before those of the preemptor's own queue.
-    3. Lower (effective) priority first.
-    4. Least work lost per unit of quota freed first: the latest start of unsaved work, its
+    3. Under admission fair sharing (``score``, the preemptor's queue's), among those of the
+       preemptor's own queue: the LocalQueue with the higher score first (Kueue's
+       ``CandidatesOrdering``, ``LocalQueueFSUsage``). Candidates of other queues tie here.
+    4. Lower (effective) priority first.
+    5. Least work lost per unit of quota freed first: the latest start of unsaved work, its
        admission (quota reserved) or a later checkpoint it reported. Without checkpoints this
        is Kueue's "most recently admitted first". Not GPUs x time: a greedy pick by that total
        evicts eight 2-hour 1-GPU jobs (16 GPU-hours) before one 1-hour 8-GPU job (8) when 8 GPUs
        are needed; what a victim frees is proportional to its GPUs, so time alone ranks cost.
-    5. Tie-breaker: uid.
+    6. Tie-breaker: uid.
     """
+    own = candidate.cluster_queue == preemptor_cq
     return (
         not candidate.evicted,
-        candidate.cluster_queue == preemptor_cq,
+        own,
+        -score(candidate) if score is not None and own else 0.0,
         candidate.info.priority,
         -candidate.info.work_since(candidate.reserved_at),
         candidate.info.uid,

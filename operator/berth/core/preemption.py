@@ -199,8 +199,8 @@ class Preemptor:
                 return found
         return []
 
-    def _sort_key(self, c: _Candidate) -> tuple[bool, bool, int, float, str]:
-        return ordering.candidate_key(c.adm, self.cq.name)
+    def _sort_key(self, c: _Candidate) -> tuple[bool, bool, float, int, float, str]:
+        return ordering.candidate_key(c.adm, self.cq.name, self.snap.candidate_score(self.cq.name))
 
     def _attempt(
         self,

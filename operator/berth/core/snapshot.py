@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from berth.api import clusterqueue, names, pod, selector
 from berth.api import protection as api_protection
@@ -117,6 +117,21 @@ class Snapshot:
         """Topology-aware flavors whose Topology exists, with their domains."""
         self.namespaces: dict[str, dict[str, str]] = {}
         self.admitted: dict[names.ClusterQueueName, dict[names.WorkloadKey, AdmittedWorkload]] = {}
+        self.local_queue_score: Callable[[names.WorkloadKey], float] | None = None
+        """Admission fair sharing's score of a LocalQueue (``namespace/name``), set by the state
+        while it is on: it orders preemption candidates of one ClusterQueue."""
+
+    def candidate_score(
+        self, cq: names.ClusterQueueName
+    ) -> Callable[[AdmittedWorkload], float] | None:
+        """The score that orders ``cq``'s own preemption candidates, if it uses fair usage."""
+        score = self.local_queue_score
+        info = self.cluster_queues.get(cq)
+        if score is None or info is None or not info.usage_based:
+            return None
+        return lambda adm: score(
+            names.WorkloadKey(adm.info.key.namespace, adm.info.local_queue or "")
+        )
 
     # Usage ------------------------------------------------------------------------------------
 

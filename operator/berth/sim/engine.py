@@ -230,7 +230,8 @@ class Simulator:
             self.now = at
             cycle_due, changed = self._fire_due(at)
             if not (changed or cycle_due):
-                continue  # only checkpoints: no cycle could decide anything new
+                self._schedule_sample()
+                continue  # only checkpoints or samples: no cycle could decide anything new
             # Queue-level consequences of this instant's changes, once, after all of them.
             if self._drain_due:
                 self._drain_due = False

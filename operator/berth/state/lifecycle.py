@@ -321,6 +321,7 @@ class Lifecycle:
             inputs = reservations.Inputs(
                 holders, self.estimate, version, self.kept, self.starts, self._ends
             )
+        self.cache.snapshot.local_queue_score = self.queues.score if self.usage.enabled else None
         result = cycle.schedule(
             self.cache.snapshot,
             heads,
