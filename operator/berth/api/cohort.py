@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pydantic
 
-from berth.api import base, names, protection, quota
+from berth.api import base, clusterqueue, names, protection, quota
 
 
 class CohortSpec(base.Model):
@@ -25,6 +25,11 @@ class CohortSpec(base.Model):
     preemption_budget: protection.PreemptionBudget | None = None
     """At most this many workloads of the ClusterQueues below this cohort preempted per window
     (any reason), over and above each queue's own budget."""
+    admission_scope: clusterqueue.AdmissionScope | None = None
+    """Berth's own, on a root cohort: with UsageBasedAdmissionFairSharing the heads of its
+    ClusterQueues are ordered by each queue's decayed usage (its LocalQueues' summed, over its
+    fairSharing.weight) before priority, as Slurm's fair-share tree; needs the Configuration's
+    admissionFairSharing."""
 
 
 class CohortFairSharingStatus(base.Model):

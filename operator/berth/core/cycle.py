@@ -241,7 +241,9 @@ def schedule(
     with snap.what_if():
         entries = [e for e in (run.nominate(h) for h in heads) if e is not None]
         entries.sort(
-            key=lambda e: ordering.entry_key(e.head.preemptor, e.assignment.borrowing, e.info)
+            key=lambda e: ordering.entry_key(
+                e.head.preemptor, e.assignment.borrowing, e.info, snap.head_score(e.cq.name)
+            )
         )
         ordered = (
             fairsharing.tournament(

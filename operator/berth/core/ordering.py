@@ -24,19 +24,21 @@ def queue_key(info: workload.WorkloadInfo, *, sticky: bool = False) -> tuple[boo
 
 
 def entry_key(
-    preemptor: bool, borrowing: int, info: workload.WorkloadInfo
-) -> tuple[bool, int, int, float]:
+    preemptor: bool, borrowing: int, info: workload.WorkloadInfo, usage: float = 0.0
+) -> tuple[bool, int, float, int, float]:
     """Order of nominated heads across ClusterQueues within one cycle (classical mode).
 
     1. Preemptors first: a workload that already evicted victims takes the room it made before
        anyone else can (Kueue's ``PrioritizePreemptorWorkloads``, on in Berth: without it a
        victim can win the freed room back and be preempted again, forever).
     2. Lower borrowing level first: entries within nominal quota before borrowing ones.
-    3. Higher priority first.
-    4. Earlier queue-order time first.
+    3. In a root cohort whose ``admissionScope`` is usage-based (Berth's own, Slurm's fair-share
+       tree): the ClusterQueue with the lower decayed usage over its weight first (``usage``).
+    4. Higher priority first.
+    5. Earlier queue-order time first.
     Ties keep the order of the heads (ClusterQueue name), as a stable sort does.
     """
-    return (not preemptor, borrowing, -info.priority, info.order_time)
+    return (not preemptor, borrowing, usage, -info.priority, info.order_time)
 
 
 def candidate_key(

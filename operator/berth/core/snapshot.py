@@ -117,9 +117,25 @@ class Snapshot:
         """Topology-aware flavors whose Topology exists, with their domains."""
         self.namespaces: dict[str, dict[str, str]] = {}
         self.admitted: dict[names.ClusterQueueName, dict[names.WorkloadKey, AdmittedWorkload]] = {}
+        self.usage_based_cohorts: set[names.CohortName] = set()
+        """Cohorts whose ``admissionScope`` orders their ClusterQueues by decayed usage."""
+        self.cluster_queue_score: Callable[[names.ClusterQueueName], float] | None = None
+        """A ClusterQueue's decayed usage over its weight, set by the state while admission fair
+        sharing is on: it orders the heads of a usage-based root cohort's queues."""
         self.local_queue_score: Callable[[names.WorkloadKey], float] | None = None
         """Admission fair sharing's score of a LocalQueue (``namespace/name``), set by the state
         while it is on: it orders preemption candidates of one ClusterQueue."""
+
+    def head_score(self, cq: names.ClusterQueueName) -> float:
+        """What orders ``cq``'s head among its root cohort's heads (0 unless usage-based)."""
+        score = self.cluster_queue_score
+        node = self.cq_nodes.get(cq)
+        if score is None or node is None:
+            return 0.0
+        root = node.root()
+        if not root.is_cohort or names.CohortName(root.name) not in self.usage_based_cohorts:
+            return 0.0
+        return score(cq)
 
     def candidate_score(
         self, cq: names.ClusterQueueName

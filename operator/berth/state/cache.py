@@ -417,6 +417,9 @@ class Cache:
             snap.cohort_weights[name] = weight
             if co is not None and co.spec.preemption_budget is not None:
                 snap.cohort_budgets[name] = co.spec.preemption_budget
+            scope = None if co is None else co.spec.admission_scope
+            if scope is not None and scope.admission_mode == clusterqueue.AdmissionMode.USAGE_BASED:
+                snap.usage_based_cohorts.add(name)
         for name in sorted(parents):
             parent = parents[name]
             if parent is not None and name not in cycles:

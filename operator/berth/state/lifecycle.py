@@ -152,12 +152,38 @@ class Lifecycle:
         """The LocalQueues whose ClusterQueue orders them by usage (none while it is off)."""
         if not self.usage.enabled:
             return []
-        cqs = self.cache.snapshot.cluster_queues
         return sorted(
             fair_usage.LocalQueueKey(ns, name)
             for (ns, name), lq in self.cache.local_queues.items()
-            if (info := cqs.get(lq.spec.cluster_queue)) is not None and info.usage_based
+            if self._tracked(lq.spec.cluster_queue)
         )
+
+    def _tracked(self, cq: names.ClusterQueueName) -> bool:
+        """Tell whether ``cq``'s LocalQueues' usage counts: it or its root cohort is usage-based."""
+        snap = self.cache.snapshot
+        info = snap.cluster_queues.get(cq)
+        if info is None:
+            return False
+        if info.usage_based:
+            return True
+        node = snap.cq_nodes.get(cq)
+        root = None if node is None else node.root()
+        return (
+            root is not None
+            and root.is_cohort
+            and names.CohortName(root.name) in snap.usage_based_cohorts
+        )
+
+    def cluster_queue_score(self, cq: names.ClusterQueueName) -> float:
+        """A ClusterQueue's decayed usage: its LocalQueues' weighted usage, over its weight."""
+        total = sum(
+            self.usage.score(fair_usage.LocalQueueKey(ns, name), 1.0)
+            for (ns, name), lq in self.cache.local_queues.items()
+            if lq.spec.cluster_queue == cq
+        )
+        info = self.cache.snapshot.cluster_queues.get(cq)
+        weight = 1.0 if info is None else info.fair_weight / 1000
+        return core_fair_usage.score({names.ResourceName("usage"): total}, {}, weight)
 
     def held_usage(self) -> dict[fair_usage.LocalQueueKey, core_fair_usage.Usage]:
         """What each LocalQueue's admitted workloads hold now, per resource (Kueue's sample)."""
@@ -199,8 +225,7 @@ class Lifecycle:
         """Charge an admission to its LocalQueue's usage, with its entry penalty."""
         if not self.usage.enabled:
             return
-        info = self.cache.snapshot.cluster_queues.get(a.admission.cluster_queue)
-        if info is None or not info.usage_based:
+        if not self._tracked(a.admission.cluster_queue):
             return
         lq = fair_usage.LocalQueueKey(a.info.key.namespace, a.info.local_queue or "")
         self.usage.track([*self.usage.entries, lq], now)
@@ -321,7 +346,12 @@ class Lifecycle:
             inputs = reservations.Inputs(
                 holders, self.estimate, version, self.kept, self.starts, self._ends
             )
-        self.cache.snapshot.local_queue_score = self.queues.score if self.usage.enabled else None
+        snap = self.cache.snapshot
+        on = self.usage.enabled
+        snap.local_queue_score = self.queues.score if on else None
+        snap.cluster_queue_score = (
+            self.cluster_queue_score if on and snap.usage_based_cohorts else None
+        )
         result = cycle.schedule(
             self.cache.snapshot,
             heads,
