@@ -27,6 +27,10 @@ def cq() -> builders.ClusterQueueBuilder:
     return builders.ClusterQueueBuilder("team-a").flavor_quotas("a100", {"nvidia.com/gpu": 8})
 
 
+AFS = {"usageHalfLifeTime": "168h", "usageSamplingInterval": "5m", "resourceWeights": {"memory": 0}}
+"""KEP-4136's admissionFairSharing section, as Kueue's Configuration and Berth's write it."""
+
+
 def wl() -> builders.WorkloadBuilder:
     return builders.WorkloadBuilder("train", "ml").queue("q").pod_set("main", 2)
 
@@ -412,25 +416,9 @@ CASES = [
     pytest.param(
         builders.ConfigurationBuilder()
         .set("apiVersion", CONFIG_V1BETA2)
-        .set(
-            "admissionFairSharing",
-            {
-                "usageHalfLifeTime": "168h",
-                "usageSamplingInterval": "5m",
-                "resourceWeights": {"memory": 0},
-            },
-        )
+        .set("admissionFairSharing", AFS)
         .raw(),
-        builders.ConfigurationBuilder()
-        .set(
-            "admissionFairSharing",
-            {
-                "usageHalfLifeTime": "168h",
-                "usageSamplingInterval": "5m",
-                "resourceWeights": {"memory": 0},
-            },
-        )
-        .raw(),
+        builders.ConfigurationBuilder().set("admissionFairSharing", AFS).raw(),
         [],
         id="KEP-4136's admissionFairSharing carries over as it is",
     ),

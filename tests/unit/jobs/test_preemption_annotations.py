@@ -11,22 +11,13 @@ from typing import Any
 
 import pytest
 
+import builders
 from berth.api import workload
 from berth.jobs import batchjob, jobset
 
 
 def _job(annotations: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": "train",
-            "namespace": "ml",
-            "labels": {"berth.dev/queue-name": "lq"},
-            "annotations": annotations,
-        },
-        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
-    }
+    return builders.JobBuilder("train", "ml").queue("lq").annotations(annotations).raw()
 
 
 def _jobset(annotations: dict[str, str]) -> dict[str, Any]:
