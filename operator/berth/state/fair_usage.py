@@ -40,8 +40,6 @@ class UsageLedger:
     def __init__(self) -> None:
         self.config: configuration.AdmissionFairSharing | None = None
         self.entries: dict[LocalQueueKey, Entry] = {}
-        self.version = 0
-        """Bumped whenever a score may have changed (the queues re-read them)."""
         self._next_tick = 0.0
         """When the next sample is due: the next multiple of the interval after the last."""
 
@@ -56,7 +54,6 @@ class UsageLedger:
         if config is None:
             self.entries = {}
         self._next_tick = 0.0
-        self.version += 1
 
     def restore(
         self, lq: LocalQueueKey, usage: Mapping[names.ResourceName, float], now: float
@@ -64,7 +61,6 @@ class UsageLedger:
         """Seed a LocalQueue seen for the first time from the usage its status kept."""
         if lq not in self.entries:
             self.entries[lq] = Entry(dict(usage), now)
-            self.version += 1
 
     def track(self, lqs: Iterable[LocalQueueKey], now: float) -> None:
         """Start tracking LocalQueues not tracked yet (from no usage), and forget the others."""
@@ -103,8 +99,6 @@ class UsageLedger:
                 entry.usage, held.get(lq, {}), now - entry.last, cfg.usage_half_life_time
             )
             entry.last = now
-        if self.entries:
-            self.version += 1
         return list(self.entries)
 
     def charge(
@@ -129,7 +123,6 @@ class UsageLedger:
             usage, fair_usage.penalty(requests, cfg.usage_sampling_interval, half_life)
         )
         entry.last = now
-        self.version += 1
 
     def score(self, lq: LocalQueueKey, weight: float) -> float:
         """``lq``'s weighted usage per unit of its ``weight`` (0 for one not tracked)."""

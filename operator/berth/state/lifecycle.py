@@ -194,10 +194,10 @@ class Lifecycle:
         return {lq: core_fair_usage.flat(usages) for lq, usages in by_lq.items()}
 
     def sample_usage(self, now: float) -> list[fair_usage.LocalQueueKey]:
-        """Sample every tracked LocalQueue due a sample; returns those sampled.
+        """Sample every tracked LocalQueue when a sample is due; returns those sampled.
 
         Their scores changed, so which LocalQueue gives its ClusterQueue the next head may
-        have too: the drivers run a cycle after a sample.
+        have too (``reorders`` tells whether a cycle could make anything of it).
         """
         self.usage.track(self.fair_local_queues(), now)
         if not self.usage.due(now):
