@@ -39,6 +39,11 @@ LABELS = {
     f"{KUEUE_GROUP}/job-min-parallelism": f"{base.GROUP}/job-min-parallelism",
 }
 """Kueue labels and annotations Berth reads under its own prefix."""
+WORKLOAD_RENAMES = {
+    **LABELS,
+    workload.KUEUE_PRIORITY_BOOST_ANNOTATION: workload.PRIORITY_BOOST_ANNOTATION,
+}
+"""On a Workload also KEP-7990's priority boost, which Berth reads from Workloads only."""
 
 PRIORITY_SOURCES = {
     f"{KUEUE_GROUP}/workloadpriorityclass": (base.GROUP, "WorkloadPriorityClass"),
@@ -130,9 +135,7 @@ def _convert_kueue_kind(
     out = copy.deepcopy(doc)
     out["apiVersion"] = base.API_VERSION
     warnings: Warnings = []
-    if kind == "Workload":
-        _rename_boost(out.get("metadata"), warnings)
-    _clean_metadata(out, warnings)
+    _clean_metadata(out, warnings, WORKLOAD_RENAMES if kind == "Workload" else LABELS)
     if "status" in out:
         del out["status"]
         warnings.append("status: dropped; the operator writes it")
@@ -237,7 +240,9 @@ def _configuration_v1beta1(out: dict[str, Any], warnings: Warnings) -> None:
             warnings.append("fairSharing: not enabled, dropped")
 
 
-def _clean_metadata(doc: dict[str, Any], warnings: Warnings) -> None:
+def _clean_metadata(
+    doc: dict[str, Any], warnings: Warnings, renames: dict[str, str] = LABELS
+) -> None:
     metadata = doc.get("metadata")
     if not isinstance(metadata, dict):
         return
@@ -256,10 +261,12 @@ def _clean_metadata(doc: dict[str, Any], warnings: Warnings) -> None:
                 metadata["finalizers"] = kept
             else:
                 del metadata["finalizers"]
-    _rename_labels(metadata, "metadata", warnings)
+    _rename_labels(metadata, "metadata", warnings, renames)
 
 
-def _rename_labels(metadata: object, path: str, warnings: Warnings) -> None:
+def _rename_labels(
+    metadata: object, path: str, warnings: Warnings, renames: dict[str, str] = LABELS
+) -> None:
     """Rename Kueue's labels and annotations Berth reads; warn about the ones it does not."""
     if not isinstance(metadata, dict):
         return
@@ -268,27 +275,14 @@ def _rename_labels(metadata: object, path: str, warnings: Warnings) -> None:
         if not isinstance(values, dict):
             continue
         for key in list(values):
-            if key in LABELS:
-                if LABELS[key] in values:
+            if key in renames:
+                if renames[key] in values:
                     del values[key]
-                    warnings.append(f"{path}.{section}: {key} dropped; {LABELS[key]} wins")
+                    warnings.append(f"{path}.{section}: {key} dropped; {renames[key]} wins")
                 else:
-                    _replace_key(values, key, LABELS[key], values[key])
+                    _replace_key(values, key, renames[key], values[key])
             elif str(key).startswith(f"{KUEUE_GROUP}/"):
                 warnings.append(f"{path}.{section}: {key} kept; Berth does not read it")
-
-
-def _rename_boost(metadata: object, warnings: Warnings) -> None:
-    """A Workload's ``kueue.x-k8s.io/priority-boost`` (KEP-7990) is Berth's, on Workloads only."""
-    notes = metadata.get("annotations") if isinstance(metadata, dict) else None
-    old, new = workload.KUEUE_PRIORITY_BOOST_ANNOTATION, workload.PRIORITY_BOOST_ANNOTATION
-    if not isinstance(notes, dict) or old not in notes:
-        return
-    if new in notes:
-        del notes[old]
-        warnings.append(f"metadata.annotations: {old} dropped; {new} wins")
-    else:
-        _replace_key(notes, old, new, notes[old])
 
 
 def _rename_field(node: dict[str, Any], old: str, new: str, path: str, warnings: Warnings) -> None:

@@ -229,9 +229,11 @@ class Lifecycle:
             return
         lq = fair_usage.LocalQueueKey(a.info.key.namespace, a.info.local_queue or "")
         self.usage.track([*self.usage.entries, lq], now)
+        # Only the admission's own ClusterQueue holds workloads of its LocalQueue.
+        same_queue = self.cache.snapshot.admitted.get(a.admission.cluster_queue, {})
         held = core_fair_usage.flat(
             adm.admission.usage
-            for key, adm in self.cache.admitted.items()
+            for key, adm in same_queue.items()
             if key.namespace == lq.namespace and adm.info.local_queue == lq.name
         )
         self.usage.charge(lq, held, core_fair_usage.flat([a.admission.usage]), now)
