@@ -117,6 +117,40 @@ def test_a_workload_editor_cannot_change_an_admitted_workload(
     assert "metadata.annotations[kueue.x-k8s.io/priority-boost]" in message
 
 
+def test_a_namespace_admin_cannot_weigh_its_own_local_queue_up(
+    gpu_cluster: launcher.ControlPlane,
+    berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator (and its webhooks)
+    new_namespace: Callable[[launcher.ControlPlane, str], str],
+    tmp_path: Path,
+) -> None:
+    """The chart lets namespace admins manage LocalQueues; a weight stays the cluster's say."""
+    ns = new_namespace(gpu_cluster, "weigh")
+    gpu_cluster.kubectl().apply(
+        [
+            flavor(f"{ns}-a100", dict(kwok.A100_LABELS)),
+            cluster_queue(f"{ns}-cq", ns, {f"{ns}-a100": 8}),
+        ]
+    )
+    rules = ({"apiGroups": ["berth.dev"], "resources": ["localqueues"], "verbs": ["*"]},)
+    user = adversary.namespace_user(gpu_cluster, ns, tmp_path, extra_rules=rules)
+    heavy = local_queue("lq", ns, f"{ns}-cq")
+    heavy["spec"]["fairSharing"] = {"weight": "1000"}
+    message = user.denied("create", "-f", "-", stdin=yaml.safe_dump(heavy))
+    assert "spec.fairSharing.weight" in message
+    user.apply(local_queue("lq", ns, f"{ns}-cq"))  # the default weight is the user's to give
+    message = user.denied(
+        "patch",
+        "localqueue",
+        "lq",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        yaml.safe_dump({"spec": {"fairSharing": {"weight": "50"}}}),
+    )
+    assert "admissionFairSharing.weightSetters" in message
+
+
 def test_a_flavor_and_cluster_queue_in_use_are_kept_until_nothing_uses_them(
     gpu_cluster: launcher.ControlPlane,
     berth_operator: OperatorProcess,  # noqa: ARG001 - runs the operator

@@ -85,6 +85,10 @@ class FairSharingConfig(base.Model):
     [LessThanInitialShare] or both in that order."""
 
 
+DEFAULT_WEIGHT_SETTERS = ("system:masters",)
+"""Who may give a LocalQueue a weight when the Configuration names nobody: cluster admins."""
+
+
 class AdmissionFairSharing(base.Model):
     """Usage-based admission fair sharing (Kueue's ``admissionFairSharing``, KEP-4136).
 
@@ -101,6 +105,11 @@ class AdmissionFairSharing(base.Model):
     resource_weights: dict[names.ResourceName, float] = pydantic.Field(default_factory=dict)
     """Weight of each resource in a LocalQueue's usage; unlisted resources weigh 1 and 0 leaves
     one out. cpu counts in cores and memory in bytes, as in Kueue: weigh memory low (or 0)."""
+
+    weight_setters: list[str] = pydantic.Field(default_factory=lambda: list(DEFAULT_WEIGHT_SETTERS))
+    """Users or groups whose requests may give a LocalQueue a fairSharing.weight other than 1,
+    or change it (Berth's own: namespace admins manage their LocalQueues and would weigh their
+    own team up). Default: system:masters."""
 
     _durations = pydantic.field_validator(
         "usage_half_life_time", "usage_sampling_interval", mode="before"

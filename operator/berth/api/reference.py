@@ -77,7 +77,13 @@ RULES: dict[str, list[str]] = {
         ),
         "Resource groups follow the ClusterQueue rules.",
     ],
-    "LocalQueue": ["`spec.clusterQueue` names a ClusterQueue (a DNS subdomain)."],
+    "LocalQueue": [
+        "`spec.clusterQueue` names a ClusterQueue (a DNS subdomain).",
+        (
+            "`spec.fairSharing.weight` other than 1 at creation, or a change of it, only by the "
+            "Configuration's `admissionFairSharing.weightSetters`."
+        ),
+    ],
     "WorkloadPriorityClass": [],
     "Workload": [
         "Pod set names are unique DNS labels; `minCount` is at most `count`.",

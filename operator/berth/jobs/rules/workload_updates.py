@@ -121,8 +121,7 @@ def boost_refusals(
     before = None if old is None else bodies.annotations_of(old).get(name)
     if bodies.annotations_of(new).get(name) == before:
         return []
-    who = {str(user.get("username") or ""), *(str(g) for g in user.get("groups") or [])}
-    if who & set(setters):
+    if requested_by(user, setters):
         return []
     return [
         errors.FieldError(
@@ -131,3 +130,9 @@ def boost_refusals(
             f"and {user.get('username') or 'this user'} is not; ask an admin to add it there",
         )
     ]
+
+
+def requested_by(user: Mapping[str, Any], setters: Sequence[str]) -> bool:
+    """Tell whether a review's ``userInfo`` names one of ``setters`` (a user or a group)."""
+    who = {str(user.get("username") or ""), *(str(g) for g in user.get("groups") or [])}
+    return bool(who & set(setters))

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from berth.api import base, kinds, validation, workload
-from berth.jobs.rules import workload_updates
+from berth.api import base, configuration, kinds, validation, workload
+from berth.jobs.rules import queue_weights, workload_updates
 from berth.operator.webhooks import reviews
 
 
@@ -42,15 +42,18 @@ def validate_berth(
     class_values: Mapping[str, int] | None = None,
     job_class: Callable[[dict[str, Any]], str | None] | None = None,
     topologies: Collection[str] | None = None,
+    *,
     boost_setters: Sequence[str] = (),
+    weight_setters: Sequence[str] = configuration.DEFAULT_WEIGHT_SETTERS,
 ) -> dict[str, Any]:
     """Check a Berth object, and what a Workload update changes; deny with every field error.
 
-    ``class_values`` are the WorkloadPriorityClasses' current values, and ``job_class`` tells
-    which class a Workload's Job names now (``jobs.rules.workload_updates``); a Workload's
-    priority boost may change only by a request of one of ``boost_setters`` (rule 4). A
-    ResourceFlavor naming a Topology not among ``topologies`` is let through with a warning (it
-    may come next in the same apply), saying what its ClusterQueues do meanwhile.
+        ``class_values`` are the WorkloadPriorityClasses' current values, and ``job_class`` tells
+        which class a Workload's Job names now (``jobs.rules.workload_updates``); a Workload's
+        priority boost may change only by a request of one of ``boost_setters`` (rule 4), and a
+    LocalQueue's weight only by one of ``weight_setters`` (``jobs.rules.queue_weights``). A
+        ResourceFlavor naming a Topology not among ``topologies`` is let through with a warning (it
+        may come next in the same apply), saying what its ClusterQueues do meanwhile.
     """
     if request.get("operation") == "DELETE":
         return reviews.allow()
@@ -73,12 +76,14 @@ def validate_berth(
         old = request.get("oldObject") or {}
         named = None if job_class is None else job_class(raw)
         problems += [str(p) for p in workload_updates.refusals(old, raw, class_values or {}, named)]
+    before = request.get("oldObject") if request.get("operation") == "UPDATE" else None
+    user = request.get("userInfo") or {}
     if raw.get("kind") == "Workload":
-        before = request.get("oldObject") if request.get("operation") == "UPDATE" else None
-        user = request.get("userInfo") or {}
         problems += [
             str(p) for p in workload_updates.boost_refusals(before, raw, user, boost_setters)
         ]
+    elif raw.get("kind") == "LocalQueue":
+        problems += [str(p) for p in queue_weights.refusals(before, raw, user, weight_setters)]
     if problems:
         return reviews.deny("; ".join(problems), 422)
     answer = reviews.allow()

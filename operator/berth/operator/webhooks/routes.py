@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from berth.adapters.kube import errors as kube_errors
-from berth.api import bodies, names
+from berth.api import bodies, configuration, names
 from berth.jobs.framework import protocol
 from berth.jobs.rules import job_sync
 from berth.operator import world as world_mod
@@ -122,7 +122,12 @@ def app(
                 world.priorities.workload_classes,
                 world.job_priority_class,
                 world.cache.topologies,
-                world.config.priority_boost.setters,
+                boost_setters=world.config.priority_boost.setters,
+                weight_setters=(
+                    configuration.DEFAULT_WEIGHT_SETTERS
+                    if world.config.admission_fair_sharing is None
+                    else world.config.admission_fair_sharing.weight_setters
+                ),
             )
         ),
     )
