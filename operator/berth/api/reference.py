@@ -76,6 +76,7 @@ RULES: dict[str, list[str]] = {
             "what the whole subtree lends."
         ),
         "Resource groups follow the ClusterQueue rules.",
+        "A usage-based `admissionScope` only on a root cohort (one without `parentName`).",
     ],
     "LocalQueue": [
         "`spec.clusterQueue` names a ClusterQueue (a DNS subdomain).",

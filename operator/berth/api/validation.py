@@ -420,6 +420,19 @@ def validate_cohort(co: cohort.Cohort) -> FieldErrors:
         lending_within_nominal=False,
     )
     out += _validate_weight(spec.fair_sharing, "spec.fairSharing.weight")
+    scope = spec.admission_scope
+    if (
+        spec.parent_name is not None
+        and scope is not None
+        and scope.admission_mode == clusterqueue.AdmissionMode.USAGE_BASED
+    ):
+        out.append(
+            errors.FieldError(
+                "spec.admissionScope",
+                "only a root cohort orders its queues by usage, and this one has a parent; "
+                "set it on the root cohort (the one without parentName)",
+            )
+        )
     return out
 
 

@@ -666,6 +666,15 @@ INVALID = [
         id="unknown admission mode",
     ),
     pytest.param(
+        cohort()
+        .parent("org")
+        .set("spec.admissionScope", {"admissionMode": "UsageBasedAdmissionFairSharing"})
+        .raw(),
+        ["spec.admissionScope"],
+        "set it on the root cohort",
+        id="usage-based admission scope on a cohort with a parent (it would do nothing)",
+    ),
+    pytest.param(
         lq().set("spec.fairSharing", {"weight": "-1"}).raw(),
         ["spec.fairSharing.weight"],
         "use a non-negative quantity",
